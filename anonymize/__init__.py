@@ -1,0 +1,1 @@
+"""ppdm.anonymize — local privacy toolkit: publishing, randomization, DP, rule hiding, auditing, attacks."""

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Set-up and entry point for a fresh clone: needs nothing but python3 (3.11+).
+
+    python3 bootstrap.py demo      # real local party daemons, joint mining, anonymization
+    python3 bootstrap.py test      # the whole test suite (what CI runs)
+    python3 bootstrap.py ppdm ARGS # any ppdm command inside the project's environment
+
+On first use it creates ``.venv`` next to this file and installs ppdm with its
+test dependencies into it; it reinstalls when ``pyproject.toml`` changes.
+"""
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = Path(os.environ.get("PPDM_VENV", ROOT / ".venv"))
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PY = BIN / ("python.exe" if os.name == "nt" else "python")
+
+
+def ensure_env() -> None:
+    if sys.version_info < (3, 11):
+        sys.exit(f"bootstrap: ppdm needs Python 3.11 or newer (this is {sys.version.split()[0]})")
+    stamp = VENV / ".ppdm-installed"
+    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if stamp.exists() and stamp.read_text() == want and PY.exists():
+        return
+    if not PY.exists():
+        print(f"bootstrap: creating virtual environment {VENV}", flush=True)
+        r = subprocess.run([sys.executable, "-m", "venv", str(VENV)])
+        if r.returncode != 0:
+            sys.exit("bootstrap: 'python3 -m venv' failed (on Debian/Ubuntu: apt install python3-venv)")
+    print("bootstrap: installing ppdm and its test dependencies (first run only)", flush=True)
+    pip = [str(PY), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    for cmd in (pip + ["--upgrade", "pip"], pip + ["-e", f"{ROOT}[test]"]):
+        if subprocess.run(cmd, cwd=ROOT).returncode != 0:
+            sys.exit("bootstrap: installing dependencies failed (see pip's message above)")
+    stamp.write_text(want)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    what, rest = argv[0], argv[1:]
+    ensure_env()
+    if what == "demo":
+        cmd = [str(BIN / "ppdm"), "demo", *rest]
+    elif what == "test":
+        cmd = [str(PY), "-m", "pytest", *rest]
+    elif what == "ppdm":
+        cmd = [str(BIN / "ppdm"), *rest]
+    elif what == "setup":
+        return 0
+    else:
+        print(f"bootstrap: unknown command {what!r} (use demo, test, ppdm or setup)", file=sys.stderr)
+        return 2
+    return subprocess.run(cmd, cwd=ROOT).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,1 @@
+"""ppdm.parties — the party runtime: mTLS gRPC daemon, sessions, joint jobs, CLI."""

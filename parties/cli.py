@@ -1,0 +1,74 @@
+"""The ``ppdm`` command line: a thin layer over the library.
+
+Each verb lives in its own module exposing ``register(subparsers)``; the module
+adds its parser and sets ``func`` (a callable taking the parsed ``args`` and
+returning an exit code). Errors become one line on stderr and a non-zero exit:
+
+* :class:`CLIError` (bad input) — exit 2,
+* any other exception — exit 1, one line; set ``PPDM_DEBUG=1`` for the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+__all__ = ["CLIError", "main"]
+
+# modules that register verbs, in help order
+VERB_MODULES = [
+    "parties.cli_demo",
+    "parties.cli_party",
+    "parties.cli_mine",
+    "parties.cli_bench",
+    "anonymize.cli",
+]
+
+
+class CLIError(Exception):
+    """Bad input from the user: printed as one line, exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ppdm",
+        description="Privacy-preserving data mining: joint mining between party daemons, and local anonymization.",
+    )
+    sub = p.add_subparsers(dest="verb", metavar="COMMAND")
+    for name in VERB_MODULES:
+        try:
+            mod = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name == name:  # verb not built yet
+                continue
+            raise
+        mod.register(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except CLIError as e:
+        print(f"ppdm: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("ppdm: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # one clear line, never a traceback
+        if os.environ.get("PPDM_DEBUG"):
+            raise
+        msg = str(e) or e.__class__.__name__
+        print(f"ppdm: error: {msg}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
