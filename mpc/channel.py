@@ -47,6 +47,7 @@ __all__ = [
     "run_parties",
     "scoped",
     "peers_of",
+    "root_channel",
 ]
 
 
@@ -87,6 +88,11 @@ class ScopedChannel:
     def __init__(self, inner: Channel, prefix: str):
         self._inner = inner
         self._prefix = prefix
+
+    @property
+    def root(self) -> Channel:
+        """The unscoped channel of the session (for session-wide set-up such as base OTs)."""
+        return getattr(self._inner, "root", self._inner)
 
     @property
     def me(self) -> str:
@@ -291,8 +297,17 @@ class MemoryChannel:
         except asyncio.TimeoutError:
             raise ProtocolTimeoutError(f"no message {tag!r} from {frm} within {self._net.timeout:g} s") from None
 
+    @property
+    def root(self) -> "MemoryChannel":
+        return self
+
     def scoped(self, prefix: str) -> ScopedChannel:
         return ScopedChannel(self, prefix)
+
+
+def root_channel(ch: Channel) -> Channel:
+    """The unscoped channel under any number of :class:`ScopedChannel` views."""
+    return getattr(ch, "root", ch)
 
 
 async def _run_all(coros: list[Awaitable]) -> list:

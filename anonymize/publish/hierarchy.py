@@ -1,0 +1,451 @@
+"""Value generalization hierarchies (one per quasi-identifier), ARX CSV format.
+
+Model (Aggarwal, *Data Mining: The Textbook*, §20.3.1, Fig. 20.1; seed 000):
+a hierarchy is a tree whose leaves are the attribute's original values and
+whose level ``h`` nodes are the generalized values of full-domain level
+``A_h``; the root (``*``) is column suppression. ARX stores it as a CSV
+(``;``-separated, no header, one row per leaf, column ``h`` = the leaf's
+ancestor at level ``h``, last column ``*``) — :meth:`Hierarchy.read_arx` /
+:meth:`Hierarchy.write_arx` read and write exactly that.
+
+Encoding. Leaves get integer codes ``0..n_leaves-1`` and every level's nodes
+get codes ``0..n_nodes(h)-1``; ``maps[h, leaf] = node code at level h``, so a
+full-domain generalization is one fancy-indexing ``maps[h][codes]``.
+Invariants (relied on by metrics and Mondrian):
+
+* Numeric hierarchies keep their leaves sorted ascending.
+* Leaves are ordered so that **every node covers a contiguous run of leaf
+  codes**, and node codes increase with that run (``maps[h]`` is
+  non-decreasing). A node is therefore the leaf-code interval
+  ``node_span(h)``; any generalized cell (a hierarchy node or a Mondrian
+  range) is a ``[lo, hi]`` interval of leaf codes.
+* A label at level ``h`` has exactly one parent at level ``h+1`` (it is a
+  tree); violations are reported as errors.
+
+ARX's Adult age file labels its bands off by one (ages 16–20 are labelled
+``15-19``); the grouping is right, only the text is shifted. Nothing here
+parses labels: numeric ranges come from the leaf values
+(:meth:`Hierarchy.node_range`), so ranges computed by ppdm are correct.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import AnonymizeError
+
+__all__ = ["Hierarchy"]
+
+SUPPRESSED = "*"
+
+
+def _parse_numbers(labels: Sequence[str]) -> np.ndarray | None:
+    """Labels as numbers (int64 if all integral, else float64), or None."""
+    try:
+        vals = np.array([float(s) for s in labels], dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    if len(vals) == 0 or not np.all(np.isfinite(vals)):
+        return None
+    if np.all(vals == np.round(vals)) and np.all(np.abs(vals) < 2**53):
+        return vals.astype(np.int64)
+    return vals
+
+
+def _number_label(v) -> str:
+    if isinstance(v, (np.integer, int)):
+        return str(int(v))
+    f = float(v)
+    return str(int(f)) if f.is_integer() and abs(f) < 2**53 else repr(f)
+
+
+def _nice_step(x: float) -> float:
+    """Smallest of {1, 2, 5}·10^k that is >= x."""
+    if x <= 0:
+        return 1.0
+    e = math.floor(math.log10(x))
+    for m in (1, 2, 5, 10):
+        s = m * 10.0**e
+        if s >= x * (1 - 1e-12):
+            return s
+    return 10.0 ** (e + 1)
+
+
+class Hierarchy:
+    """Generalization hierarchy of one attribute.
+
+    Attributes
+    ----------
+    name : str
+        Attribute (column) name.
+    leaves : np.ndarray
+        Leaf values as in the data (``str`` objects for categorical, int64 /
+        float64 for numeric); leaf code = index.
+    maps : np.ndarray
+        ``(height+1, n_leaves)`` int32; ``maps[h, leaf]`` = node code at level
+        ``h``; ``maps[0] = arange(n_leaves)``.
+    labels : list[np.ndarray]
+        ``labels[h][node]`` = text label of the node at level ``h``.
+    numeric : bool
+        Leaves are numbers (ranges and means make sense).
+    height : int
+        Number of levels minus one.
+    """
+
+    __slots__ = ("name", "leaves", "maps", "labels", "numeric", "height", "_span", "_lookup")
+
+    def __init__(self, name: str, leaves, maps, labels, numeric: bool):
+        self.name = str(name)
+        self.leaves = np.asarray(leaves)
+        self.maps = np.ascontiguousarray(maps, dtype=np.int32)
+        self.labels = [np.asarray(lab, dtype=object) for lab in labels]
+        self.numeric = bool(numeric)
+        self.height = self.maps.shape[0] - 1
+        self._span: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._lookup = None
+
+    # ------------------------------------------------------------------ build
+    @classmethod
+    def from_rows(cls, name: str, rows: Sequence[Sequence[str]], numeric: bool | None = None,
+                  source: str | None = None) -> "Hierarchy":
+        """Build from ARX-style rows ``[leaf, level1, ..., top]`` (all strings).
+
+        Validates: at least one row, all rows the same length, unique leaves,
+        tree shape (each label at level h has one parent at level h+1).
+        ``numeric=None`` detects numbers from the leaf labels.
+        """
+        where = source or f"hierarchy '{name}'"
+        if len(rows) == 0:
+            raise AnonymizeError(f"{where}: no rows (empty hierarchy)")
+        width = len(rows[0])
+        for i, r in enumerate(rows):
+            if len(r) != width:
+                raise AnonymizeError(
+                    f"{where}: row {i + 1} has {len(r)} columns, expected {width} like row 1 "
+                    "(ARX hierarchies need one column per level on every row)")
+        if width < 1:
+            raise AnonymizeError(f"{where}: rows have no columns")
+        grid = np.array([[str(c).strip() for c in r] for r in rows], dtype=object)
+        leaf_lab = grid[:, 0]
+        dup = pd.Index(leaf_lab).duplicated()
+        if dup.any():
+            raise AnonymizeError(f"{where}: leaf value {leaf_lab[np.argmax(dup)]!r} appears on more than one row")
+        nums = _parse_numbers(list(leaf_lab)) if numeric is not False else None
+        if numeric is True and nums is None:
+            raise AnonymizeError(f"{where}: numeric hierarchy but some leaves are not numbers")
+        is_num = nums is not None
+        # node codes per level by first appearance in file order
+        n_lev = width
+        codes = np.empty((n_lev, len(rows)), dtype=np.int64)
+        for h in range(n_lev):
+            codes[h], _ = pd.factorize(grid[:, h])
+        # tree check: label at h -> single parent at h+1
+        for h in range(n_lev - 1):
+            pairs = pd.DataFrame({"c": codes[h], "p": codes[h + 1]}).drop_duplicates()
+            bad = pairs["c"].duplicated()
+            if bad.any():
+                c = pairs["c"][bad].iloc[0]
+                lab = grid[codes[h] == c, h][0]
+                parents = sorted(set(grid[codes[h] == c, h + 1]))
+                raise AnonymizeError(
+                    f"{where}: '{lab}' at level {h} has several parents at level {h + 1} "
+                    f"({', '.join(map(repr, parents[:3]))}); a hierarchy must be a tree")
+        order = np.argsort(nums, kind="stable") if is_num else None
+        if is_num and not cls._contiguous(codes[:, order]):
+            is_num = False  # numeric leaves whose groups are not value intervals: treat as categorical
+        if not is_num:
+            # group leaves of each node together: sort by ancestor codes, top level first
+            order = np.lexsort(tuple(codes[h] for h in range(n_lev)))  # last key = top level
+        grid = grid[order]
+        leaves = nums[order] if is_num else grid[:, 0].copy()
+        maps = np.empty((n_lev, len(rows)), dtype=np.int32)
+        labels = []
+        for h in range(n_lev):
+            c, uniq = pd.factorize(grid[:, h])
+            maps[h] = c
+            labels.append(np.asarray(uniq, dtype=object))
+        return cls(name, leaves, maps, labels, is_num)
+
+    @staticmethod
+    def _contiguous(codes: np.ndarray) -> bool:
+        """Every node's leaves form one run in the given leaf order."""
+        for row in codes:
+            starts = np.r_[True, row[1:] != row[:-1]]
+            if len(np.unique(row)) != int(starts.sum()):
+                return False
+        return True
+
+    @classmethod
+    def read_arx(cls, path, name: str | None = None, numeric: bool | None = None) -> "Hierarchy":
+        """Read an ARX CSV hierarchy (``;``, no header, one row per leaf, ``*`` last).
+
+        ARX: ``Hierarchy.create(file, charset, ';')``. CRLF/LF and a missing
+        final newline are accepted; blank lines are skipped. ``name`` defaults
+        to the file stem without an ``..._hierarchy_`` prefix
+        (``adult_hierarchy_age.csv`` → ``age``).
+        """
+        p = Path(path)
+        if name is None:
+            stem = p.stem
+            name = stem.split("hierarchy_", 1)[1] if "hierarchy_" in stem else stem
+        try:
+            raw = p.read_bytes()
+        except FileNotFoundError:
+            raise AnonymizeError(f"hierarchy file not found: {p}") from None
+        except OSError as e:
+            raise AnonymizeError(f"cannot read hierarchy {p}: {e.strerror or e}") from None
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            try:
+                text = raw.decode("cp1252")
+            except UnicodeDecodeError:
+                raise AnonymizeError(f"cannot read hierarchy {p}: not UTF-8 text") from None
+        if "\x00" in text:
+            raise AnonymizeError(f"cannot read hierarchy {p}: binary file, expected ARX CSV text")
+        rows = [line.split(";") for line in text.splitlines() if line.strip() != ""]
+        if not rows:
+            raise AnonymizeError(f"hierarchy {p} is empty")
+        return cls.from_rows(name, rows, numeric=numeric, source=f"hierarchy {p}")
+
+    def to_rows(self) -> list[list[str]]:
+        """ARX rows ``[leaf, level1, ..., top]`` in leaf-code order."""
+        cols = [self.labels[h][self.maps[h]] for h in range(self.height + 1)]
+        return [[str(c[i]) for c in cols] for i in range(self.n_leaves)]
+
+    def write_arx(self, path) -> None:
+        """Write the ARX CSV form (``;``, LF, no header), atomically."""
+        rows = self.to_rows()
+        for r in rows:
+            for c in r:
+                if ";" in c or "\n" in c or "\r" in c:
+                    raise AnonymizeError(f"hierarchy '{self.name}': label {c!r} contains ';' or a newline; "
+                                         "ARX CSV cannot store it")
+        text = "".join(";".join(r) + "\n" for r in rows)
+        p = Path(path)
+        tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, p)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+
+    @classmethod
+    def intervals(cls, name: str, values, widths: Sequence[float] | None = (5, 10, 20)) -> "Hierarchy":
+        """Automatic numeric hierarchy: value → width-w bands for each w → ``*``.
+
+        Leaves are the distinct values. Each width must be a multiple of the
+        previous one so the bands nest; all bands start at a common base
+        (a multiple of the largest width), so e.g. ages fall into
+        ``20-24`` ⊂ ``20-29`` ⊂ ``20-39`` (ARX's interval builder does the
+        same). ``widths=None`` picks ``w, 2w, 4w`` with ``w`` the smallest
+        1/2/5·10^k giving at most ~20 bands. Integer data gets inclusive labels
+        ``lo-hi``; real data gets half-open ``[lo, hi)``.
+        """
+        vals = pd.to_numeric(pd.Series(np.asarray(values).ravel()), errors="coerce")
+        if vals.isna().any():
+            raise AnonymizeError(f"column '{name}': interval hierarchies need numbers without missing values")
+        leaves = np.unique(vals.to_numpy())
+        if len(leaves) == 0:
+            raise AnonymizeError(f"column '{name}': no values to build a hierarchy from")
+        integral = bool(np.all(leaves == np.round(leaves)))
+        if integral:
+            leaves = leaves.astype(np.int64)
+        lo_v, hi_v = float(leaves.min()), float(leaves.max())
+        if widths is None:
+            w0 = _nice_step((hi_v - lo_v) / 20.0)
+            if integral:
+                w0 = max(1.0, w0)
+            widths = (w0, 2 * w0, 4 * w0)
+        widths = [float(w) for w in widths]
+        for a, b in zip(widths, widths[1:]):
+            if a <= 0 or b / a != round(b / a):
+                raise AnonymizeError(f"hierarchy '{name}': widths {widths} must be positive and each a multiple "
+                                     "of the previous one so the bands nest")
+        base = math.floor(lo_v / widths[-1]) * widths[-1]
+        rows = []
+        lv = leaves.astype(np.float64)
+        band_cols = []
+        for w in widths:
+            start = base + np.floor((lv - base) / w) * w
+            if integral:
+                lab = [f"{_number_label(s)}-{_number_label(s + w - 1)}" for s in start]
+            else:
+                lab = [f"[{s:g}, {s + w:g})" for s in start]
+            band_cols.append(lab)
+        for i, v in enumerate(leaves):
+            rows.append([_number_label(v)] + [c[i] for c in band_cols] + [SUPPRESSED])
+        h = cls.from_rows(name, rows, numeric=True)
+        h.leaves = leaves
+        return h
+
+    @classmethod
+    def masking(cls, name: str, values) -> "Hierarchy":
+        """Masking hierarchy for code-like strings (ZIP): mask one more trailing character per level.
+
+        ``47677 → 4767* → 476** → 47*** → 4**** → *`` (seed 000 Fig. 20.2 uses
+        this style for ZIP codes). Values of different lengths are masked from
+        the right as well; the top level is ``*``.
+        """
+        vals = pd.Series(np.asarray(values).ravel())
+        if vals.isna().any():
+            raise AnonymizeError(f"column '{name}': masking hierarchies need values without missing entries")
+        strs = pd.unique(np.array([_value_str(v) for v in pd.unique(vals)], dtype=object))
+        if len(strs) == 0:
+            raise AnonymizeError(f"column '{name}': no values to build a hierarchy from")
+        L = max(len(s) for s in strs)
+        rows = []
+        for s in strs:
+            r = [s]
+            for h in range(1, L):
+                keep = max(len(s) - h, 0)
+                r.append(s[:keep] + "*" * (len(s) - keep))
+            r.append(SUPPRESSED)
+            rows.append(r)
+        return cls.from_rows(name, rows, numeric=False)
+
+    @classmethod
+    def flat(cls, name: str, values) -> "Hierarchy":
+        """Two-level hierarchy: every value → ``*`` (numeric values stay numeric)."""
+        vals = pd.Series(np.asarray(values).ravel())
+        if vals.isna().any():
+            raise AnonymizeError(f"column '{name}' has missing values; fill or drop them first")
+        if len(vals) == 0:
+            raise AnonymizeError(f"column '{name}': no values to build a hierarchy from")
+        if pd.api.types.is_numeric_dtype(vals) and not pd.api.types.is_bool_dtype(vals):
+            leaves = np.unique(vals.to_numpy())
+            if np.all(leaves == np.round(leaves)):
+                leaves = leaves.astype(np.int64)
+            rows = [[_number_label(v), SUPPRESSED] for v in leaves]
+            h = cls.from_rows(name, rows, numeric=True)
+            h.leaves = leaves
+            return h
+        strs = sorted({_value_str(v) for v in pd.unique(vals)})
+        return cls.from_rows(name, [[s, SUPPRESSED] for s in strs], numeric=False)
+
+    # --------------------------------------------------------------- queries
+    @property
+    def n_leaves(self) -> int:
+        return self.maps.shape[1]
+
+    def n_nodes(self, h: int) -> int:
+        """Number of nodes at level ``h``."""
+        return len(self.labels[h])
+
+    def node_span(self, h: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(first, last)`` leaf code of every node at level ``h`` (contiguous runs)."""
+        if h not in self._span:
+            m = self.maps[h]
+            idx = np.arange(self.n_nodes(h))
+            first = np.searchsorted(m, idx, side="left").astype(np.int64)
+            last = np.searchsorted(m, idx, side="right").astype(np.int64) - 1
+            self._span[h] = (first, last)
+        return self._span[h]
+
+    def leaves_under(self, h: int) -> np.ndarray:
+        """Number of leaves under each node at level ``h``."""
+        first, last = self.node_span(h)
+        return last - first + 1
+
+    def node_range(self, h: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per node at level ``h``: numeric → (min, max) leaf value under it;
+        categorical → (first, last) leaf code, so ``hi - lo + 1`` = leaves under it.
+        Used by NCP (seed 002 §2.2.1; Xu et al. 2006)."""
+        first, last = self.node_span(h)
+        if self.numeric:
+            return self.leaves[first], self.leaves[last]
+        return first, last
+
+    def parents(self, h: int) -> np.ndarray:
+        """Parent code at level ``h+1`` of every node at level ``h``."""
+        first, _ = self.node_span(h)
+        return self.maps[h + 1][first]
+
+    def level_of_span(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Lowest level whose node contains leaf codes ``lo..hi`` (their lowest common ancestor)."""
+        lo = np.asarray(lo)
+        hi = np.asarray(hi)
+        out = np.full(lo.shape, self.height, dtype=np.int64)
+        for h in range(self.height - 1, -1, -1):
+            same = self.maps[h][lo] == self.maps[h][hi]
+            out[same] = h
+        return out
+
+    def encode(self, values, column: str | None = None) -> np.ndarray:
+        """Leaf codes of ``values``; a value missing from the hierarchy is an :class:`AnonymizeError`
+        naming the column and the value."""
+        col = column or self.name
+        s = pd.Series(np.asarray(values, dtype=object) if not isinstance(values, pd.Series) else values)
+        s = s.reset_index(drop=True)
+        if s.isna().any():
+            i = int(np.argmax(s.isna().to_numpy()))
+            raise AnonymizeError(f"column '{col}' has {int(s.isna().sum())} missing value(s) (first at row {i + 1}); "
+                                 "quasi-identifiers must be complete")
+        if self.numeric:
+            num = pd.to_numeric(s, errors="coerce")
+            bad = num.isna().to_numpy()
+            if bad.any():
+                v = s[bad].iloc[0]
+                raise AnonymizeError(f"column '{col}': value {v!r} is not a number but hierarchy '{self.name}' is numeric")
+            x = num.to_numpy(dtype=np.float64)
+            lv = self.leaves.astype(np.float64)
+            pos = np.searchsorted(lv, x)
+            pos_c = np.minimum(pos, len(lv) - 1)
+            ok = lv[pos_c] == x
+            codes = pos_c
+        else:
+            if self._lookup is None:
+                self._lookup = pd.Index(self.leaves.astype(str))
+            fcodes, uniq = pd.factorize(s)
+            ucodes = self._lookup.get_indexer(np.array([_value_str(v) for v in uniq], dtype=object))
+            codes = ucodes[fcodes]
+            ok = codes >= 0
+        if not np.all(ok):
+            missing = pd.unique(np.asarray(s.to_numpy(), dtype=object)[~ok])
+            more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+            shown = ", ".join(repr(_value_str(v)) for v in missing[:3])
+            raise AnonymizeError(f"column '{col}': value {shown}{more} not in hierarchy '{self.name}' "
+                                 f"({int((~ok).sum())} row(s)); add it to the hierarchy file")
+        return codes.astype(np.int32)
+
+    def __repr__(self) -> str:
+        kind = "numeric" if self.numeric else "categorical"
+        return f"Hierarchy({self.name!r}, {kind}, leaves={self.n_leaves}, height={self.height})"
+
+    def __eq__(self, other) -> bool:
+        """Same name, kind, levels and the same leaf → ancestor-label rows."""
+        if not isinstance(other, Hierarchy):
+            return NotImplemented
+        return (self.name == other.name and self.numeric == other.numeric and self.height == other.height
+                and sorted(map(tuple, self.to_rows())) == sorted(map(tuple, other.to_rows())))
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def canonical_strings(values) -> pd.Series:
+    """``values`` as canonical text (see :func:`_value_str`), converting each distinct value once
+    (``pd.factorize`` first), so it stays vectorized on millions of rows."""
+    s = values if isinstance(values, pd.Series) else pd.Series(np.asarray(values, dtype=object))
+    codes, uniq = pd.factorize(s, use_na_sentinel=True)
+    conv = np.array([_value_str(v) for v in uniq] + [None], dtype=object)
+    return pd.Series(conv[codes], index=s.index)
+
+
+def _value_str(v) -> str:
+    """Canonical text of a data value for matching against hierarchy labels (39.0 → '39')."""
+    if isinstance(v, str):
+        return v.strip()
+    if isinstance(v, (bool, np.bool_)):
+        return str(v)
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        return _number_label(v)
+    return str(v).strip()

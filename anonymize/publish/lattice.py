@@ -1,0 +1,775 @@
+"""Full-domain generalization lattice and frequency-set evaluation of its nodes.
+
+Model (Aggarwal §20.3.1.1–20.3.1.2, seed 000; Samarati 2001; LeFevre, DeWitt,
+Ramakrishnan, *Incognito*, SIGMOD 2005). A node is a vector of levels
+``(l_1, …, l_q)``, one per quasi-identifier, ``0 ≤ l_j ≤ h_j``; it stands for the
+table in which every value of QI ``j`` is replaced by its ancestor at level
+``l_j``. Its height is ``Σ l_j``. A node *satisfies* the privacy models within
+the suppression budget ``MaxSup = ⌊max_suppression · n⌋`` if the rows of the
+equivalence classes that fail some model number at most ``MaxSup`` (those rows
+are suppressed, i.e. released with every QI ``*``).
+
+Frequency sets (Incognito §3.2, "rollup"). The frequency set of a node is its
+list of distinct generalized QI tuples with their counts (and, when l-diversity
+or t-closeness is asked for, each tuple's histogram of sensitive values). The
+frequency set of a generalization ``N' ≥ N`` follows from the one of ``N``
+alone: map every tuple's codes one level up (or several) and add the counts of
+tuples that become equal. No pass over the ``n`` rows is needed, and frequency
+sets shrink quickly as nodes rise, so most nodes cost a few microseconds.
+
+Encoding. Each QI value is a *compact* code (rank among the leaves present in
+the data; every level's nodes are ranked the same way, and ARX hierarchies keep
+nodes contiguous in leaf order, so every level map is non-decreasing). A tuple
+is one int64 bit-packed key ``Σ_j c_j·2^{s_j}``, attribute ``j`` taking
+``b_j = ⌈log2 R_j⌉`` bits (``R_j`` = number of present leaves); rolling attribute
+``j`` up is ``key += (up[c_j] − c_j) << s_j`` with ``c_j = key >> s_j & (2^{b_j} − 1)``
+— shifts and masks, no division. Grouping equal keys is one ``np.sort`` of
+``key << b | position`` (a packed sort; numpy's int64 sort is several times
+faster than ``argsort``) and ``np.add.reduceat`` of counts over the runs. When
+``Σ_j ⌈log2 R_j⌉ > 62`` bits the engine switches to a code-matrix
+representation (slower, same results).
+
+Incognito's attribute subsets are also nodes here: dropping attribute ``j``
+(projecting the table onto the other QIs) is a virtual level ``h_j + 1`` that
+maps every value to one code, above ``*``. So one key space and one roll-up
+serve the subset lattices and the full lattice (:data:`DROPPED`).
+
+Monotonicity and suppression (document for every search in this package):
+
+* Without suppression, every model here is monotone — generalizing merges
+  classes and merged classes still satisfy k, l (distinct, entropy, recursive)
+  and t (convex distances), seed 000 Lemmas 20.3.1–20.3.3.
+* With suppression, "rows in failing classes ≤ MaxSup" is monotone for
+  k-anonymity and distinct l-diversity (a class that passes keeps passing when
+  merged, a failing class's rows can only join passing classes), but not for
+  entropy / recursive (c,l)-diversity nor t-closeness (a passing class merged
+  with a failing one can fail). For those the searches prune with the monotone
+  part only (k-anonymity plus the distinct-l-diversity that entropy and
+  recursive (c,l)-diversity imply) and check the full predicate on every node
+  they keep — see :attr:`Lattice.exact_monotone`.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from ..errors import AnonymizeError
+from .models import (
+    ClassStats, DistinctLDiversity, EntropyLDiversity, KAnonymity, PrivacyModel, RecursiveCLDiversity,
+    all_ok, equivalence_classes,
+)
+from .table import EncodedTable
+
+__all__ = [
+    "DROPPED", "FrequencySet", "NodeInfo", "Lattice", "cell_loss_tables", "metric_key", "METRICS",
+    "lattice_nodes", "minimal_of", "SearchResult", "choose", "LatticeGrid", "tag_closure", "MAX_NODES",
+    "PASS", "FAIL", "exhaustive",
+]
+
+DROPPED = -1
+"""Marker used in level vectors passed to :meth:`Lattice.node_info` for a dropped attribute
+(internally the virtual level ``h_j + 1``)."""
+
+METRICS = ("ncp", "dm", "height", "suppressed", "avg-class-size")
+
+
+@dataclass
+class FrequencySet:
+    """Distinct generalized QI tuples of one node with their counts (Incognito's frequency set).
+
+    levels : internal levels (``h_j + 1`` = attribute dropped).
+    keys : (m,) int64 sorted bit-packed keys (fast mode) — or None in wide mode.
+    codes : (m, q) int32 compact node codes (wide mode only).
+    counts : (m,) int64 rows per tuple.
+    hist : (m, V) int64 concatenated sensitive-value histograms, or None (k-anonymity only).
+    """
+
+    levels: tuple
+    keys: np.ndarray | None
+    counts: np.ndarray
+    hist: np.ndarray | None = None
+    codes: np.ndarray | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.counts)
+
+
+@dataclass
+class NodeInfo:
+    """Outcome of evaluating one full-lattice node.
+
+    ``ok`` — satisfies every model within the suppression budget; ``ok_monotone`` — satisfies the
+    monotone part used for pruning (equal to ``ok`` when :attr:`Lattice.exact_monotone`);
+    ``suppressed`` — rows in failing classes; ``n_classes`` — released (non-suppressed) classes;
+    ``dm`` — discernibility Σ|E|² + suppressed·n (Bayardo–Agrawal 2005); ``ncp`` — normalized
+    certainty penalty averaged over all QI cells, suppressed cells counting 1 (Xu et al. 2006,
+    seed 002 §2.2).
+    """
+
+    levels: tuple
+    ok: bool
+    ok_monotone: bool
+    suppressed: int
+    n_classes: int = 0
+    dm: float = float("nan")
+    ncp: float = float("nan")
+    _pending: object = field(default=None, repr=False, compare=False)
+
+    @property
+    def height(self) -> int:
+        return int(sum(self.levels))
+
+    def as_dict(self) -> dict:
+        return {"levels": list(map(int, self.levels)), "height": self.height, "suppressed": int(self.suppressed),
+                "classes": int(self.n_classes), "dm": float(self.dm), "ncp": float(self.ncp)}
+
+
+@dataclass
+class SearchResult:
+    """Outcome of a full-domain search.
+
+    ``nodes`` — the satisfying nodes the algorithm returns (Incognito / Flash: every minimal one;
+    Samarati: every satisfying node at the lowest height; Datafly: its one node), each with metrics;
+    ``chosen`` — the one picked by ``metric`` (:func:`metric_key`); ``stats`` — work counters
+    (nodes evaluated, frequency-set rows scanned, lattice size, whether pruning was exact).
+    """
+
+    algorithm: str
+    nodes: list
+    chosen: "NodeInfo"
+    metric: str
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def levels(self) -> tuple:
+        return tuple(int(x) for x in self.chosen.levels)
+
+
+def choose(lat: "Lattice", infos: Sequence["NodeInfo"], metric: str) -> "NodeInfo":
+    """Fill the metrics of ``infos`` (:meth:`Lattice.complete`) and return the node minimizing
+    :func:`metric_key` (``infos`` must be non-empty)."""
+    for i in infos:
+        lat.complete(i)
+    return min(infos, key=lambda i: metric_key(i, metric, lat.n))
+
+
+def metric_key(info: NodeInfo, metric: str = "ncp", n: int | None = None):
+    """Sort key choosing among satisfying nodes: the named metric first, then NCP, DM, height,
+    then the level vector (so the choice is deterministic). ``metric`` ∈ :data:`METRICS`."""
+    if metric not in METRICS:
+        raise AnonymizeError(f"unknown metric '{metric}' (use {', '.join(METRICS)})")
+    first = {
+        "ncp": info.ncp,
+        "dm": info.dm,
+        "height": info.height,
+        "suppressed": info.suppressed,
+        "avg-class-size": ((n or 0) - info.suppressed) / max(info.n_classes, 1),
+    }[metric]
+    return (first, round(info.ncp, 12), info.dm, info.height, tuple(info.levels))
+
+
+def cell_loss_tables(table: EncodedTable, categorical: str = "height") -> list[list[np.ndarray]]:
+    """Per QI and level, the NCP of each hierarchy node — the per-cell loss of
+    :func:`.metrics.ncp` (same ``categorical`` choices): numeric ``(max − min under the node,
+    clipped to the column's range) / (column range)`` (seed 002 §2.2.1); categorical ``'height'``
+    = level of the node's lowest common ancestor / hierarchy height (seed 002 §2.2.2),
+    ``'leaves'`` = card/|A| (Xu et al. 2006), ``'span'`` = (card − 1)/(|A| − 1) (Iyengar 2002).
+    Indexed by the hierarchy's node codes."""
+    out = []
+    for j, h in enumerate(table.hierarchies):
+        levels = []
+        codes = table.qi_codes[:, j]
+        for lv in range(h.height + 1):
+            first, last = h.node_span(lv)
+            if h.numeric:
+                vals = np.asarray(h.leaves, dtype=np.float64)
+                d_lo, d_hi = vals[codes.min()], vals[codes.max()]
+                rng = float(d_hi - d_lo)
+                if rng <= 0:
+                    loss = np.zeros(len(first))
+                else:
+                    width = np.minimum(vals[last], d_hi) - np.maximum(vals[first], d_lo)
+                    loss = np.clip(width / rng, 0.0, 1.0)
+            elif categorical == "height":
+                loss = h.level_of_span(first, last) / h.height if h.height else np.zeros(len(first))
+            elif categorical == "leaves":
+                card = (last - first + 1).astype(np.float64)
+                loss = np.where(card > 1, card / h.n_leaves, 0.0)
+            elif categorical == "span":
+                card = (last - first + 1).astype(np.float64)
+                loss = (card - 1) / (h.n_leaves - 1) if h.n_leaves > 1 else np.zeros(len(first))
+            else:
+                raise AnonymizeError(f"unknown categorical loss '{categorical}' (use 'height', 'leaves' or 'span')")
+            levels.append(np.asarray(loss, dtype=np.float64))
+        out.append(levels)
+    return out
+
+
+MAX_NODES = 5_000_000
+"""Largest full lattice the searches enumerate (Python-level tags)."""
+
+PASS, FAIL = 1, 2
+"""Tag values in :func:`tag_closure` arrays."""
+
+
+class LatticeGrid:
+    """Index arithmetic over the lattice ``Π [0, h_j]`` (row-major, last attribute fastest):
+    ``levels[i]`` (tuples), ``height[i]``, ``norm[i]`` (Σ l_j / h_j), ``succ[i]`` / ``pred[i]``
+    (direct generalizations / specializations). Refuses more than :data:`MAX_NODES` nodes."""
+
+    def __init__(self, heights):
+        self.H = list(heights)
+        self.q = len(self.H)
+        dims = [h + 1 for h in self.H]
+        self.N = int(np.prod(dims, dtype=np.float64))
+        if self.N > MAX_NODES:
+            raise AnonymizeError(f"lattice too large ({self.N:,} nodes); use fewer quasi-identifiers, "
+                                 "shallower hierarchies, or --algorithm mondrian")
+        self.strides = [int(np.prod(dims[j + 1:], dtype=np.int64)) for j in range(self.q)]
+        lv = np.indices(dims).reshape(self.q, -1).T
+        self.levels = [tuple(r) for r in lv.tolist()]
+        self.height = lv.sum(axis=1).tolist()
+        norm = (lv / np.maximum(np.array(self.H, dtype=np.float64), 1)).sum(axis=1)
+        self.norm = norm.tolist()
+        succ = [[] for _ in range(self.N)]
+        pred = [[] for _ in range(self.N)]
+        idx = np.arange(self.N)
+        for j in range(self.q):
+            ok = lv[:, j] < self.H[j]
+            for a, b in zip(idx[ok].tolist(), (idx[ok] + self.strides[j]).tolist()):
+                succ[a].append(b)
+                pred[b].append(a)
+        self.succ, self.pred = succ, pred
+
+
+def tag_closure(tags: bytearray, start: int, value: int, nbrs) -> None:
+    """Predictive tagging: set ``tags`` to ``value`` on ``start`` and everything reachable through
+    ``nbrs`` (``succ`` → all generalizations, ``pred`` → all specializations)."""
+    stack = [start]
+    while stack:
+        x = stack.pop()
+        if tags[x] == value:
+            continue
+        tags[x] = value
+        stack.extend(y for y in nbrs[x] if tags[y] != value)
+
+
+
+def lattice_nodes(heights: Sequence[int]) -> np.ndarray:
+    """All level vectors of the lattice ``Π [0, h_j]`` as an ``(N, q)`` int64 array, row-major
+    (the last attribute varies fastest)."""
+    dims = [h + 1 for h in heights]
+    if not dims:
+        return np.zeros((1, 0), dtype=np.int64)
+    grids = np.indices(dims).reshape(len(dims), -1).T
+    return grids.astype(np.int64)
+
+
+def minimal_of(levels: Iterable[Sequence[int]]) -> list[tuple]:
+    """The minimal elements (no other element ≤ it componentwise) of a set of level vectors."""
+    arr = np.array(sorted({tuple(map(int, x)) for x in levels}, key=lambda t: (sum(t), t)), dtype=np.int64)
+    if arr.size == 0:
+        return []
+    keep = []
+    for i, row in enumerate(arr):
+        below = arr[:i][(arr[:i] <= row).all(axis=1)] if i else arr[:0]
+        if len(below) == 0:
+            keep.append(tuple(int(x) for x in row))
+    return keep
+
+
+def _monotone_part(models: Sequence[PrivacyModel]) -> list[PrivacyModel]:
+    """Models whose 'rows in failing classes' is monotone under generalization, implied by ``models``:
+    k-anonymity and distinct l-diversity as given; entropy l-diversity implies distinct
+    ⌈l⌉-diversity (e^H ≤ number of values); recursive (c,l)-diversity implies distinct l-diversity;
+    t-closeness implies nothing usable."""
+    out: list[PrivacyModel] = []
+    for m in models:
+        if isinstance(m, (KAnonymity, DistinctLDiversity)):
+            out.append(m)
+        elif isinstance(m, EntropyLDiversity):
+            if math.ceil(m.l - 1e-9) > 1:
+                out.append(DistinctLDiversity(int(math.ceil(m.l - 1e-9)), attribute=m.attribute))
+        elif isinstance(m, RecursiveCLDiversity):
+            if m.l > 1:
+                out.append(DistinctLDiversity(m.l, attribute=m.attribute))
+    return out
+
+
+class Lattice:
+    """The full-domain lattice of an :class:`EncodedTable` and its frequency-set engine.
+
+    ``models`` — the privacy models (any :class:`PrivacyModel`); ``max_suppression`` — fraction of
+    rows that may be suppressed (Samarati's MaxSup = ⌊fraction·n⌋ rows).
+
+    Main methods: :meth:`evaluate` (a node → :class:`NodeInfo`, rolled up from the best cached
+    specialization), :meth:`rollup`, :meth:`suppressed_mask` (rows to suppress at a node).
+    Counters ``n_evaluated`` and ``rows_scanned`` measure the work done.
+    """
+
+    #: cap on the number of frequency-set rows kept for roll-ups (memory bound)
+    cache_rows = 4_000_000
+
+    def __init__(self, table: EncodedTable, models: Sequence[PrivacyModel], max_suppression: float = 0.0,
+                 *, wide: bool | None = None, ncp_categorical: str = "height"):
+        if not 0.0 <= float(max_suppression) <= 1.0:
+            raise AnonymizeError(f"max suppression must be a fraction in [0, 1], got {max_suppression}")
+        if not models:
+            raise AnonymizeError("no privacy model given (e.g. k-anonymity with --k)")
+        self.table = table
+        self.models = list(models)
+        self.n = table.n
+        self.q = table.q
+        self.heights = [int(h.height) for h in table.hierarchies]
+        self.max_suppression = float(max_suppression)
+        self.max_sup = int(math.floor(self.max_suppression * self.n + 1e-9))
+        for m in self.models:
+            if isinstance(m, KAnonymity) and m.k > self.n:
+                raise AnonymizeError(f"k = {m.k} is larger than the table ({self.n} rows)")
+        # --- which predicate prunes
+        only_k = all(isinstance(m, KAnonymity) for m in self.models)
+        self.k_only = only_k
+        self.k = max([m.k for m in self.models if isinstance(m, KAnonymity)], default=1)
+        self.need_hist = not only_k and len(table.sens_values) > 0
+        if not only_k and len(table.sens_values) == 0:
+            raise AnonymizeError("l-diversity / t-closeness need at least one sensitive attribute (--sensitive)")
+        mono = _monotone_part(self.models)
+        monotone_sets_equal = len(mono) == len(self.models) and all(a is b for a, b in zip(mono, self.models))
+        #: True when the predicate used for pruning is the predicate itself (no suppression, or only
+        #: k-anonymity / distinct l-diversity): lattice searches are then exact with full pruning.
+        self.exact_monotone = self.max_sup == 0 or monotone_sets_equal
+        self.monotone_models = self.models if self.exact_monotone else mono
+        # --- compact codes per QI
+        self.R: list[int] = []
+        self.lvmap: list[list[np.ndarray]] = []      # [j][l] compact leaf -> compact node
+        self.node_of: list[list[np.ndarray]] = []    # [j][l] compact node -> hierarchy node code
+        self.leaf_compact = np.empty((self.n, self.q), dtype=np.int64)
+        for j, h in enumerate(table.hierarchies):
+            col = table.qi_codes[:, j]
+            present, inv = np.unique(col, return_inverse=True)
+            self.leaf_compact[:, j] = inv
+            self.R.append(len(present))
+            lm, no = [], []
+            for lv in range(h.height + 1):
+                nodes = h.maps[lv][present]
+                uniq, cinv = np.unique(nodes, return_inverse=True)
+                lm.append(cinv.astype(np.int64))
+                no.append(uniq)
+            lm.append(np.zeros(len(present), dtype=np.int64))        # virtual 'dropped' level
+            no.append(np.zeros(1, dtype=np.int64))
+            self.lvmap.append(lm)
+            self.node_of.append(no)
+        self.n_nodes = [[len(no) for no in self.node_of[j]] for j in range(self.q)]
+        # bit-packed keys: attribute j occupies bits [shift_j, shift_j + bits_j)
+        self.bits = [max(int(r - 1).bit_length(), 0) for r in self.R]
+        self.shift = [0] * self.q
+        acc = 0
+        for j in range(self.q - 1, -1, -1):
+            self.shift[j] = acc
+            acc += self.bits[j]
+        self.key_bits = acc
+        self.key_space = 1 << acc
+        self.wide = (acc > 62) if wide is None else bool(wide)
+        self.mask = [(1 << b) - 1 for b in self.bits]
+        self._up: dict = {}
+        self._loss = None
+        self.ncp_categorical = ncp_categorical
+        # sensitive histogram layout
+        self.sens_offsets = []
+        off = 0
+        for vals in table.sens_values:
+            self.sens_offsets.append(off)
+            off += len(vals)
+        self.V = off
+        self.n_evaluated = 0
+        self.rows_scanned = 0
+        self._cache: dict[tuple, int] = {}          # levels -> slot
+        self._slots: list = []
+        self._slot_lv = np.zeros((0, self.q), dtype=np.int16)
+        self._slot_size = np.zeros(0, dtype=np.int64)
+        self._free: list[int] = []
+        self._order: collections.deque = collections.deque()
+        self._cache_rows = 0
+        self.base = self._base()
+
+    # ------------------------------------------------------------------ encoding helpers
+    def internal(self, levels) -> tuple:
+        """Level vector with :data:`DROPPED` (or ``None``) replaced by the virtual level ``h_j + 1``."""
+        return tuple(self.heights[j] + 1 if (lv is None or lv == DROPPED) else int(lv) for j, lv in enumerate(levels))
+
+    def up(self, j: int, a: int, b: int) -> np.ndarray:
+        """Compact node code at level ``b`` of every compact node at level ``a`` (``a ≤ b``) of QI ``j``."""
+        key = (j, a, b)
+        u = self._up.get(key)
+        if u is None:
+            lm = self.lvmap[j]
+            first = np.searchsorted(lm[a], np.arange(self.n_nodes[j][a]), side="left")
+            u = lm[b][first].astype(np.int64)
+            self._up[key] = u
+        return u
+
+    def _base(self) -> FrequencySet:
+        """Frequency set of the bottom node ``(0, …, 0)`` straight from the rows."""
+        lv = tuple([0] * self.q)
+        counts = np.ones(self.n, dtype=np.int64)
+        hist = None
+        if self.need_hist:
+            hist = np.zeros((self.n, self.V), dtype=np.int64)
+            for s, off in enumerate(self.sens_offsets):
+                hist[np.arange(self.n), off + self.table.sens_codes[:, s]] = 1
+        if self.wide:
+            fs = FrequencySet(lv, None, counts, hist, codes=self.leaf_compact.astype(np.int32))
+        else:
+            key = np.zeros(self.n, dtype=np.int64)
+            for j in range(self.q):
+                key |= self.leaf_compact[:, j] << self.shift[j]
+            fs = FrequencySet(lv, key, counts, hist)
+        return self._group(fs, lv, fs.keys, fs.codes, presorted=False)
+
+    # ------------------------------------------------------------------ roll-up
+    def _group(self, src: FrequencySet, levels: tuple, keys, codes, presorted: bool) -> FrequencySet:
+        """Merge equal tuples: sort (unless already sorted), find runs, add counts/histograms."""
+        m = len(src.counts)
+        counts, hist = src.counts, src.hist
+        if m == 0:
+            return FrequencySet(levels, keys, counts, hist, codes)
+        if self.wide:
+            cid, nc = equivalence_classes(codes)
+            order = np.argsort(cid, kind="stable")
+            sk = cid[order]
+            flag = np.empty(m, dtype=bool)
+            flag[0] = True
+            np.not_equal(sk[1:], sk[:-1], out=flag[1:])
+            starts = np.flatnonzero(flag)
+            new_codes = codes[order[starts]]
+            return FrequencySet(levels, None, np.add.reduceat(counts[order], starts),
+                                None if hist is None else np.add.reduceat(hist[order], starts, axis=0),
+                                codes=new_codes)
+        if presorted:
+            sk = keys
+            order = None
+        else:
+            b = int(m - 1).bit_length()
+            if b == 0:
+                sk, order = keys, None
+            elif (self.key_space << b) < 2**63:
+                packed = np.sort((keys << b) | np.arange(m, dtype=np.int64))
+                order = packed & ((1 << b) - 1)
+                sk = packed >> b
+            else:
+                order = np.argsort(keys, kind="stable")
+                sk = keys[order]
+        flag = np.empty(m, dtype=bool)
+        flag[0] = True
+        np.not_equal(sk[1:], sk[:-1], out=flag[1:])
+        if flag.all():
+            if order is None:
+                return FrequencySet(levels, sk, counts, hist)
+            return FrequencySet(levels, sk, counts[order], None if hist is None else hist[order])
+        starts = np.flatnonzero(flag)
+        c = counts if order is None else counts[order]
+        new_counts = np.add.reduceat(c, starts)
+        new_hist = None
+        if hist is not None:
+            hh = hist if order is None else hist[order]
+            new_hist = np.add.reduceat(hh, starts, axis=0)
+        return FrequencySet(levels, sk[starts], new_counts, new_hist)
+
+    def rollup(self, src: FrequencySet, levels) -> FrequencySet:
+        """Frequency set of ``levels`` (internal levels, each ≥ ``src.levels``) from ``src``
+        (Incognito's rollup property: counts of merged tuples add up)."""
+        levels = tuple(levels)
+        self.rows_scanned += src.size
+        changed = [j for j in range(self.q) if levels[j] != src.levels[j]]
+        if not changed:
+            return src
+        for j in changed:
+            if levels[j] < src.levels[j]:
+                raise ValueError(f"cannot roll {src.levels} up to {levels}: not a generalization")
+        if self.wide:
+            codes = src.codes.copy()
+            for j in changed:
+                codes[:, j] = self.up(j, src.levels[j], levels[j])[codes[:, j]]
+            return self._group(src, levels, None, codes, presorted=False)
+        keys = src.keys
+        for j in changed:
+            sh = self.shift[j]
+            c = (keys >> sh) & self.mask[j] if sh else keys & self.mask[j]
+            d = self.up(j, src.levels[j], levels[j])[c] - c
+            keys = keys + (d << sh if sh else d)
+        # a strictly increasing map (no two present nodes merge) keeps keys sorted and distinct
+        if all(self.n_nodes[j][levels[j]] == self.n_nodes[j][src.levels[j]] for j in changed):
+            return FrequencySet(levels, keys, src.counts, src.hist)
+        # a non-decreasing map on the last varying attribute keeps keys sorted (runs merge)
+        presorted = len(changed) == 1 and all(self.n_nodes[i][levels[i]] == 1 for i in range(changed[0] + 1, self.q))
+        return self._group(src, levels, keys, None, presorted=presorted)
+
+    def cached(self, levels) -> FrequencySet | None:
+        """The cached frequency set of a node (internal levels), or None."""
+        slot = self._cache.get(tuple(levels))
+        return None if slot is None else self._slots[slot]
+
+    def frequency_set(self, levels, source: FrequencySet | None = None) -> FrequencySet:
+        """Frequency set of a node (internal levels): cached, or rolled up from ``source`` if given,
+        else from the smallest cached direct child, else from the bottom node."""
+        levels = tuple(levels)
+        fs = self.cached(levels)
+        if fs is not None:
+            return fs
+        if source is None:
+            source = self.best_child(levels) or self.base
+        return self.rollup(source, levels)
+
+    def best_child(self, levels: tuple) -> FrequencySet | None:
+        """The smallest cached direct specialization (one attribute one level lower), or None."""
+        best = None
+        for j in range(self.q):
+            if levels[j] > 0:
+                slot = self._cache.get(levels[:j] + (levels[j] - 1,) + levels[j + 1:])
+                if slot is not None:
+                    fs = self._slots[slot]
+                    if best is None or fs.size < best.size:
+                        best = fs
+        return best
+
+    def best_cached(self, levels) -> FrequencySet:
+        """The smallest cached specialization of ``levels`` (any distance), else the bottom node.
+        One vectorized comparison against the cache's level matrix."""
+        if not self._cache:
+            return self.base
+        ok = (self._slot_lv <= np.asarray(levels, dtype=np.int16)).all(axis=1)
+        if not ok.any():
+            return self.base
+        sizes = np.where(ok, self._slot_size, np.iinfo(np.int64).max)
+        slot = int(np.argmin(sizes))
+        fs = self._slots[slot]
+        return fs if fs.size < self.base.size else self.base
+
+    def source_for(self, levels) -> FrequencySet:
+        """Best roll-up source for a node (internal levels): a cached direct child, else the smallest
+        cached specialization; when that is the bottom node, first materialize the *hub*
+        ``min(levels, 1)`` (every generalized attribute at level 1) from the bottom and cache it,
+        so later nodes above the same hub start from it — Incognito's super-root idea applied
+        to any search order."""
+        levels = tuple(levels)
+        src = self.best_child(levels) or self.best_cached(levels)
+        if src is self.base:
+            hub = tuple(lv if lv > self.heights[j] else min(lv, 1) for j, lv in enumerate(levels))
+            if hub != levels and any(hub):
+                src = self.cached(hub)
+                if src is None:
+                    src = self.rollup(self.base, hub)
+                    self.remember(src)
+        return src
+
+    def remember(self, fs: FrequencySet) -> None:
+        """Keep ``fs`` as a roll-up source (bounded by :attr:`cache_rows`; oldest dropped first)."""
+        if fs.levels in self._cache or fs is self.base:
+            return
+        if self._free:
+            slot = self._free.pop()
+            self._slots[slot] = fs
+        else:
+            slot = len(self._slots)
+            self._slots.append(fs)
+            if slot >= len(self._slot_size):
+                cap = max(64, 2 * len(self._slot_size))
+                lv = np.full((cap, self.q), np.iinfo(np.int16).max, dtype=np.int16)
+                lv[:len(self._slot_lv)] = self._slot_lv
+                sz = np.full(cap, np.iinfo(np.int64).max, dtype=np.int64)
+                sz[:len(self._slot_size)] = self._slot_size
+                self._slot_lv, self._slot_size = lv, sz
+        self._slot_lv[slot] = fs.levels
+        self._slot_size[slot] = fs.size
+        self._cache[fs.levels] = slot
+        self._order.append(fs.levels)
+        self._cache_rows += fs.size
+        while self._cache_rows > self.cache_rows and self._order:
+            self._drop(self._order.popleft())
+
+    def _drop(self, levels) -> None:
+        slot = self._cache.pop(tuple(levels), None)
+        if slot is None:
+            return
+        self._cache_rows -= self._slots[slot].size
+        self._slots[slot] = None
+        self._slot_lv[slot] = np.iinfo(np.int16).max
+        self._slot_size[slot] = np.iinfo(np.int64).max
+        self._free.append(slot)
+
+    def forget(self, levels_iter=None) -> None:
+        """Drop cached frequency sets (all, or the given internal level vectors)."""
+        if levels_iter is None:
+            for lv in list(self._cache):
+                self._drop(lv)
+            self._order.clear()
+            return
+        for lv in levels_iter:
+            self._drop(lv)
+
+    # ------------------------------------------------------------------ checking
+    def class_stats(self, fs: FrequencySet) -> ClassStats:
+        """:class:`ClassStats` of a frequency set (one class per distinct tuple)."""
+        hists = []
+        if fs.hist is not None:
+            for s, off in enumerate(self.sens_offsets):
+                hists.append(fs.hist[:, off:off + len(self.table.sens_values[s])])
+        return ClassStats(fs.counts, hists, self.table.global_dist(), self.table)
+
+    def failing(self, fs: FrequencySet, models=None) -> np.ndarray:
+        """Bool per tuple: its class fails some model (so its rows would be suppressed)."""
+        models = self.models if models is None else models
+        if all(isinstance(m, KAnonymity) for m in models):
+            k = max((m.k for m in models), default=1)
+            return fs.counts < k
+        return ~all_ok(models, self.class_stats(fs))
+
+    def check(self, fs: FrequencySet) -> tuple[bool, bool, np.ndarray]:
+        """``(ok, ok_monotone, failing mask)`` of a frequency set against the budget."""
+        fail = self.failing(fs)
+        sup = int(fs.counts[fail].sum())
+        ok = sup <= self.max_sup
+        if self.exact_monotone:
+            return ok, ok, fail
+        if ok:
+            return True, True, fail
+        mfail = self.failing(fs, self.monotone_models)
+        return False, int(fs.counts[mfail].sum()) <= self.max_sup, fail
+
+    def evaluate(self, levels, *, keep: bool = True, metrics: bool = True,
+                 source: FrequencySet | None = None) -> tuple[NodeInfo, FrequencySet]:
+        """Evaluate a node (internal levels): roll its frequency set up from the best cached
+        specialization, check the models, and (``metrics``, for satisfying full-lattice nodes)
+        compute DM and NCP. ``keep`` caches the frequency set as a later roll-up source."""
+        levels = tuple(levels)
+        fs = self.frequency_set(levels, source)
+        self.n_evaluated += 1
+        ok, okm, fail = self.check(fs)
+        info = NodeInfo(levels, ok, okm, int(fs.counts[fail].sum()))
+        if ok and metrics and all(levels[j] <= self.heights[j] for j in range(self.q)):
+            self._prepare_metrics(info, fs, fail)
+        if keep:
+            self.remember(fs)
+        return info, fs
+
+    def node_info(self, levels) -> NodeInfo:
+        """Evaluate a full-lattice node from scratch-or-cache and always fill its metrics."""
+        levels = self.internal(levels)
+        fs = self.cached(levels) or self.rollup(self.best_cached(levels), levels)
+        ok, okm, fail = self.check(fs)
+        info = NodeInfo(levels, ok, okm, int(fs.counts[fail].sum()))
+        self._prepare_metrics(info, fs, fail)
+        return self.complete(info)
+
+    def tuple_codes(self, fs: FrequencySet) -> np.ndarray:
+        """(m, q) compact node codes of a frequency set's tuples."""
+        if fs.codes is not None:
+            return fs.codes.astype(np.int64)
+        out = np.empty((fs.size, self.q), dtype=np.int64)
+        for j in range(self.q):
+            out[:, j] = (fs.keys >> self.shift[j]) & self.mask[j]
+        return out
+
+    def _loss_tables(self):
+        """Per QI and level: NCP of every compact node, and the column total over all rows."""
+        if self._loss is None:
+            raw = cell_loss_tables(self.table, self.ncp_categorical)
+            per_node = []
+            totals = []
+            for j in range(self.q):
+                pn, tot = [], []
+                counts0 = np.bincount(self.leaf_compact[:, j], minlength=self.R[j])
+                for lv in range(self.heights[j] + 1):
+                    loss = raw[j][lv][self.node_of[j][lv]]
+                    pn.append(loss)
+                    tot.append(float((loss[self.lvmap[j][lv]] * counts0).sum()))
+                per_node.append(pn)
+                totals.append(tot)
+            self._loss = (per_node, totals)
+        return self._loss
+
+    def _prepare_metrics(self, info: NodeInfo, fs: FrequencySet, fail: np.ndarray) -> None:
+        """Keep what DM / NCP need (class-size sums and the failing tuples, usually few) so that
+        :meth:`complete` can fill them later for the nodes that matter."""
+        fc = fs.counts[fail]
+        info.n_classes = int(len(fs.counts) - len(fc))
+        sq_all = float(np.dot(fs.counts.astype(np.float64), fs.counts))
+        sub = FrequencySet(fs.levels, None if fs.keys is None else fs.keys[fail], fc,
+                           codes=None if fs.codes is None else fs.codes[fail])
+        info._pending = (sq_all, sub)
+
+    def complete(self, info: NodeInfo) -> NodeInfo:
+        """Fill DM and NCP of a satisfying node evaluated earlier. NCP without suppression is
+        separable per attribute (a column total per level, precomputed); only the failing tuples
+        are decoded to swap their loss for 1."""
+        pending = info._pending
+        if pending is None:
+            return info
+        sq_all, sub = pending
+        per_node, totals = self._loss_tables()
+        fc = sub.counts
+        info.dm = sq_all - float(np.dot(fc.astype(np.float64), fc)) + info.suppressed * float(self.n)
+        total = sum(totals[j][info.levels[j]] for j in range(self.q))
+        if len(fc):
+            codes = self.tuple_codes(sub)
+            lost = np.zeros(len(fc))
+            for j in range(self.q):
+                lost += per_node[j][info.levels[j]][codes[:, j]]
+            total -= float(np.dot(lost, fc))
+        info.ncp = (total + info.suppressed * self.q) / (self.n * self.q) if self.q else 0.0
+        info._pending = None
+        return info
+
+    # ------------------------------------------------------------------ rows
+    def row_classes(self, levels) -> tuple[np.ndarray, np.ndarray]:
+        """``(class_id per row, failing per class)`` of a full-lattice node, computed from the rows."""
+        levels = self.internal(levels)
+        codes = np.empty((self.n, self.q), dtype=np.int64)
+        for j in range(self.q):
+            codes[:, j] = self.lvmap[j][levels[j]][self.leaf_compact[:, j]]
+        cid, nc = equivalence_classes(codes)
+        from .models import class_stats
+        stats = class_stats(self.table, cid, nc)
+        fail = ~all_ok(self.models, stats)
+        return cid, fail
+
+    def suppressed_mask(self, levels) -> np.ndarray:
+        """Rows in classes that fail some model at ``levels`` (the rows a full-domain release suppresses)."""
+        cid, fail = self.row_classes(levels)
+        return fail[cid]
+
+    def full_index(self) -> np.ndarray:
+        """All nodes of the full lattice, ``(N, q)`` (see :func:`lattice_nodes`)."""
+        return lattice_nodes(self.heights)
+
+
+def exhaustive(lat: Lattice, metric: str = "ncp") -> SearchResult:
+    """Check every node of the full lattice (each rolled up from the best cached specialization) —
+    the reference the pruning searches are tested against, and the "check all nodes" baseline.
+    Returns the minimal satisfying nodes; ``stats['satisfying']`` lists all satisfying levels."""
+    import time
+    t0 = time.perf_counter()
+    ev0 = lat.n_evaluated
+    g = LatticeGrid(lat.heights)
+    ok = bytearray(g.N)
+    infos = {}
+    for i in sorted(range(g.N), key=lambda i: (g.height[i], i)):
+        info, _ = lat.evaluate(g.levels[i], source=lat.source_for(g.levels[i]))
+        if info.ok:
+            ok[i] = 1
+            infos[i] = info
+    minimal = [infos[i] for i in infos if not any(ok[p] for p in g.pred[i])]
+    if not minimal:
+        raise AnonymizeError("no full-domain generalization satisfies the privacy models within the suppression budget")
+    minimal.sort(key=lambda x: (x.height, x.levels))
+    chosen = choose(lat, minimal, metric)
+    stats = {"nodes_in_lattice": g.N, "checked": lat.n_evaluated - ev0,
+             "satisfying": sorted(infos[i].levels for i in infos), "satisfying_nodes": len(infos),
+             "minimal_nodes": len(minimal), "seconds": time.perf_counter() - t0}
+    return SearchResult("exhaustive", minimal, chosen, metric, stats)

@@ -1,0 +1,207 @@
+"""The table to publish: a DataFrame plus a schema, encoded once as integer codes.
+
+Attribute roles follow Aggarwal §20.3 (seed 000): explicit identifiers are
+removed before anything else; quasi-identifiers (QIs) are generalized through
+their hierarchies; sensitive attributes are released as they are and are what
+l-diversity / t-closeness protect; insensitive attributes pass through.
+
+Every algorithm works on :class:`EncodedTable`: ``qi_codes`` (leaf codes, one
+column per QI) and ``sens_codes`` (value codes, one column per sensitive
+attribute), so generalization is ``maps[h][codes]`` and equivalence classes are
+identical code rows.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..errors import AnonymizeError
+from .hierarchy import Hierarchy, _value_str, canonical_strings
+
+__all__ = ["Schema", "EncodedTable", "auto_hierarchy"]
+
+_CODE_NAME = re.compile(r"(zip|postcode|postal|plz)", re.I)
+
+
+@dataclass
+class Schema:
+    """Role of every column: identifiers are dropped, QIs generalized, sensitive protected."""
+
+    qis: list[str]
+    sensitive: list[str] = field(default_factory=list)
+    identifiers: list[str] = field(default_factory=list)
+    insensitive: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.qis = list(self.qis)
+        self.sensitive = list(self.sensitive)
+        self.identifiers = list(self.identifiers)
+        self.insensitive = list(self.insensitive)
+
+    def validate(self, columns) -> None:
+        """Unknown column, duplicate role or no QI → :class:`AnonymizeError`."""
+        cols = list(columns)
+        if not self.qis:
+            raise AnonymizeError("no quasi-identifiers given (--qi)")
+        seen: dict[str, str] = {}
+        for role, names in (("quasi-identifier", self.qis), ("sensitive", self.sensitive),
+                            ("identifier", self.identifiers), ("insensitive", self.insensitive)):
+            for c in names:
+                if c not in cols:
+                    raise AnonymizeError(f"unknown column '{c}' (given as {role}); the table has: {', '.join(map(str, cols))}")
+                if c in seen:
+                    raise AnonymizeError(f"column '{c}' is given both as {seen[c]} and as {role}")
+                seen[c] = role
+
+
+def _is_numeric(s: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+
+
+def auto_hierarchy(name: str, values: pd.Series) -> Hierarchy:
+    """Default hierarchy when none is given: numeric → intervals (``widths=None``, automatic
+    nested bands), ZIP-like codes (name contains zip/postcode, or equal-length digit strings
+    with > 10 distinct values) → masking, anything else → flat (value → ``*``)."""
+    s = pd.Series(values)
+    if _CODE_NAME.search(str(name)):
+        return Hierarchy.masking(name, s)
+    if _is_numeric(s):
+        return Hierarchy.intervals(name, s, widths=None)
+    strs = {_value_str(v) for v in pd.unique(s)}
+    if len(strs) > 10 and len({len(x) for x in strs}) == 1 and all(x.isdigit() for x in strs):
+        return Hierarchy.masking(name, s)
+    return Hierarchy.flat(name, s)
+
+
+class EncodedTable:
+    """A table encoded for publishing.
+
+    Attributes
+    ----------
+    df : pd.DataFrame
+        The input without identifier columns, index reset to ``0..n-1``.
+    schema : Schema
+    hierarchies : list[Hierarchy]
+        One per QI, in ``schema.qis`` order.
+    sens_hierarchies : dict[str, Hierarchy]
+        Hierarchies given for sensitive attributes (hierarchical EMD ground distance).
+    qi_codes : np.ndarray
+        ``(n, q)`` int32 leaf codes.
+    sens_codes : np.ndarray
+        ``(n, s)`` int32 value codes.
+    sens_values : list[np.ndarray]
+        Value of each code per sensitive attribute; numeric attributes ascending,
+        categorical in hierarchy leaf order if a hierarchy is given, else sorted text
+        (this order is the one the *ordered* EMD ground distance uses).
+    n : int
+    """
+
+    def __init__(self, df, schema, hierarchies, qi_codes, sens_codes, sens_values, sens_hierarchies=None):
+        self.df = df
+        self.schema = schema
+        self.hierarchies = list(hierarchies)
+        self.qi_codes = qi_codes
+        self.sens_codes = sens_codes
+        self.sens_values = list(sens_values)
+        self.sens_hierarchies = dict(sens_hierarchies or {})
+        self.n = int(qi_codes.shape[0])
+        self._global: list[np.ndarray] | None = None
+
+    @classmethod
+    def encode(cls, df: pd.DataFrame, schema: Schema,
+               hierarchies: dict[str, Hierarchy] | None = None) -> "EncodedTable":
+        """Validate and encode ``df`` (seed 000 §20.3 attribute roles).
+
+        Missing QI hierarchies are built by :func:`auto_hierarchy`. Errors
+        (:class:`AnonymizeError`, one line): unknown column, a column in two
+        roles, an empty table, a NaN in a QI or sensitive column, a value
+        missing from a hierarchy (names the column and the value).
+        """
+        if not isinstance(df, pd.DataFrame):
+            raise AnonymizeError("expected a pandas DataFrame")
+        schema.validate(df.columns)
+        if len(df) == 0:
+            raise AnonymizeError("the table has no rows")
+        hierarchies = dict(hierarchies or {})
+        work = df.drop(columns=schema.identifiers).reset_index(drop=True)
+        n = len(work)
+        for c in schema.qis + schema.sensitive:
+            na = work[c].isna().to_numpy()
+            if na.any():
+                raise AnonymizeError(f"column '{c}' has {int(na.sum())} missing value(s) (first at data row "
+                                     f"{int(np.argmax(na)) + 1}); fill or drop them before anonymizing")
+        hs = []
+        qi_codes = np.empty((n, len(schema.qis)), dtype=np.int32)
+        for j, c in enumerate(schema.qis):
+            h = hierarchies.get(c)
+            if h is None:
+                h = auto_hierarchy(c, work[c])
+            qi_codes[:, j] = h.encode(work[c], column=c)
+            hs.append(h)
+        sens_codes = np.empty((n, len(schema.sensitive)), dtype=np.int32)
+        sens_values = []
+        sens_h = {}
+        for j, c in enumerate(schema.sensitive):
+            col = work[c]
+            h = hierarchies.get(c)
+            if h is not None:
+                leaf = h.encode(col, column=c)
+                present = np.unique(leaf)
+                sens_codes[:, j] = np.searchsorted(present, leaf)
+                sens_values.append(h.leaves[present])
+                sens_h[c] = h
+            elif _is_numeric(col):
+                codes, uniq = pd.factorize(col, sort=True)
+                sens_codes[:, j] = codes
+                sens_values.append(np.asarray(uniq))
+            else:
+                strs = canonical_strings(col)
+                codes, uniq = pd.factorize(strs, sort=True)
+                sens_codes[:, j] = codes
+                sens_values.append(np.asarray(uniq, dtype=object))
+        return cls(work, schema, hs, qi_codes, sens_codes, sens_values, sens_h)
+
+    # ------------------------------------------------------------------
+    @property
+    def q(self) -> int:
+        return self.qi_codes.shape[1]
+
+    @property
+    def heights(self) -> list[int]:
+        """Top level of every QI hierarchy (the lattice's maximal node)."""
+        return [h.height for h in self.hierarchies]
+
+    def generalized_codes(self, levels) -> np.ndarray:
+        """``(n, q)`` node codes of full-domain generalization ``levels``: ``maps[levels[j]][qi_codes[:, j]]``."""
+        levels = list(levels)
+        if len(levels) != self.q:
+            raise AnonymizeError(f"expected {self.q} levels, got {len(levels)}")
+        out = np.empty_like(self.qi_codes)
+        for j, (h, lv) in enumerate(zip(self.hierarchies, levels)):
+            if not 0 <= lv <= h.height:
+                raise AnonymizeError(f"level {lv} out of range 0..{h.height} for '{h.name}'")
+            out[:, j] = h.maps[lv][self.qi_codes[:, j]] if lv else self.qi_codes[:, j]
+        return out
+
+    def global_dist(self) -> list[np.ndarray]:
+        """Distribution of each sensitive attribute over the whole table (the Q of t-closeness, eq. 20.12)."""
+        if self._global is None:
+            self._global = [np.bincount(self.sens_codes[:, j], minlength=len(v)) / self.n
+                            for j, v in enumerate(self.sens_values)]
+        return self._global
+
+    def sens_index(self, attribute: str | None) -> list[int]:
+        """Indices of the sensitive attribute(s) a model applies to (None → all)."""
+        if attribute is None:
+            return list(range(len(self.schema.sensitive)))
+        if attribute not in self.schema.sensitive:
+            raise AnonymizeError(f"'{attribute}' is not a sensitive attribute (sensitive: "
+                                 f"{', '.join(self.schema.sensitive) or 'none'})")
+        return [self.schema.sensitive.index(attribute)]
+
+    def __repr__(self) -> str:
+        return f"EncodedTable(n={self.n}, qis={self.schema.qis}, sensitive={self.schema.sensitive})"

@@ -1,0 +1,84 @@
+"""Daemon jobs for joint mining: ``mine.horizontal`` and ``mine.vertical``.
+
+Each party reads its own ``[data] transactions`` file (FIMI ``.dat`` or CSR
+``.npz``, see :mod:`parties.partition`) and runs the protocol of
+:mod:`parties.joint_mining`. Every party computes the same result; only the
+party named in ``params["report_to"]`` (default: the first) sends the itemsets
+and rules back to the analyst, the others only their protocol statistics.
+Progress lines (level sizes, which every party learns anyway) go to the
+daemon log — never data.
+"""
+
+from __future__ import annotations
+
+import time
+
+from .jobs import JobContext, JobError, job
+from .joint_mining import JointResult, mine_horizontal, mine_vertical
+from .partition import load_transactions
+
+__all__ = ["result_json"]
+
+
+def result_json(res: JointResult, with_result: bool) -> dict:
+    """The JSON of a mining result: itemsets ``{items, count}`` and rules, plus ``protocol``."""
+    out: dict = {"transactions": res.frequent.n_transactions, "protocol": res.protocol()}
+    if with_result:
+        out["itemsets"] = [{"items": list(items), "count": int(c)} for items, c in res.frequent]
+        out["rules"] = []
+        if res.rules is not None:
+            out["rules"] = [
+                {"antecedent": list(r.antecedent), "consequent": list(r.consequent),
+                 "support": int(r.count), "confidence": float(r.confidence)}
+                for r in res.rules
+            ]
+    return out
+
+
+def _common(ctx: JobContext):
+    ms = ctx.params.get("min_support")
+    if not isinstance(ms, (str, int, float)) or isinstance(ms, bool):
+        raise JobError("parameter 'min_support' must be a decimal string or number")
+    mc = ctx.params.get("min_confidence")
+    max_len = ctx.params.get("max_len")
+    try:
+        db = load_transactions(ctx.data_path("transactions"))
+    except ValueError as e:
+        raise JobError(f"party {ctx.name!r} cannot read its transactions file") from e
+    report_to = ctx.params.get("report_to", ctx.parties[0])
+    return ms, mc, max_len, db, report_to == ctx.name
+
+
+def _progress(ctx: JobContext):
+    return lambda line: ctx.log.info("session %s %s", ctx.session[:8], line)
+
+
+@job("mine.horizontal")
+async def mine_horizontal_job(ctx: JobContext) -> dict:
+    """Kantarcioglu–Clifton mining of horizontally partitioned data; params min_support, n_items, ..."""
+    ms, mc, max_len, db, report = _common(ctx)
+    n_items = ctx.param("n_items", int, min=1)
+    t0 = time.perf_counter()
+    try:
+        res = await mine_horizontal(ctx.ch, db, min_support=ms, min_confidence=mc, n_items=n_items,
+                                    max_len=max_len, progress=_progress(ctx))
+    except ValueError as e:  # bad thresholds: same message on every party, nothing private
+        raise JobError(str(e)) from None
+    out = result_json(res, report)
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+@job("mine.vertical")
+async def mine_vertical_job(ctx: JobContext) -> dict:
+    """Vaidya–Clifton mining of vertically partitioned data; params min_support, ..."""
+    ms, mc, max_len, db, report = _common(ctx)
+    t0 = time.perf_counter()
+    try:
+        res = await mine_vertical(ctx.ch, db, min_support=ms, min_confidence=mc, max_len=max_len,
+                                  progress=_progress(ctx))
+    except ValueError as e:
+        raise JobError(str(e)) from None
+    out = result_json(res, report)
+    out["seconds"] = time.perf_counter() - t0
+    return out

@@ -1,0 +1,315 @@
+"""Joint frequent-itemset and association-rule mining over partitioned data.
+
+Both protocols run on a :class:`mpc.channel.Channel` (so they are unit-tested
+on the in-memory network and run unchanged between daemons), semi-honest
+model, and give exactly the centralized result: the frequent itemsets of the
+pooled data with their counts (an itemset X is frequent iff
+``count(X) ≥ ceil(minsup · N)``, minsup taken as the exact decimal), and the
+rules above the confidence.
+
+Horizontal partitions — Kantarcioglu & Clifton 2004
+----------------------------------------------------
+M. Kantarcioglu, C. Clifton, "Privacy-preserving distributed mining of
+association rules on horizontally partitioned data", IEEE TKDE 16(9), 2004,
+on the FDM level-wise scheme (Cheung et al. 1996). Per level k, one batched
+round each:
+
+1. candidates C_k = apriori_gen(L_{k−1}) — public, every party computes them;
+   for k = 1 the agreed item universe;
+2. each party finds its *locally large* candidates (count_i ≥ s·|DB_i|) — a
+   globally large itemset is locally large somewhere — and the parties run
+   secure set union (:func:`mpc.set_union.secure_set_union`, commutative
+   encryption with fake padding) on their positions in C_k;
+3. for the union U_k, one secure sum with threshold
+   (:func:`mpc.secure_sum.secure_sum_threshold`) on
+   x_i = D·count_i − M·|DB_i| with s = M/D exactly, so only the bit
+   Σ_i count_i ≥ s·Σ_i |DB_i| comes out;
+4. one secure sum (:func:`mpc.secure_sum.secure_sum`) of the counts of the
+   frequent candidates only, for the output's counts and the rules'
+   confidences.
+
+Revealed to every party: N = Σ|DB_i|; per level the union of the locally
+large candidates (what the secure union reveals, see its docstring: its
+size and, to the merging party, how many candidates are shared by groups of
+parties); which of them are globally frequent; the global counts of the
+frequent itemsets (which are the output). Never a party's local counts or
+transactions.
+
+Vertical partitions — Vaidya & Clifton 2002
+--------------------------------------------
+J. Vaidya, C. Clifton, "Privacy preserving association rule mining in
+vertically partitioned data", KDD 2002. All parties hold the same N
+transactions (aligned by position); each party holds some of the items (the
+ownership is public, as the schema). For each candidate, each owning party
+ANDs its item columns; the support is the sum over transactions of the
+product of those vectors. All candidates of a level go through one batched
+:func:`mpc.shared_product.product_count_shares` (Gilboa multiplication by
+correlated OT, folded over the owners, so it works for any number of
+parties), leaving the counts additively shared; one
+:func:`mpc.secure_sum.secure_sum_threshold` decides which are frequent and
+one :func:`mpc.secure_sum.secure_sum` reveals the counts of the frequent ones
+only. Candidates held entirely by one party are counted locally and enter the
+same threshold round, so even their owner's infrequent counts stay private.
+
+Revealed to every party: N, the item ownership, which candidates of each
+level are frequent and the counts of the frequent ones (the output). Not the
+count of any infrequent candidate, nor any transaction.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Callable
+
+import numpy as np
+
+from anonymize.itemsets import (
+    FrequentItemsets,
+    TransactionDB,
+    apriori_gen,
+    association_rules,
+    count_support,
+    itemset_columns,
+    unpack_columns,
+)
+from anonymize.itemsets.support import _exact_fraction
+from mpc.channel import Channel, agree, broadcast, gather_from, scoped
+from mpc.errors import ProtocolError
+from mpc.secure_sum import secure_sum, secure_sum_threshold
+from mpc.set_union import secure_set_union
+from mpc.shared_product import product_count_shares
+
+__all__ = ["JointResult", "mine_horizontal", "mine_vertical", "check_all"]
+
+ProgressFn = Callable[[str], None]
+
+
+@dataclass
+class JointResult:
+    """Output of a joint mining run on one party (identical on every party but the stats)."""
+
+    frequent: FrequentItemsets
+    rules: object | None
+    phases: dict[str, float] = field(default_factory=dict)
+    rounds: int = 0
+    bytes_sent: int = 0
+    revealed: list[str] = field(default_factory=list)
+    levels: list[dict] = field(default_factory=list)
+
+    def protocol(self) -> dict:
+        """The JSON ``protocol`` block: per-phase seconds, rounds, bytes, leakage."""
+        return {
+            "phases_seconds": {k: round(v, 6) for k, v in self.phases.items()},
+            "rounds": self.rounds,
+            "bytes_sent": self.bytes_sent,
+            "levels": self.levels,
+            "revealed": self.revealed,
+        }
+
+
+class _Clock:
+    def __init__(self, res: JointResult):
+        self.res = res
+
+    def add(self, phase: str, t0: float) -> float:
+        now = time.perf_counter()
+        self.res.phases[phase] = self.res.phases.get(phase, 0.0) + now - t0
+        return now
+
+
+async def check_all(ch: Channel, tag: str, problem: str | None) -> None:
+    """Raise on *every* party if any party reports a problem (one clear message).
+
+    ``problem`` is a short text without private values (e.g. "its data has item
+    ids outside the agreed universe"); it is shown prefixed by the party name.
+    """
+    mine = (problem or "").encode()
+    await broadcast(ch, f"check/{tag}", mine)
+    got = await gather_from(ch, f"check/{tag}")
+    got[ch.me] = mine
+    bad = [f"party {p} {got[p].decode(errors='replace')}" for p in ch.parties if got[p]]
+    if bad:
+        raise ProtocolError("; ".join(bad))
+
+
+def _ratio(minsup) -> Fraction:
+    f = _exact_fraction(minsup)
+    if not (0 < f <= 1):
+        raise ValueError(f"min support must be in (0, 1] (got {minsup})")
+    return f
+
+
+def _encode_positions(pos: np.ndarray) -> list[bytes]:
+    return [int(p).to_bytes(4, "big") for p in pos]
+
+
+def _decode_positions(items: list[bytes], limit: int) -> np.ndarray:
+    pos = np.array([int.from_bytes(b, "big") for b in items], dtype=np.int64)
+    if pos.size and (pos.max() >= limit or len(items[0]) != 4):
+        raise ProtocolError("secure union returned a candidate position outside the candidate list")
+    return np.sort(pos)
+
+
+async def _global_n(ch: Channel, n_local: int) -> int:
+    tot = await secure_sum(ch, np.array([n_local], dtype=np.int64), tag="n")
+    return int(tot[0])
+
+
+async def mine_horizontal(ch: Channel, db: TransactionDB, *, min_support, min_confidence=None,
+                          n_items: int, max_len: int | None = None,
+                          progress: ProgressFn | None = None) -> JointResult:
+    """Kantarcioglu–Clifton joint mining of horizontally partitioned data (see module docstring).
+
+    ``db`` is this party's transactions over the agreed universe of item ids
+    ``0 .. n_items−1`` (checked: every party must pass the same ``n_items`` and
+    hold no id outside it). Returns the global frequent itemsets with counts and,
+    with ``min_confidence``, the association rules.
+    """
+    s = _ratio(min_support)
+    res = JointResult(frequent=None, rules=None)  # type: ignore[arg-type]
+    clk = _Clock(res)
+    b0 = ch.bytes_sent
+    t = time.perf_counter()
+    await agree(ch, "h/params", min_support=str(s), n_items=int(n_items),
+                min_confidence=None if min_confidence is None else str(min_confidence), max_len=max_len)
+    outside = db.items.size and (int(db.items.max()) >= n_items or int(db.items.min()) < 0)
+    await check_all(ch, "h/universe", f"has item ids outside the agreed universe 0..{n_items - 1}" if outside else None)
+    n_local = db.n_transactions
+    N = await _global_n(ch, n_local)
+    res.rounds += 3
+    t = clk.add("setup", t)
+    D, M = s.denominator, s.numerator
+    levels: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    cand = np.arange(n_items, dtype=np.int64).reshape(-1, 1)
+    k = 1
+    while cand.shape[0] and N > 0 and (max_len is None or k <= max_len):
+        counts = count_support(db, cand) if cand.shape[0] else np.zeros(0, np.int64)
+        # locally large: count_i ≥ s·|DB_i|, i.e. D·count_i ≥ M·|DB_i|, and present at all
+        local = np.flatnonzero((D * counts >= M * n_local) & (counts > 0)) if n_local else np.zeros(0, np.int64)
+        t = clk.add("local_counts", t)
+        union = await secure_set_union(scoped(ch, f"L{k}"), _encode_positions(local), tag="union")
+        U = _decode_positions(union, cand.shape[0])
+        t = clk.add("secure_union", t)
+        x = D * counts[U] - M * n_local  # Σ_i x_i ≥ 0 ⟺ Σ count_i ≥ s·N
+        frequent = await secure_sum_threshold(ch, x.astype(np.int64), 0, tag=f"L{k}/threshold", bound_bits=62)
+        t = clk.add("secure_threshold", t)
+        F = U[frequent]
+        glob = await secure_sum(ch, counts[F].astype(np.int64), tag=f"L{k}/counts")
+        t = clk.add("secure_counts", t)
+        res.rounds += 3
+        res.levels.append({"k": k, "candidates": int(cand.shape[0]), "union": int(U.size), "frequent": int(F.size)})
+        if progress:
+            progress(f"level {k}: {cand.shape[0]} candidates, {U.size} locally large somewhere, {F.size} frequent")
+        if F.size == 0:
+            break
+        levels[k] = (cand[F], glob.astype(np.int64))
+        cand = apriori_gen(cand[F])
+        k += 1
+        t = clk.add("candidates", t)
+    res.frequent = FrequentItemsets(levels, N, _min_count(s, N))
+    if min_confidence is not None:
+        res.rules = association_rules(res.frequent, min_confidence)
+    clk.add("rules", t)
+    res.bytes_sent = ch.bytes_sent - b0
+    res.revealed = [
+        "all parties: the total number of transactions N (secure sum)",
+        "all parties, per level: the set of candidates locally large at some party "
+        "(secure union; its merging party also learns how many are shared by each group of parties; "
+        "padded set sizes within a factor of two)",
+        "all parties: which of those are globally frequent (secure sum with threshold)",
+        "all parties: the global counts of the frequent itemsets (the output; secure sum)",
+        "never: any party's local counts, local database size or transactions",
+    ]
+    return res
+
+
+def _min_count(s: Fraction, N: int) -> int:
+    import math
+
+    return max(1, math.ceil(s * N))
+
+
+async def mine_vertical(ch: Channel, db: TransactionDB, *, min_support, min_confidence=None,
+                        max_len: int | None = None, progress: ProgressFn | None = None) -> JointResult:
+    """Vaidya–Clifton joint mining of vertically partitioned data (see module docstring).
+
+    ``db`` holds this party's items (ids disjoint from every other party's) for
+    all N transactions, in the agreed transaction order. Any number of parties.
+    """
+    s = _ratio(min_support)
+    res = JointResult(frequent=None, rules=None)  # type: ignore[arg-type]
+    clk = _Clock(res)
+    b0 = ch.bytes_sent
+    t = time.perf_counter()
+    N = db.n_transactions
+    await agree(ch, "v/params", min_support=str(s), transactions=int(N),
+                min_confidence=None if min_confidence is None else str(min_confidence), max_len=max_len)
+    # item ownership is public (the schema of a vertical partition)
+    mine_items = np.unique(db.items).astype(np.int64)
+    await broadcast(ch, "v/items", mine_items.tobytes())
+    got = await gather_from(ch, "v/items")
+    owned = {ch.me: mine_items}
+    owned.update({p: np.frombuffer(b, dtype=np.int64) for p, b in got.items()})
+    all_items = np.concatenate([owned[p] for p in ch.parties])
+    universe, cnt = np.unique(all_items, return_counts=True)
+    dup = universe[cnt > 1]
+    if dup.size:  # public information: every party raises the same error
+        raise ProtocolError(f"item ids held by more than one party (e.g. {dup[:5].tolist()}): "
+                            "vertical partitions must split the items")
+    owner_of = np.full(int(universe.max()) + 1 if universe.size else 0, -1, dtype=np.int64)
+    for pi, p in enumerate(ch.parties):
+        owner_of[owned[p]] = pi
+    min_count = _min_count(s, N)
+    res.rounds += 3
+    t = clk.add("setup", t)
+    levels: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    cand = universe.reshape(-1, 1)
+    me = ch.parties.index(ch.me)
+    P = len(ch.parties)
+    k = 1
+    while cand.shape[0] and N > 0 and (max_len is None or k <= max_len):
+        item_owner = owner_of[cand]  # (K, k)
+        owners = np.zeros((cand.shape[0], P), dtype=bool)
+        np.put_along_axis(owners, item_owner, True, axis=1)
+        # this party's AND-vector per candidate: its own items only (others' items → all ones)
+        my_sets = [row[item_owner[i] == me] for i, row in enumerate(cand)] if owners[:, me].any() else []
+        if owners[:, me].any():
+            bits = itemset_columns(db, my_sets)
+            vec = unpack_columns(bits, N)
+        else:
+            vec = np.zeros((cand.shape[0], N), dtype=np.uint8)
+        t = clk.add("local_columns", t)
+        shares = await product_count_shares(ch, vec, owners, tag=f"L{k}/product")
+        t = clk.add("secure_product", t)
+        frequent = await secure_sum_threshold(ch, shares.view(np.int64), min_count, tag=f"L{k}/threshold",
+                                              bound_bits=62)
+        t = clk.add("secure_threshold", t)
+        F = np.flatnonzero(frequent)
+        glob = await secure_sum(ch, shares[F], tag=f"L{k}/counts")
+        t = clk.add("secure_counts", t)
+        res.rounds += 3
+        res.levels.append({"k": k, "candidates": int(cand.shape[0]), "cross_party": int((owners.sum(1) > 1).sum()),
+                           "frequent": int(F.size)})
+        if progress:
+            progress(f"level {k}: {cand.shape[0]} candidates ({int((owners.sum(1) > 1).sum())} across parties), "
+                     f"{F.size} frequent")
+        if F.size == 0:
+            break
+        levels[k] = (cand[F], glob.astype(np.int64))
+        cand = apriori_gen(cand[F])
+        k += 1
+        t = clk.add("candidates", t)
+    res.frequent = FrequentItemsets(levels, N, min_count)
+    if min_confidence is not None:
+        res.rules = association_rules(res.frequent, min_confidence)
+    clk.add("rules", t)
+    res.bytes_sent = ch.bytes_sent - b0
+    res.revealed = [
+        "all parties: N and which party holds which item ids (the vertical schema)",
+        "all parties, per level: which candidates are frequent (secure sum with threshold on shared counts)",
+        "all parties: the global counts of the frequent itemsets (the output; secure sum)",
+        "never: the count of an infrequent candidate, or any transaction",
+    ]
+    return res
