@@ -95,6 +95,16 @@ class ScopedChannel:
         return getattr(self._inner, "root", self._inner)
 
     @property
+    def inner(self) -> Channel:
+        """The channel this view prefixes."""
+        return self._inner
+
+    @property
+    def prefix(self) -> str:
+        """This view's own tag prefix (without the inner channel's)."""
+        return self._prefix
+
+    @property
     def me(self) -> str:
         return self._inner.me
 

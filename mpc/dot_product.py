@@ -53,8 +53,8 @@ _U64 = np.uint64
 COT_CHUNK = 1 << 22  # correlated OTs per batch (32 MiB of uint64 outputs), bounds memory for k × n × bits
 
 
-def _as_matrix(v) -> tuple[np.ndarray, bool]:
-    """(k, n) integer array from a vector or matrix; returns (matrix, was_vector)."""
+def _as_matrix(v) -> np.ndarray:
+    """(k, n) integer array from a vector (k = 1) or a matrix."""
     a = np.asarray(v)
     if a.size == 0 and a.dtype.kind == "f":
         a = a.astype(np.int64)
@@ -64,7 +64,7 @@ def _as_matrix(v) -> tuple[np.ndarray, bool]:
         raise TypeError(f"dot products need integer vectors, got {a.dtype}")
     if a.ndim not in (1, 2):
         raise ValueError(f"dot products take a vector (n,) or a matrix (k, n), got shape {a.shape}")
-    return (a[None, :], True) if a.ndim == 1 else (a, False)
+    return a[None, :] if a.ndim == 1 else a
 
 
 def _x_ring(a: np.ndarray) -> np.ndarray:
@@ -72,14 +72,12 @@ def _x_ring(a: np.ndarray) -> np.ndarray:
     return a.astype(np.int64).view(_U64) if a.dtype.kind == "i" else a.astype(_U64)
 
 
-def _y_ring(a: np.ndarray, bits: int) -> np.ndarray:
-    """y as uint64 after checking 0 ≤ y < 2^bits (bits = 64: any residue mod 2^64)."""
-    if bits < 64 and a.dtype.kind == "i" and a.size and a.min() < 0:
-        raise ValueError(f"y must lie in [0, 2^{bits}) (or use bits=64 for any residue mod 2^64)")
-    u = _x_ring(a)
-    if bits < 64 and u.size and (u >> _U64(bits)).any():
-        raise ValueError(f"y must lie in [0, 2^{bits}); pass a larger bits=")
-    return u
+def _check_y(a: np.ndarray, bits: int) -> None:
+    """Refuse y outside [0, 2^bits) (bits = 64: any residue mod 2^64), without copying ``a``."""
+    if bits == 64 or a.size == 0:
+        return
+    if int(a.min()) < 0 or int(a.max()) >> bits:
+        raise ValueError(f"y must lie in [0, 2^{bits}) (pass a larger bits=, or bits=64 for any residue mod 2^64)")
 
 
 async def _gilboa(ch: Channel, peer: str, mat: np.ndarray, role: int, bits: int, tag: str) -> np.ndarray:
@@ -87,22 +85,24 @@ async def _gilboa(ch: Channel, peer: str, mat: np.ndarray, role: int, bits: int,
 
     COT j of the flat (k, n, bits) index space is element e = j // bits, bit
     b = j % bits of its row j // (n·bits): Δ_j = 2^b x_e, choice_j = bit b of y_e.
+    Inputs are widened to uint64 one chunk at a time (memory stays O(chunk)).
     """
     k, n = mat.shape
     width = n * bits  # COTs per row
-    vals = (_x_ring(mat) if role == 0 else _y_ring(mat, bits)).reshape(-1)
+    flat = mat.reshape(-1)
     share = np.zeros(k, _U64)
     for i, start in enumerate(range(0, k * width, COT_CHUNK)):
         stop = min(start + COT_CHUNK, k * width)
         if bits == 1:
-            v, b = vals[start:stop], _U64(0)
+            v, b = flat[start:stop], _U64(0)
         else:
             j = np.arange(start, stop, dtype=np.int64)
-            v, b = vals[j // bits], (j % bits).astype(_U64)
+            v, b = flat[j // bits], (j % bits).astype(_U64)
         if role == 0:  # Δ_j = 2^b x_e
-            out = await correlated_ot_send(ch, peer, v << b, tag=f"{tag}/cot{i}")
+            out = await correlated_ot_send(ch, peer, _x_ring(v) << b, tag=f"{tag}/cot{i}")
         else:  # t_j = r_j + y_eb Δ_j
-            out = await correlated_ot_recv(ch, peer, ((v >> b) & _U64(1)).astype(np.uint8), tag=f"{tag}/cot{i}")
+            c = v.astype(np.uint8) if bits == 1 else ((_x_ring(v) >> b) & _U64(1)).astype(np.uint8)
+            out = await correlated_ot_recv(ch, peer, c, tag=f"{tag}/cot{i}")
         rows = np.arange(start // width, (stop - 1) // width + 1)
         cuts = np.maximum(rows * width, start) - start  # where each row's COTs begin in this chunk
         share[rows] += np.add.reduceat(np.asarray(out, _U64), cuts, dtype=_U64)
@@ -144,7 +144,9 @@ async def dot_products(
         raise ValueError(f"role must be 0 or 1, got {role!r}")
     if not (isinstance(bits, (int, np.integer)) and 1 <= bits <= 64):
         raise ValueError(f"bits must be an integer in 1..64, got {bits!r}")
-    mat, _ = _as_matrix(v)
+    mat = _as_matrix(v)
+    if role == 1:
+        _check_y(mat, bits)
     targets = _parse_reveal(ch, peer, reveal)
     holder0 = ch.me if role == 0 else peer  # equal on both sides iff the roles differ
     public = dict(shape=list(mat.shape), bits=int(bits), reveal=targets, signed=bool(signed), role0=holder0)

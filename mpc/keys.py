@@ -39,7 +39,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from .channel import Channel, ScopedChannel
+from .channel import Channel, ScopedChannel, root_channel
 from .errors import ProtocolError
 
 __all__ = [
@@ -71,6 +71,10 @@ class _PairChannel:
         self.state = ch.state
 
     @property
+    def root(self) -> Channel:
+        return root_channel(self._ch)
+
+    @property
     def bytes_sent(self) -> int:
         return self._ch.bytes_sent
 
@@ -97,17 +101,12 @@ def _unwrap(ch: Channel) -> tuple[Channel, list[str]]:
     prefixes = []
     while True:
         if isinstance(ch, ScopedChannel):
-            prefixes.append(ch._prefix)  # noqa: SLF001 — channel.py exposes no public accessor yet
-            ch = ch._inner  # noqa: SLF001
+            prefixes.append(ch.prefix)
+            ch = ch.inner
         elif isinstance(ch, _PairChannel):
             ch = ch._ch
         else:
             return ch, prefixes
-
-
-def root_channel(ch: Channel) -> Channel:
-    """The unscoped session channel under any :class:`ScopedChannel` (or pair) views."""
-    return _unwrap(ch)[0]
 
 
 def full_tag(ch: Channel, tag: str) -> str:

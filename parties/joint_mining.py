@@ -181,6 +181,8 @@ async def mine_horizontal(ch: Channel, db: TransactionDB, *, min_support, min_co
     res.rounds += 3
     t = clk.add("setup", t)
     D, M = s.denominator, s.numerator
+    # |Σ_i (D·count_i − M·|DB_i|)| ≤ (D + M)·N: compare in the smallest ring that holds it (public)
+    bound = min(62, max(1, ((D + M) * max(N, 1)).bit_length()))
     levels: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     cand = np.arange(n_items, dtype=np.int64).reshape(-1, 1)
     k = 1
@@ -193,7 +195,7 @@ async def mine_horizontal(ch: Channel, db: TransactionDB, *, min_support, min_co
         U = _decode_positions(union, cand.shape[0])
         t = clk.add("secure_union", t)
         x = D * counts[U] - M * n_local  # Σ_i x_i ≥ 0 ⟺ Σ count_i ≥ s·N
-        frequent = await secure_sum_threshold(ch, x.astype(np.int64), 0, tag=f"L{k}/threshold", bound_bits=62)
+        frequent = await secure_sum_threshold(ch, x.astype(np.int64), 0, tag=f"L{k}/threshold", bound_bits=bound)
         t = clk.add("secure_threshold", t)
         F = U[frequent]
         glob = await secure_sum(ch, counts[F].astype(np.int64), tag=f"L{k}/counts")
@@ -262,6 +264,7 @@ async def mine_vertical(ch: Channel, db: TransactionDB, *, min_support, min_conf
     for pi, p in enumerate(ch.parties):
         owner_of[owned[p]] = pi
     min_count = _min_count(s, N)
+    bound = min(62, max(1, (max(N, 1)).bit_length() + 1))  # |count − min_count| ≤ N (public)
     res.rounds += 3
     t = clk.add("setup", t)
     levels: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -284,7 +287,7 @@ async def mine_vertical(ch: Channel, db: TransactionDB, *, min_support, min_conf
         shares = await product_count_shares(ch, vec, owners, tag=f"L{k}/product")
         t = clk.add("secure_product", t)
         frequent = await secure_sum_threshold(ch, shares.view(np.int64), min_count, tag=f"L{k}/threshold",
-                                              bound_bits=62)
+                                              bound_bits=bound)
         t = clk.add("secure_threshold", t)
         F = np.flatnonzero(frequent)
         glob = await secure_sum(ch, shares[F], tag=f"L{k}/counts")

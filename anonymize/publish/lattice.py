@@ -752,7 +752,9 @@ class Lattice:
 def exhaustive(lat: Lattice, metric: str = "ncp") -> SearchResult:
     """Check every node of the full lattice (each rolled up from the best cached specialization) —
     the reference the pruning searches are tested against, and the "check all nodes" baseline.
-    Returns the minimal satisfying nodes; ``stats['satisfying']`` lists all satisfying levels."""
+    Returns the minimal satisfying nodes (no satisfying node anywhere below them — the same notion
+    as Incognito's and Flash's for non-monotone predicates); ``stats['satisfying']`` lists all
+    satisfying levels."""
     import time
     t0 = time.perf_counter()
     ev0 = lat.n_evaluated
@@ -764,7 +766,10 @@ def exhaustive(lat: Lattice, metric: str = "ncp") -> SearchResult:
         if info.ok:
             ok[i] = 1
             infos[i] = info
-    minimal = [infos[i] for i in infos if not any(ok[p] for p in g.pred[i])]
+    below = bytearray(g.N)          # some satisfying node lies strictly below (any distance)
+    for i in sorted(range(g.N), key=lambda i: g.height[i]):
+        below[i] = any(ok[p] or below[p] for p in g.pred[i])
+    minimal = [infos[i] for i in infos if not below[i]]
     if not minimal:
         raise AnonymizeError("no full-domain generalization satisfies the privacy models within the suppression budget")
     minimal.sort(key=lambda x: (x.height, x.levels))

@@ -1,0 +1,209 @@
+"""``ppdm anonymize``: publish a table with k-anonymity, l-diversity and/or t-closeness.
+
+    ppdm anonymize IN.csv -o OUT.csv --qi COLS --sensitive COLS [--id COLS]
+        --hierarchies DIR | --hierarchy COL=FILE ...
+        --algorithm samarati|incognito|flash|datafly|mondrian --k K
+        [--l L --l-variant distinct|entropy|recursive --c C] [--t T --t-distance emd|variational|kl]
+        [--max-suppression FRACTION] [--report REPORT.json]
+
+A thin layer over :func:`anonymize.publish.anonymizer.anonymize_table`. The output is written
+atomically (temporary file + rename) only after everything succeeded: on any error OUT is left as
+it was (or not created). Bad input — unknown column, value missing from a hierarchy, NaN in a QI,
+k larger than the table, empty or unreadable file or hierarchy — prints one line
+``ppdm: error: ...`` and exits with status 2. Runs longer than a second report progress on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from .errors import AnonymizeError
+
+__all__ = ["register", "run_anonymize", "Progress"]
+
+
+def _cols(s: str | None) -> list[str]:
+    if not s:
+        return []
+    return [c.strip() for c in s.split(",") if c.strip()]
+
+
+def _fraction(s: str) -> float:
+    try:
+        x = float(s.rstrip("%")) / (100.0 if s.endswith("%") else 1.0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.05 or 5%, got {s!r}") from None
+    if not 0.0 <= x <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {s!r}")
+    return x
+
+
+def _positive_int(s: str) -> int:
+    try:
+        x = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {s!r}") from None
+    if x < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {s!r}")
+    return x
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Add the ``anonymize`` verb to the ``ppdm`` parser."""
+    from .publish.anonymizer import ALGORITHMS
+    from .publish.lattice import METRICS
+
+    p = subparsers.add_parser(
+        "anonymize", help="publish a table with k-anonymity / l-diversity / t-closeness",
+        description="Anonymize a table: full-domain generalization with tuple suppression (Samarati, Incognito, "
+                    "Flash, Datafly) or multidimensional partitioning (Mondrian), under k-anonymity, l-diversity "
+                    "and t-closeness. Writes the release and, with --report, a JSON report (parameters, chosen "
+                    "levels, every metric, timings).")
+    p.add_argument("input", metavar="IN", help="table to anonymize: CSV (any of ; , TAB |) or Parquet")
+    p.add_argument("-o", "--output", required=True, metavar="OUT", help="release to write (CSV, or Parquet by extension)")
+    p.add_argument("--qi", required=True, metavar="COLS", help="quasi-identifier columns, comma-separated")
+    p.add_argument("--sensitive", metavar="COLS", default="", help="sensitive columns, comma-separated")
+    p.add_argument("--id", metavar="COLS", default="", help="identifier columns (dropped from the release)")
+    p.add_argument("--hierarchies", metavar="DIR",
+                   help="directory of ARX hierarchy files named <col>.csv or *hierarchy_<col>.csv")
+    p.add_argument("--hierarchy", metavar="COL=FILE", action="append", default=[],
+                   help="one ARX hierarchy (repeatable; wins over --hierarchies). QIs without one get an automatic "
+                        "hierarchy (numeric: intervals; ZIP-like: masking; else value → *)")
+    p.add_argument("--algorithm", required=True, choices=ALGORITHMS,
+                   help="flash finds the same minimal nodes as incognito, faster")
+    p.add_argument("--k", required=True, type=_positive_int, help="k of k-anonymity (1 = none)")
+    p.add_argument("--l", type=float, default=None, help="l of l-diversity")
+    p.add_argument("--l-variant", choices=("distinct", "entropy", "recursive"), default="distinct")
+    p.add_argument("--c", type=float, default=None, help="c of recursive (c,l)-diversity")
+    p.add_argument("--t", type=float, default=None, help="t of t-closeness")
+    p.add_argument("--t-distance", choices=("emd", "variational", "kl"), default="emd")
+    p.add_argument("--t-ground", choices=("equal", "ordered", "hierarchical"), default=None,
+                   help="EMD ground distance (default: ordered for numeric, equal otherwise)")
+    p.add_argument("--max-suppression", type=_fraction, default=0.0, metavar="FRACTION",
+                   help="rows the full-domain algorithms may suppress, e.g. 0.05 (default 0)")
+    p.add_argument("--metric", choices=METRICS, default="ncp",
+                   help="how to choose among the satisfying nodes (default ncp)")
+    p.add_argument("--mondrian-mode", choices=("strict", "relaxed"), default="strict")
+    p.add_argument("--numeric-output", choices=("range", "mean"), default="range",
+                   help="numeric QIs as generalized ranges or as class means")
+    p.add_argument("--suppressed-rows", choices=("star", "drop"), default="star",
+                   help="suppressed rows: * in every QI (ARX) or left out")
+    p.add_argument("--queries", type=int, default=200, metavar="N",
+                   help="random COUNT queries for the query-error metric (0 skips it)")
+    p.add_argument("--report", metavar="REPORT.json", help="write the JSON report here")
+    p.add_argument("--sep", default=None, help="input CSV delimiter (default: sniffed)")
+    p.add_argument("--out-sep", default=None, help="output CSV delimiter (default: the input's)")
+    p.add_argument("--quiet", action="store_true", help="no progress or summary output")
+    p.set_defaults(func=_main)
+    return p
+
+
+class Progress:
+    """Progress lines on stderr for long runs: silent during the first ``after`` seconds, then at
+    most one line every ``every`` seconds."""
+
+    def __init__(self, enabled: bool = True, after: float = 1.0, every: float = 0.5, stream=None):
+        self.enabled = enabled
+        self.t0 = time.perf_counter()
+        self.after, self.every = after, every
+        self.last = -1e9
+        self.stream = stream or sys.stderr
+
+    def __call__(self, msg: str) -> None:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if now - self.t0 < self.after or now - self.last < self.every:
+            return
+        self.last = now
+        print(f"ppdm: [{now - self.t0:6.1f} s] {msg}", file=self.stream, flush=True)
+
+
+def _check_output_path(path: str, what: str, inp: Path | None = None) -> Path:
+    p = Path(path)
+    if p.is_dir():
+        raise AnonymizeError(f"{what} {p} is a directory")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise AnonymizeError(f"{what} directory does not exist: {parent}")
+    if not os.access(parent, os.W_OK):
+        raise AnonymizeError(f"cannot write {what} into {parent}: permission denied")
+    if inp is not None and p.exists() and inp.exists() and os.path.samefile(p, inp):
+        raise AnonymizeError(f"{what} {p} is the input file; choose another name")
+    return p
+
+
+def run_anonymize(args, progress=None):
+    """Read the inputs named by ``args``, anonymize, and return ``(result, output_sep)`` without
+    writing anything."""
+    from .publish.anonymizer import anonymize_table, build_models
+    from .publish.io import read_hierarchies, read_table, sniff_delimiter
+    from .publish.table import Schema
+
+    qis, sens, ids = _cols(args.qi), _cols(args.sensitive), _cols(args.id)
+    if not qis:
+        raise AnonymizeError("--qi needs at least one column")
+    models = build_models(k=args.k, l=args.l, l_variant=args.l_variant, c=args.c, t=args.t,
+                          t_distance=args.t_distance, t_ground=args.t_ground)
+    df = read_table(args.input, sep=args.sep)
+    if len(df) == 0:
+        raise AnonymizeError(f"input file {args.input} has no data rows")
+    hs = read_hierarchies(args.hierarchies, args.hierarchy, columns=set(qis) | set(sens))
+    out_sep = args.out_sep
+    if out_sep is None:
+        out_sep = args.sep
+        if out_sep is None:
+            try:
+                with open(args.input, "rb") as fh:
+                    out_sep = sniff_delimiter(fh.read(65536).decode("utf-8", "replace"))
+            except OSError:
+                out_sep = ","
+    schema = Schema(qis, sens, ids)
+    res = anonymize_table(df, schema, hs, algorithm=args.algorithm, models=models,
+                          max_suppression=args.max_suppression, metric=args.metric,
+                          mondrian_mode=args.mondrian_mode, numeric_output=args.numeric_output,
+                          suppressed_rows=args.suppressed_rows, n_queries=max(0, args.queries),
+                          progress=progress)
+    res.report["input"] = str(args.input)
+    res.report["output"] = str(args.output)
+    return res, out_sep
+
+
+def _summary(res) -> str:
+    m = res.metrics
+    ach = m["achieved"]
+    parts = [f"{res.report['algorithm']}: {m['rows']:,} rows → {ach['classes']:,} classes (k = {ach['k']})"]
+    if res.levels is not None:
+        parts.append("levels " + ", ".join(f"{k}={v}" for k, v in res.levels.items()))
+    parts.append(f"suppressed {m['suppressed_rows']:,}")
+    parts.append(f"NCP {m['ncp']['ncp']:.4f}")
+    parts.append(f"{res.timings['total']:.2f} s")
+    return "; ".join(parts)
+
+
+def _main(args) -> int:
+    from .publish.io import atomic_write_text, write_table
+
+    prog = Progress(enabled=not args.quiet)
+    try:
+        out = _check_output_path(args.output, "output", Path(args.input))
+        rep_path = _check_output_path(args.report, "report") if args.report else None
+        res, out_sep = run_anonymize(args, progress=prog)
+        text = json.dumps(res.report, indent=2, default=float) + "\n"
+        t = time.perf_counter()
+        write_table(res.df, out, sep=out_sep or ",")
+        res.report["timings"]["write"] = time.perf_counter() - t
+        if rep_path is not None:
+            text = json.dumps(res.report, indent=2, default=float) + "\n"
+            atomic_write_text(rep_path, text)
+    except AnonymizeError as e:
+        print(f"ppdm: error: {e}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        print(f"wrote {args.output}: " + _summary(res))
+    return 0

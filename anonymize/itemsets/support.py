@@ -1,0 +1,202 @@
+"""Support thresholds and batch support counting of given itemsets on bit columns.
+
+These are the building blocks the joint-mining protocols call on each party's
+local data: horizontal partitions (Kantarcioglu & Clifton 2004) need the local
+counts of a globally agreed list of candidates (:func:`count_support`);
+vertical partitions (Vaidya & Clifton 2002) need, per candidate, the 0/1
+vector of transactions that hold all of the party's items of it
+(:func:`itemset_columns`), whose scalar products across parties give the
+support.
+
+Threshold rule: X is frequent iff ``count(X) >= ceil(minsup · N)``, with
+``minsup`` read as the decimal it was written as (``0.7 · 3196`` is 2237.2 →
+2238; ``0.005 · 100000`` is exactly 500), never through binary float noise.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from fractions import Fraction
+from numbers import Real
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .bitset import _CHUNK_WORDS, popcount
+from .db import TransactionDB, as_transaction_db
+
+__all__ = ["min_count_for", "resolve_min_count", "count_support", "item_columns", "itemset_columns"]
+
+
+def _exact_fraction(x: Real | Decimal | Fraction | str) -> Fraction:
+    """The rational a user meant: floats through their shortest repr (0.7 → 7/10)."""
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError("a support/confidence threshold must be a number, not a bool")
+    if isinstance(x, (float, np.floating)):
+        if not math.isfinite(float(x)):
+            raise ValueError(f"threshold must be finite (got {x!r})")
+        return Fraction(repr(float(x)))
+    if isinstance(x, (int, np.integer)):
+        return Fraction(int(x))
+    return Fraction(Decimal(str(x)))
+
+
+def min_count_for(minsup: float | Fraction | Decimal, n_transactions: int) -> int:
+    """``ceil(minsup · N)`` computed exactly, for ``minsup`` in (0, 1].
+
+    The minimum support count of Agrawal & Srikant (1994), "Fast Algorithms for
+    Mining Association Rules" (VLDB): an itemset is frequent iff its count is at
+    least this. Floats are taken as the decimal they print as. Raises
+    ``ValueError`` for ``minsup`` outside (0, 1]. Never below 1.
+    """
+    f = _exact_fraction(minsup)
+    if not (0 < f <= 1):
+        raise ValueError(f"minsup must be in (0, 1] (got {minsup!r}); use min_count= for an absolute count")
+    return max(1, math.ceil(f * int(n_transactions)))
+
+
+def resolve_min_count(n_transactions: int, minsup: float | None = None, min_count: int | None = None) -> int:
+    """The absolute threshold from exactly one of ``minsup`` (fraction) or ``min_count`` (≥ 1).
+
+    Minimum support as in Agrawal & Srikant (1994); see :func:`min_count_for`.
+    """
+    if (minsup is None) == (min_count is None):
+        raise ValueError("give exactly one of minsup (a fraction in (0, 1]) or min_count (an integer ≥ 1)")
+    if minsup is not None:
+        return min_count_for(minsup, n_transactions)
+    if isinstance(min_count, (bool, np.bool_)) or not isinstance(min_count, (int, np.integer)):
+        raise TypeError(f"min_count must be an integer (got {min_count!r})")
+    if min_count < 1:
+        raise ValueError(f"min_count must be at least 1 (got {min_count})")
+    return int(min_count)
+
+
+def _as_itemset_list(itemsets: Iterable[Iterable[int]] | np.ndarray) -> list[np.ndarray] | np.ndarray:
+    if isinstance(itemsets, np.ndarray):
+        if itemsets.ndim != 2:
+            raise ValueError("an itemset array must be 2-D (one itemset per row)")
+        return itemsets.astype(np.int64, copy=False)
+    return [np.fromiter(s, dtype=np.int64) if not isinstance(s, np.ndarray) else s.astype(np.int64).ravel()
+            for s in itemsets]
+
+
+def _grouped(db: TransactionDB, itemsets) -> Iterable[tuple[np.ndarray, np.ndarray]]:
+    """Yield (row numbers, (n, k) matrix of item positions, -1 if absent) per itemset length."""
+    sets = _as_itemset_list(itemsets)
+    if isinstance(sets, np.ndarray):
+        yield np.arange(sets.shape[0]), db.item_positions(sets.ravel()).reshape(sets.shape)
+        return
+    lengths = np.fromiter(map(len, sets), dtype=np.int64, count=len(sets))
+    flat = np.concatenate(sets) if sets else np.zeros(0, np.int64)
+    pos = db.item_positions(flat)
+    offs = np.concatenate(([0], np.cumsum(lengths)))
+    for k in np.unique(lengths):
+        rows = np.flatnonzero(lengths == k)
+        idx = offs[rows][:, None] + np.arange(k)
+        yield rows, pos[idx]
+
+
+def _and_reduce(cols: np.ndarray, idx: np.ndarray, n: int, W: int, step: int):
+    """Yield (slice, AND of cols[idx[r]] over each row r) in batches."""
+    full = np.full(W, np.uint64(0xFFFFFFFFFFFFFFFF))
+    if n % 64 and W:
+        full[-1] = np.uint64((1 << (n % 64)) - 1)
+    for s in range(0, idx.shape[0], step):
+        block = idx[s:s + step]
+        if block.shape[1] == 0:
+            yield slice(s, s + block.shape[0]), np.broadcast_to(full, (block.shape[0], W)).copy()
+            continue
+        X = cols[block[:, 0]]
+        for c in range(1, block.shape[1]):
+            X &= cols[block[:, c]]
+        yield slice(s, s + block.shape[0]), X
+
+
+def itemset_columns(db: TransactionDB | object, itemsets: Iterable[Iterable[int]] | np.ndarray, *,
+                    missing: str = "empty") -> np.ndarray:
+    """Bit column of every itemset: AND of its items' columns, ``(len(itemsets), W)`` uint64.
+
+    Bit t of row i is 1 iff transaction t contains every item of ``itemsets[i]``
+    (the empty itemset: every transaction). An item the database does not hold
+    makes the row all 0 with ``missing="empty"`` (default), or is skipped with
+    ``missing="ignore"`` — the vertical-partition case, where another party holds
+    that item's column (declare a party's items, e.g. one-hot columns or
+    ``from_transactions(..., items=...)``, so its never-occurring items are not
+    mistaken for someone else's). This is the vector a party contributes to the
+    scalar-product support of Vaidya & Clifton (2002); its popcount is the count
+    (Zaki 2000's tidset intersection on bit vectors).
+    """
+    if missing not in ("empty", "ignore"):
+        raise ValueError("missing must be 'empty' or 'ignore'")
+    db = as_transaction_db(db)
+    if missing == "ignore":
+        held = set(db.items.tolist())
+        itemsets = [[i for i in s if i in held] for s in _as_itemset_list(itemsets)]
+    W = db.n_words
+    groups = list(_grouped(db, itemsets))
+    n_sets = sum(r.size for r, _ in groups)
+    out = np.zeros((n_sets, W), dtype=np.uint64)
+    for rows, idx in groups:
+        cols, idx2, dead = _needed_columns(db, idx)
+        for sl, X in _and_reduce(cols, idx2, db.n_transactions, W, max(1, _CHUNK_WORDS // max(W, 1))):
+            X[dead[sl]] = 0
+            out[rows[sl]] = X
+    return out
+
+
+def _needed_columns(db: TransactionDB, idx: np.ndarray):
+    """Pack only the columns the itemsets use; absent items map to an all-zero column."""
+    dead = (idx < 0).any(axis=1) if idx.shape[1] else np.zeros(idx.shape[0], bool)
+    used, inv = np.unique(np.where(idx < 0, 0, idx), return_inverse=True)
+    cols = db.columns(used) if used.size else np.zeros((1, db.n_words), np.uint64)
+    return cols, inv.reshape(idx.shape), dead
+
+
+def count_support(db: TransactionDB | object, itemsets: Iterable[Iterable[int]] | np.ndarray) -> np.ndarray:
+    """Support counts of many given itemsets at once, as ``int64`` aligned with ``itemsets``.
+
+    ``itemsets`` is a sequence of iterables of item ids (any lengths) or a 2-D
+    array (one itemset per row). Items absent from the database give count 0; the
+    empty itemset has count N. Counting is the support-counting pass of Apriori
+    (Agrawal & Srikant 1994) done vertically: per batch of candidates of one
+    length, the AND of their items' bit columns is pop-counted (Zaki 2000).
+    """
+    db = as_transaction_db(db)
+    W = db.n_words
+    groups = list(_grouped(db, itemsets))
+    n_sets = sum(r.size for r, _ in groups)
+    out = np.zeros(n_sets, dtype=np.int64)
+    for rows, idx in groups:
+        if idx.shape[1] == 0:
+            out[rows] = db.n_transactions
+            continue
+        if idx.shape[1] == 1:
+            sup = np.append(db.item_support(), 0)
+            out[rows] = sup[idx[:, 0]]  # -1 (absent) picks the appended 0
+            continue
+        cols, idx2, dead = _needed_columns(db, idx)
+        for sl, X in _and_reduce(cols, idx2, db.n_transactions, W, max(1, _CHUNK_WORDS // max(W, 1))):
+            c = popcount(X)
+            c[dead[sl]] = 0
+            out[rows[sl]] = c
+    return out
+
+
+def item_columns(db: TransactionDB | object, items: Sequence[int] | np.ndarray) -> np.ndarray:
+    """Packed bit columns ``(len(items), W)`` uint64 of the given item ids.
+
+    Row i marks the transactions containing ``items[i]`` (all zero for an id the
+    database does not hold). Bit layout as in :mod:`anonymize.itemsets.bitset`.
+    These are the per-party item columns of vertical mining (Vaidya & Clifton
+    2002) and Eclat's tidsets as bit vectors (Zaki 2000).
+    """
+    db = as_transaction_db(db)
+    pos = db.item_positions(np.asarray(items, dtype=np.int64).ravel())
+    out = np.zeros((pos.size, db.n_words), dtype=np.uint64)
+    ok = pos >= 0
+    if ok.any():
+        out[ok] = db.columns(pos[ok])
+    return out

@@ -1,0 +1,278 @@
+"""``ppdm mine``: frequent itemsets and association rules — centralized, or jointly between daemons.
+
+* ``ppdm mine FILE.dat`` — mine the file locally (centralized).
+* ``ppdm mine --local N --split horizontal|vertical FILE.dat`` — partition the
+  file, start N local daemons with fresh certificates, mine jointly, compare
+  nothing, shut them down. For trying the protocols on one machine.
+* ``ppdm mine --parties ANALYST.toml --split horizontal|vertical`` — run the
+  joint job on real daemons; each reads its own ``[data] transactions``.
+
+``--json`` prints ``{"transactions", "itemsets": [{"items", "count"}], "rules":
+[{"antecedent", "consequent", "support", "confidence"}], "protocol": {...}}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+import tomllib
+from pathlib import Path
+
+from .cli import CLIError
+
+__all__ = ["register", "centralized_json", "load_analyst_config"]
+
+
+def _check_support(x: str, what: str, allow_zero: bool = False) -> str:
+    from fractions import Fraction
+
+    try:
+        f = Fraction(x)
+    except (ValueError, ZeroDivisionError):
+        raise CLIError(f"{what} must be a number in {'[0, 1]' if allow_zero else '(0, 1]'}, got {x!r}") from None
+    if not ((0 <= f if allow_zero else 0 < f) and f <= 1):
+        raise CLIError(f"{what} must be in {'[0, 1]' if allow_zero else '(0, 1]'}, got {x}")
+    return x
+
+
+def centralized_json(db, min_support: str, min_confidence: str | None) -> dict:
+    """Mine ``db`` locally; the same JSON shape as the joint jobs."""
+    from anonymize.itemsets import association_rules, frequent_itemsets
+
+    t0 = time.perf_counter()
+    fi = frequent_itemsets(db, min_support)
+    t1 = time.perf_counter()
+    rules = association_rules(fi, min_confidence) if min_confidence is not None else None
+    t2 = time.perf_counter()
+    return {
+        "transactions": fi.n_transactions,
+        "itemsets": [{"items": list(i), "count": int(c)} for i, c in fi],
+        "rules": [] if rules is None else [
+            {"antecedent": list(r.antecedent), "consequent": list(r.consequent), "support": int(r.count),
+             "confidence": float(r.confidence)} for r in rules],
+        "protocol": {"mode": "centralized", "phases_seconds": {"mine": round(t1 - t0, 6), "rules": round(t2 - t1, 6)},
+                     "rounds": 0, "bytes_sent": 0, "revealed": ["nothing leaves this process"]},
+    }
+
+
+def load_analyst_config(path: str | os.PathLike):
+    """Read ``[analyst] cert, key, ca`` and ``[parties.NAME] address`` (order = protocol order)."""
+    from .config import PeerInfo
+    from .tls import load_credentials
+
+    p = Path(path)
+    try:
+        doc = tomllib.loads(p.read_text())
+    except OSError as e:
+        raise CLIError(f"cannot read {p}: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise CLIError(f"{p} is not valid TOML: {e}") from None
+    a = doc.get("analyst")
+    parties = doc.get("parties")
+    if not isinstance(a, dict) or not all(isinstance(a.get(k), str) for k in ("cert", "key", "ca")):
+        raise CLIError(f"{p}: [analyst] needs cert, key and ca paths")
+    if not isinstance(parties, dict) or len(parties) < 2:
+        raise CLIError(f"{p}: list at least two [parties.NAME] tables with an address")
+    peers = []
+    for name, t in parties.items():
+        if not isinstance(t, dict) or not isinstance(t.get("address"), str):
+            raise CLIError(f"{p}: [parties.{name}] needs address = \"HOST:PORT\"")
+        peers.append(PeerInfo(name=name, address=t["address"]))
+    base = p.parent
+    creds = load_credentials(base / a["cert"], base / a["key"], base / a["ca"])
+    return peers, creds
+
+
+class _LogFollower(threading.Thread):
+    """Print a local daemon's progress lines ("level k: ...") while a job runs."""
+
+    def __init__(self, cluster, name: str):
+        super().__init__(daemon=True)
+        self.cluster, self.name_, self.stop = cluster, name, threading.Event()
+        self.seen = len(cluster.log(name))
+
+    def run(self) -> None:
+        while not self.stop.wait(0.25):
+            self.flush()
+
+    def flush(self) -> None:
+        text = self.cluster.log(self.name_)
+        new, self.seen = text[self.seen:], len(text)
+        for line in new.splitlines():
+            if " level " in line:
+                print("  " + line.split(" level ", 1)[1].join(["level ", ""]), file=sys.stderr, flush=True)
+
+
+def run_local(path: str, n: int, split: str, min_support: str, min_confidence: str | None,
+              max_len: int | None = None, progress: bool = True, timeout: float = 3600) -> dict:
+    """Partition ``path`` into ``n`` shares, start ``n`` local daemons, mine jointly; the analyst's JSON."""
+    from .local_cluster import LocalCluster
+    from .partition import load_transactions, save_npz, split_horizontal, split_vertical, write_fimi
+
+    db = load_transactions(path)
+    if split == "vertical" and db.items.size < n:
+        raise CLIError(f"cannot split {db.items.size} items over {n} parties vertically")
+    with tempfile.TemporaryDirectory(prefix="ppdm-mine-") as d:
+        data = {}
+        shares = split_horizontal(db, n) if split == "horizontal" else split_vertical(db, n)
+        for i, share in enumerate(shares):
+            if split == "horizontal" and (share.indptr[1:] > share.indptr[:-1]).all() and share.n_transactions:
+                f = Path(d) / f"p{i}.dat"
+                write_fimi(share, f)
+            else:
+                f = Path(d) / f"p{i}.npz"
+                save_npz(share, f)
+            data[f"p{i}"] = {"transactions": str(f)}
+        params = {"min_support": min_support, "min_confidence": min_confidence, "max_len": max_len}
+        if split == "horizontal":
+            params["n_items"] = int(db.items.max()) + 1 if db.items.size else 1
+        if progress:
+            print(f"starting {n} party daemons on loopback (mTLS, fresh certificates); "
+                  f"{split} split of {db.n_transactions} transactions", file=sys.stderr, flush=True)
+        with LocalCluster(n, workdir=Path(d) / "cluster", data=data) as cluster:
+            follower = _LogFollower(cluster, "p0") if progress else None
+            if follower:
+                follower.start()
+            try:
+                t0 = time.perf_counter()
+                out = cluster.run_job(f"mine.{split}", params, timeout=timeout)
+                wall = time.perf_counter() - t0
+            finally:
+                if follower:
+                    follower.stop.set()
+                    follower.join()
+                    follower.flush()
+    return _merge(out, split, wall)
+
+
+def _merge(out: dict, split: str, wall: float) -> dict:
+    """One result from the parties' replies: the reporting party's result, everyone's protocol stats."""
+    reporter = next(v for v in out.values() if "itemsets" in v)
+    proto = dict(reporter["protocol"])
+    proto["mode"] = split
+    proto["parties"] = list(out)
+    proto["bytes_sent"] = {p: v["protocol"]["bytes_sent"] for p, v in out.items()}
+    proto["bytes_total"] = sum(proto["bytes_sent"].values())
+    proto["wall_seconds"] = round(wall, 6)
+    return {"transactions": reporter["transactions"], "itemsets": reporter["itemsets"],
+            "rules": reporter["rules"], "protocol": proto}
+
+
+def run_remote(config: str, split: str, min_support: str, min_confidence: str | None, n_items: int | None,
+               max_len: int | None = None, timeout: float = 3600) -> dict:
+    """Run the joint job on the daemons listed in an analyst config."""
+    from .client import run_job, run_sync
+
+    peers, creds = load_analyst_config(config)
+    params = {"min_support": min_support, "min_confidence": min_confidence, "max_len": max_len}
+    if split == "horizontal":
+        if n_items is None:
+            raise CLIError("--n-items (the agreed item universe 0..N-1) is required for a horizontal job")
+        params["n_items"] = n_items
+    t0 = time.perf_counter()
+    out = run_sync(run_job(peers, f"mine.{split}", params, creds=creds, timeout=timeout))
+    return _merge(out, split, time.perf_counter() - t0)
+
+
+def format_human(res: dict, top: int = 15) -> str:
+    its, rules, proto = res["itemsets"], res["rules"], res["protocol"]
+    by_len: dict[int, int] = {}
+    for i in its:
+        by_len[len(i["items"])] = by_len.get(len(i["items"]), 0) + 1
+    lines = [f"transactions: {res['transactions']:,}   frequent itemsets: {len(its):,}   rules: {len(rules):,}",
+             "by length: " + ", ".join(f"{k}: {v}" for k, v in sorted(by_len.items()))]
+    if its:
+        lines.append(f"\ntop {min(top, len(its))} itemsets by count")
+        for i in sorted(its, key=lambda x: (-x["count"], len(x["items"]), x["items"]))[:top]:
+            lines.append(f"  {i['count']:>8,}  {{{', '.join(map(str, i['items']))}}}")
+    if rules:
+        lines.append(f"\ntop {min(top, len(rules))} rules by confidence")
+        for r in sorted(rules, key=lambda x: (-x["confidence"], -x["support"]))[:top]:
+            lines.append(f"  {r['confidence']:.3f}  {r['support']:>8,}  {{{', '.join(map(str, r['antecedent']))}}}"
+                         f" -> {{{', '.join(map(str, r['consequent']))}}}")
+    ph = proto.get("phases_seconds", {})
+    lines.append(f"\nprotocol: {proto.get('mode')}" + (f", parties {', '.join(proto['parties'])}" if "parties" in proto else ""))
+    if ph:
+        lines.append("  seconds: " + ", ".join(f"{k} {v:.3f}" for k, v in ph.items()))
+    if "bytes_total" in proto:
+        lines.append(f"  rounds {proto['rounds']}, {proto['bytes_total'] / 2**20:.2f} MiB on the wire")
+    for r in proto.get("revealed", []):
+        lines.append(f"  revealed: {r}")
+    return "\n".join(lines)
+
+
+def _write_atomic(path: str, text: str) -> None:
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, p)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _cmd(args) -> int:
+    ms = _check_support(args.min_support, "--min-support")
+    mc = _check_support(args.min_confidence, "--min-confidence", allow_zero=True) if args.min_confidence else None
+    if args.max_len is not None and args.max_len < 1:
+        raise CLIError("--max-len must be at least 1")
+    if args.output and not Path(args.output).resolve().parent.is_dir():
+        raise CLIError(f"cannot write {args.output}: its directory does not exist")
+    if args.parties and args.local:
+        raise CLIError("give either --parties or --local, not both")
+    if args.parties:
+        if not args.split:
+            raise CLIError("--split horizontal|vertical is required with --parties")
+        if args.file:
+            raise CLIError("with --parties each party reads its own data; give no FILE")
+        res = run_remote(args.parties, args.split, ms, mc, args.n_items, args.max_len)
+    else:
+        if not args.file:
+            raise CLIError("give a transactions FILE (.dat or .npz), or --parties ANALYST.toml")
+        if not Path(args.file).is_file():
+            raise CLIError(f"cannot read {args.file}: no such file")
+        if args.local:
+            if args.local < 2:
+                raise CLIError("--local needs at least 2 parties")
+            if not args.split:
+                raise CLIError("--split horizontal|vertical is required with --local")
+            res = run_local(args.file, args.local, args.split, ms, mc, args.max_len, progress=not args.json)
+        else:
+            from .partition import load_transactions
+
+            try:
+                db = load_transactions(args.file)
+            except ValueError as e:
+                raise CLIError(str(e)) from None
+            res = centralized_json(db, ms, mc)
+    text = json.dumps(res) if args.json else format_human(res)
+    if args.output:
+        _write_atomic(args.output, json.dumps(res))
+    print(text)
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("mine", help="frequent itemsets and rules: centralized, or jointly between party daemons",
+                       description="Mine frequent itemsets and association rules. Without --parties/--local the "
+                                   "file is mined locally; --local N starts N daemons on loopback and mines a "
+                                   "horizontal or vertical split of the file jointly; --parties runs the joint "
+                                   "job on real daemons.")
+    p.add_argument("file", nargs="?", help="transactions: FIMI .dat (or CSR .npz)")
+    p.add_argument("--min-support", default="0.1", help="minimum support in (0, 1] (default 0.1); frequent iff "
+                   "count >= ceil(min_support * N)")
+    p.add_argument("--min-confidence", help="also derive rules with at least this confidence")
+    p.add_argument("--local", type=int, metavar="N", help="start N local party daemons and mine jointly")
+    p.add_argument("--split", choices=["horizontal", "vertical"], help="how the data is partitioned")
+    p.add_argument("--parties", metavar="ANALYST.toml", help="analyst config: [analyst] cert/key/ca and "
+                   "[parties.NAME] address, in protocol order")
+    p.add_argument("--n-items", type=int, help="horizontal jobs on --parties: the item universe 0..N-1")
+    p.add_argument("--max-len", type=int, help="longest itemset to look for")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("-o", "--output", help="also write the JSON result to this file (atomically)")
+    p.set_defaults(func=_cmd)

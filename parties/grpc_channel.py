@@ -1,0 +1,199 @@
+"""The :class:`mpc.channel.Channel` of one session, over mTLS gRPC between daemons.
+
+``send`` streams the payload to the peer's ``Deliver`` in chunks of at most
+:data:`CHUNK_BYTES` (1 MiB: a client stream of 1 MiB chunks ran 1.2–1.6 GB/s on
+loopback here, against 0.3 GB/s for one 4 MiB unary call) and returns once the
+whole message is in the peer's mailbox — so messages with the same
+``(sender, tag)`` arrive in order. ``recv`` waits on this party's mailbox until
+the session deadline. The sender's identity travels only as its TLS client
+certificate.
+
+Errors are the protocol errors of :mod:`mpc.errors`: a peer that is unreachable,
+refuses us or aborted the session → :class:`PeerFailedError`; the deadline →
+:class:`ProtocolTimeoutError`; a message the peer refuses for its size →
+:class:`ProtocolError`.
+
+:class:`PeerPool` holds one gRPC channel per peer for the whole daemon, with
+``grpc.ssl_target_name_override`` set to the peer's *name*: the peer's server
+certificate must be issued for that name, so no other party can answer in its
+place even at its address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Mapping
+
+import grpc
+
+from mpc.channel import ScopedChannel
+from mpc.errors import PeerFailedError, ProtocolError, ProtocolTimeoutError
+
+from .config import PeerInfo
+from .proto.ppdm.v1 import party_pb2 as pb
+from .proto.ppdm.v1 import party_pb2_grpc as pb_grpc
+from .sessions import Session, timeout_error
+from .tls import Credentials
+
+__all__ = [
+    "CHUNK_BYTES",
+    "MAX_RECEIVE_BYTES",
+    "GrpcChannel",
+    "PeerPool",
+    "channel_options",
+    "map_rpc_error",
+    "short_details",
+]
+
+CHUNK_BYTES = 1 << 20
+MAX_RECEIVE_BYTES = CHUNK_BYTES + (64 << 10)  # one chunk plus header slack
+
+KEEPALIVE_OPTIONS = [
+    ("grpc.keepalive_time_ms", 20_000),
+    ("grpc.keepalive_timeout_ms", 20_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+]
+
+
+def channel_options(target_name: str, max_receive: int = MAX_RECEIVE_BYTES) -> list[tuple[str, object]]:
+    """Options of a client channel to the party named ``target_name``."""
+    return [
+        ("grpc.ssl_target_name_override", target_name),
+        ("grpc.max_receive_message_length", max_receive),
+        # a restarted peer is found again quickly
+        ("grpc.initial_reconnect_backoff_ms", 200),
+        ("grpc.min_reconnect_backoff_ms", 200),
+        ("grpc.max_reconnect_backoff_ms", 1_000),
+        *KEEPALIVE_OPTIONS,
+    ]
+
+
+def short_details(e: grpc.aio.AioRpcError, limit: int = 160) -> str:
+    """A short human reason from an RPC error's details."""
+    d = (e.details() or "").strip()
+    low = d.lower()
+    if "connection refused" in low:
+        return "connection refused"
+    if "socket closed" in low or "connection reset" in low or "broken pipe" in low or "eof" in low:
+        return "connection lost"
+    if "hostname verification" in low or "no match found for server name" in low:
+        return "TLS: its certificate is not issued for that party name"
+    if "peer name" in low or "certificate" in low or "handshake" in low or "ssl" in low or "tls" in low:
+        return f"TLS handshake failed: {d[:limit]}"
+    return d[:limit] or e.code().name
+
+
+def map_rpc_error(e: grpc.aio.AioRpcError, peer: str, what: str) -> ProtocolError:
+    """Turn a failed call to ``peer`` (doing ``what``) into a protocol error."""
+    code = e.code()
+    d = short_details(e)
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return PeerFailedError(f"peer {peer!r} unreachable ({d})")
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return ProtocolTimeoutError(f"{what} to {peer!r} did not finish before the session deadline")
+    if code == grpc.StatusCode.ABORTED:
+        return PeerFailedError(f"peer {peer!r} has failed the session: {d}")
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return ProtocolError(f"peer {peer!r} refused {what}: {d}")
+    if code in (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED):
+        return PeerFailedError(f"peer {peer!r} refused us: {d}")
+    if code == grpc.StatusCode.CANCELLED:
+        return PeerFailedError(f"{what} to {peer!r} was cancelled")
+    return PeerFailedError(f"{what} to {peer!r} failed: {code.name}: {d}")
+
+
+class PeerPool:
+    """One gRPC channel per peer, shared by every session of a daemon."""
+
+    def __init__(self, creds: Credentials, peers: Mapping[str, PeerInfo]):
+        self._creds = creds.channel_credentials()
+        self._peers = dict(peers)
+        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._stubs: dict[str, pb_grpc.PartyStub] = {}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._peers
+
+    def stub(self, name: str) -> pb_grpc.PartyStub:
+        s = self._stubs.get(name)
+        if s is None:
+            info = self._peers.get(name)
+            if info is None:
+                raise ProtocolError(f"{name!r} is not a configured peer")
+            ch = grpc.aio.secure_channel(info.address, self._creds, options=channel_options(name))
+            self._channels[name] = ch
+            s = self._stubs[name] = pb_grpc.PartyStub(ch)
+        return s
+
+    def connected(self, name: str) -> bool:
+        """Whether the channel to ``name`` is connected right now."""
+        ch = self._channels.get(name)
+        return ch is not None and ch.get_state(try_to_connect=False) == grpc.ChannelConnectivity.READY
+
+    async def close(self) -> None:
+        chans = list(self._channels.values())
+        self._channels.clear()
+        self._stubs.clear()
+        await asyncio.gather(*(c.close(grace=None) for c in chans), return_exceptions=True)
+
+
+def _chunks(session: str, tag: str, payload: bytes):
+    n = len(payload)
+    mv = memoryview(payload)
+    first = min(n, CHUNK_BYTES)
+    yield pb.Chunk(header=pb.MessageHeader(session=session, tag=tag, total_length=n), data=bytes(mv[:first]))
+    for off in range(first, n, CHUNK_BYTES):
+        yield pb.Chunk(data=bytes(mv[off : off + CHUNK_BYTES]))
+
+
+class GrpcChannel:
+    """One party's end of one session between daemons (see :class:`mpc.channel.Channel`)."""
+
+    def __init__(self, session: Session, pool: PeerPool, max_message_bytes: int):
+        self._session = session
+        self._pool = pool
+        self._max = max_message_bytes
+        self.me: str = session.me
+        self.parties: tuple[str, ...] = session.parties
+        self.state: dict = {}
+        self.bytes_sent = 0
+
+    @property
+    def session_id(self) -> str:
+        return self._session.id
+
+    def _check_peer(self, p: str) -> None:
+        if p == self.me or p not in self.parties:
+            raise ProtocolError(f"unknown peer {p!r} (session parties: {list(self.parties)})")
+
+    async def send(self, to: str, tag: str, payload: bytes) -> None:
+        self._check_peer(to)
+        self._session.check()
+        n = len(payload)
+        if n > self._max:
+            raise ProtocolError(f"message {tag!r} of {n} bytes exceeds max_message_bytes ({self._max})")
+        remaining = self._session.remaining()
+        if remaining is not None and remaining <= 0:
+            raise ProtocolTimeoutError(f"session deadline passed before sending {tag!r} to {to!r}")
+        # wait_for_ready: ride out a reconnect (a peer restarted between sessions); a dead
+        # peer is the watchdog's to find. gRPC never retries a started call, so no duplicates.
+        call = self._pool.stub(to).Deliver(
+            _chunks(self._session.id, tag, payload), timeout=remaining, wait_for_ready=True
+        )
+        try:
+            await call
+        except grpc.aio.AioRpcError as e:
+            self._session.check()  # the session failed meanwhile: report that, not the symptom
+            raise map_rpc_error(e, to, f"message {tag!r} ({n} bytes)") from None
+        self.bytes_sent += n
+
+    async def recv(self, frm: str, tag: str) -> bytes:
+        self._check_peer(frm)
+        try:
+            return await self._session.mailbox.get(frm, tag, self._session.remaining())
+        except asyncio.TimeoutError:
+            raise timeout_error(frm, tag, self._session.timeout) from None
+
+    def scoped(self, prefix: str) -> ScopedChannel:
+        return ScopedChannel(self, prefix)

@@ -1,0 +1,208 @@
+"""Identity and hostile input against real daemons: foreign CAs, impostors, oversized and malformed messages."""
+
+import grpc
+import pytest
+
+from parties.client import PartyError, run_job, run_sync
+from parties.config import PeerInfo
+from parties.grpc_channel import CHUNK_BYTES, PeerPool
+from parties.local_cluster import LocalCluster
+from parties.proto.ppdm.v1 import party_pb2 as pb
+from parties.proto.ppdm.v1 import party_pb2_grpc as pb_grpc
+from parties.tls import Credentials, create_ca, issue_cert, load_credentials
+
+pytestmark = pytest.mark.daemons
+
+MAX_MSG = 4 << 20
+MAX_BUF = 6 << 20
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with LocalCluster(["alice", "bob", "carol"],
+                      limits={"max_message_bytes": MAX_MSG, "max_session_buffer_bytes": MAX_BUF}) as c:
+        yield c
+
+
+def call(cluster, creds: Credentials, target: str, method: str, request, *, name: str | None = None):
+    """One RPC to party ``target`` as ``creds``, checking the server certificate against ``name``."""
+
+    async def go():
+        opts = [("grpc.ssl_target_name_override", name or target)]
+        async with grpc.aio.secure_channel(cluster.party(target).address, creds.channel_credentials(),
+                                           options=opts) as ch:
+            stub = pb_grpc.PartyStub(ch)
+            return await getattr(stub, method)(request, timeout=10)
+
+    return run_sync(go())
+
+
+def code_of(cluster, *args, **kw):
+    try:
+        call(cluster, *args, **kw)
+    except grpc.aio.AioRpcError as e:
+        return e.code(), e.details()
+    return grpc.StatusCode.OK, ""
+
+
+def chunks(*cs):
+    return iter(cs)
+
+
+def assert_still_serving(cluster):
+    reply = call(cluster, cluster.creds, "alice", "Health", pb.HealthRequest())
+    assert reply.name == "alice"
+    assert cluster.alive("alice")
+
+
+# --------------------------------------------------------------------------- identity
+def test_certificate_from_another_ca_is_refused(cluster, tmp_path):
+    ca_cert, ca_key = create_ca(tmp_path / "evil-ca")
+    cert, key = issue_cert(ca_cert, ca_key, "bob", tmp_path)  # claims to be bob
+    real_ca = (cluster.workdir / "ca" / "ca.pem").read_bytes()
+    forged = Credentials("bob", cert.read_bytes(), key.read_bytes(), real_ca)
+    code, details = code_of(cluster, forged, "alice", "Health", pb.HealthRequest())
+    assert code == grpc.StatusCode.UNAVAILABLE  # the TLS handshake fails: no RPC is served
+    code, _ = code_of(cluster, forged, "alice", "Deliver",
+                      chunks(pb.Chunk(header=pb.MessageHeader(session="s", tag="t", total_length=1), data=b"x")))
+    assert code == grpc.StatusCode.UNAVAILABLE
+    assert_still_serving(cluster)
+
+
+def test_valid_certificate_of_a_stranger_is_refused(cluster, tmp_path):
+    ca = cluster.workdir / "ca"
+    cert, key = issue_cert(ca / "ca.pem", ca / "ca.key", "mallory", tmp_path)
+    mallory = load_credentials(cert, key, ca / "ca.pem")
+    deliver = chunks(pb.Chunk(header=pb.MessageHeader(session="s1", tag="t", total_length=1), data=b"x"))
+    assert code_of(cluster, mallory, "alice", "Deliver", deliver)[0] == grpc.StatusCode.PERMISSION_DENIED
+    req = pb.StartJobRequest(session="s1", job="ping", parties=["alice", "bob"])
+    assert code_of(cluster, mallory, "alice", "StartJob", req)[0] == grpc.StatusCode.PERMISSION_DENIED
+    assert code_of(cluster, mallory, "alice", "Abort", pb.AbortRequest(session="s1"))[0] == \
+        grpc.StatusCode.PERMISSION_DENIED
+    assert code_of(cluster, mallory, "alice", "Health", pb.HealthRequest())[0] == grpc.StatusCode.PERMISSION_DENIED
+    assert "'mallory' is not a configured peer" in cluster.log("alice")
+
+
+def test_roles_are_separate(cluster):
+    # a peer may not start jobs; the analyst may not deliver protocol messages
+    req = pb.StartJobRequest(session="s2", job="ping", parties=["alice", "bob"])
+    assert code_of(cluster, cluster.credentials("bob"), "alice", "StartJob", req)[0] == \
+        grpc.StatusCode.PERMISSION_DENIED
+    deliver = chunks(pb.Chunk(header=pb.MessageHeader(session="s2", tag="t", total_length=1), data=b"x"))
+    assert code_of(cluster, cluster.creds, "alice", "Deliver", deliver)[0] == grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_a_party_cannot_answer_in_another_partys_name(cluster):
+    # alice's daemon (and certificate) reached under the name "bob": the TLS name check fails
+    code, details = code_of(cluster, cluster.credentials("carol"), "alice", "Health", pb.HealthRequest(), name="bob")
+    assert code == grpc.StatusCode.UNAVAILABLE
+    # the same through the daemons' own peer connections (PeerPool)
+    async def via_pool():
+        pool = PeerPool(cluster.credentials("carol"), {"bob": PeerInfo("bob", cluster.party("alice").address)})
+        try:
+            await pool.stub("bob").Health(pb.HealthRequest(), timeout=5)
+        finally:
+            await pool.close()
+
+    with pytest.raises(grpc.aio.AioRpcError) as ei:
+        run_sync(via_pool())
+    assert ei.value.code() == grpc.StatusCode.UNAVAILABLE
+    # and through the analyst's client: one clear error naming the expected party
+    impostor = PeerInfo("bob", cluster.party("alice").address)
+    with pytest.raises(PartyError, match="party 'bob' unreachable"):
+        run_sync(run_job([cluster.party("alice"), impostor], "ping", creds=cluster.creds, timeout=5))
+
+
+# --------------------------------------------------------------------------- hostile messages
+def bob(cluster):
+    return cluster.credentials("bob")
+
+
+def test_oversized_chunk_is_refused(cluster):
+    big = pb.Chunk(header=pb.MessageHeader(session="big1", tag="t", total_length=2 * CHUNK_BYTES),
+                   data=bytes(2 * CHUNK_BYTES))
+    assert code_of(cluster, bob(cluster), "alice", "Deliver", chunks(big))[0] == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert_still_serving(cluster)
+
+
+def test_oversized_message_is_refused_from_its_header(cluster):
+    head = pb.Chunk(header=pb.MessageHeader(session="big2", tag="t", total_length=MAX_MSG + 1), data=b"x")
+    code, details = code_of(cluster, bob(cluster), "alice", "Deliver", chunks(head))
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "max_message_bytes" in details
+
+
+def test_session_buffer_is_bounded(cluster):
+    def message(n):
+        yield pb.Chunk(header=pb.MessageHeader(session="buf1", tag="t", total_length=n), data=bytes(min(n, CHUNK_BYTES)))
+        for off in range(CHUNK_BYTES, n, CHUNK_BYTES):
+            yield pb.Chunk(data=bytes(min(CHUNK_BYTES, n - off)))
+
+    assert call(cluster, bob(cluster), "alice", "Deliver", message(MAX_MSG)).received == MAX_MSG  # buffered, pending
+    code, details = code_of(cluster, bob(cluster), "alice", "Deliver", message(MAX_MSG))
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "session buffer full" in details
+    assert_still_serving(cluster)
+
+
+@pytest.mark.parametrize(
+    "stream, code, text",
+    [
+        ([pb.Chunk(data=b"abc")], grpc.StatusCode.INVALID_ARGUMENT, "header"),
+        ([], grpc.StatusCode.INVALID_ARGUMENT, "empty"),
+        ([pb.Chunk(header=pb.MessageHeader(session="m1", tag="t", total_length=10), data=b"12345")],
+         grpc.StatusCode.INVALID_ARGUMENT, "ended after 5 of 10"),
+        ([pb.Chunk(header=pb.MessageHeader(session="m2", tag="t", total_length=3), data=b"12345")],
+         grpc.StatusCode.INVALID_ARGUMENT, "longer than"),
+        ([pb.Chunk(header=pb.MessageHeader(session="m3", tag="t", total_length=2), data=b"1"),
+          pb.Chunk(header=pb.MessageHeader(session="m3", tag="t", total_length=2), data=b"2")],
+         grpc.StatusCode.INVALID_ARGUMENT, "header repeated"),
+        ([pb.Chunk(header=pb.MessageHeader(session="bad id/..", tag="t", total_length=1), data=b"1")],
+         grpc.StatusCode.INVALID_ARGUMENT, "invalid session id"),
+        ([pb.Chunk(header=pb.MessageHeader(session="m4", tag="", total_length=1), data=b"1")],
+         grpc.StatusCode.INVALID_ARGUMENT, "invalid tag"),
+    ],
+    ids=["no-header", "empty", "truncated", "too-long", "header-twice", "bad-session", "bad-tag"],
+)
+def test_malformed_messages_are_refused(cluster, stream, code, text):
+    got, details = code_of(cluster, bob(cluster), "alice", "Deliver", iter(stream))
+    assert got == code and text in details
+
+
+GARBAGE = b"\xff\xfe\x00garbage\x12\x34" * 10
+VALID_FIRST = pb.Chunk(header=pb.MessageHeader(session="g1", tag="t", total_length=500), data=b"x").SerializeToString()
+
+
+@pytest.mark.parametrize("stream", [[GARBAGE], [VALID_FIRST, GARBAGE]], ids=["first", "second"])
+def test_garbage_bytes_are_refused(cluster, stream):
+    async def go():
+        async with grpc.aio.secure_channel(
+            cluster.party("alice").address, bob(cluster).channel_credentials(),
+            options=[("grpc.ssl_target_name_override", "alice")],
+        ) as ch:
+            raw = ch.stream_unary("/ppdm.v1.Party/Deliver", request_serializer=lambda b: b,
+                                  response_deserializer=lambda b: b)
+            return await raw(iter(stream), timeout=5)
+
+    with pytest.raises(grpc.aio.AioRpcError) as ei:
+        run_sync(go())
+    assert ei.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "malformed chunk" in ei.value.details()
+    assert_still_serving(cluster)
+
+
+def test_bad_start_requests(cluster):
+    bad_json = pb.StartJobRequest(session="j1", job="ping", params_json="{nope", parties=["alice", "bob"])
+    r = call(cluster, cluster.creds, "alice", "StartJob", bad_json)
+    assert r.error.kind == "refused" and "not valid JSON" in r.error.message
+    stranger = pb.StartJobRequest(session="j2", job="ping", parties=["alice", "zoe"])
+    r = call(cluster, cluster.creds, "alice", "StartJob", stranger)
+    assert r.error.kind == "refused" and "'zoe' is not a configured peer" in r.error.message
+    not_member = pb.StartJobRequest(session="j3", job="ping", parties=["bob", "carol"])
+    r = call(cluster, cluster.creds, "alice", "StartJob", not_member)
+    assert r.error.kind == "refused" and "not one of the session's parties" in r.error.message
+
+
+def test_daemons_survive_everything_and_serve_the_next_job(cluster):
+    res = cluster.run_job("exchange", {"size": 1000, "tags": 3}, timeout=20)
+    assert set(res) == {"alice", "bob", "carol"}
+    logs = "".join(cluster.log(n) for n in ("alice", "bob", "carol"))
+    assert "Traceback" not in logs
+    assert "garbage" not in logs and "secret" not in logs
