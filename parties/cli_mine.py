@@ -108,7 +108,8 @@ class _LogFollower(threading.Thread):
 
 
 def run_local(path: str, n: int, split: str, min_support: str, min_confidence: str | None,
-              max_len: int | None = None, progress: bool = True, timeout: float = 3600) -> dict:
+              max_len: int | None = None, progress: bool = True, timeout: float = 3600,
+              reveal_counts: bool = True) -> dict:
     """Partition ``path`` into ``n`` shares, start ``n`` local daemons, mine jointly; the analyst's JSON."""
     from .local_cluster import LocalCluster
     from .partition import load_transactions, save_npz, split_horizontal, split_vertical, write_fimi
@@ -130,6 +131,7 @@ def run_local(path: str, n: int, split: str, min_support: str, min_confidence: s
         params = {"min_support": min_support, "min_confidence": min_confidence, "max_len": max_len}
         if split == "horizontal":
             params["n_items"] = int(db.items.max()) + 1 if db.items.size else 1
+            params["reveal_counts"] = reveal_counts
         if progress:
             print(f"starting {n} party daemons on loopback (mTLS, fresh certificates); "
                   f"{split} split of {db.n_transactions} transactions", file=sys.stderr, flush=True)
@@ -163,7 +165,7 @@ def _merge(out: dict, split: str, wall: float) -> dict:
 
 
 def run_remote(config: str, split: str, min_support: str, min_confidence: str | None, n_items: int | None,
-               max_len: int | None = None, timeout: float = 3600) -> dict:
+               max_len: int | None = None, timeout: float = 3600, reveal_counts: bool = True) -> dict:
     """Run the joint job on the daemons listed in an analyst config."""
     from .client import run_job, run_sync
 
@@ -173,6 +175,7 @@ def run_remote(config: str, split: str, min_support: str, min_confidence: str | 
         if n_items is None:
             raise CLIError("--n-items (the agreed item universe 0..N-1) is required for a horizontal job")
         params["n_items"] = n_items
+        params["reveal_counts"] = reveal_counts
     t0 = time.perf_counter()
     out = run_sync(run_job(peers, f"mine.{split}", params, creds=creds, timeout=timeout))
     return _merge(out, split, time.perf_counter() - t0)
@@ -187,12 +190,15 @@ def format_human(res: dict, top: int = 15) -> str:
              "by length: " + ", ".join(f"{k}: {v}" for k, v in sorted(by_len.items()))]
     if its:
         lines.append(f"\ntop {min(top, len(its))} itemsets by count")
-        for i in sorted(its, key=lambda x: (-x["count"], len(x["items"]), x["items"]))[:top]:
-            lines.append(f"  {i['count']:>8,}  {{{', '.join(map(str, i['items']))}}}")
+        for i in sorted(its, key=lambda x: (-(x["count"] or 0), len(x["items"]), x["items"]))[:top]:
+            cnt = "hidden" if i["count"] is None else f"{i['count']:,}"
+            lines.append(f"  {cnt:>8}  {{{', '.join(map(str, i['items']))}}}")
     if rules:
         lines.append(f"\ntop {min(top, len(rules))} rules by confidence")
-        for r in sorted(rules, key=lambda x: (-x["confidence"], -x["support"]))[:top]:
-            lines.append(f"  {r['confidence']:.3f}  {r['support']:>8,}  {{{', '.join(map(str, r['antecedent']))}}}"
+        for r in sorted(rules, key=lambda x: (-(x["confidence"] or 0), -(x["support"] or 0)))[:top]:
+            conf = "  >= min" if r["confidence"] is None else f"{r['confidence']:.3f}"
+            sup = "hidden" if r["support"] is None else f"{r['support']:,}"
+            lines.append(f"  {conf}  {sup:>8}  {{{', '.join(map(str, r['antecedent']))}}}"
                          f" -> {{{', '.join(map(str, r['consequent']))}}}")
     ph = proto.get("phases_seconds", {})
     lines.append(f"\nprotocol: {proto.get('mode')}" + (f", parties {', '.join(proto['parties'])}" if "parties" in proto else ""))
@@ -223,6 +229,8 @@ def _cmd(args) -> int:
         raise CLIError("--max-len must be at least 1")
     if args.output and not Path(args.output).resolve().parent.is_dir():
         raise CLIError(f"cannot write {args.output}: its directory does not exist")
+    if args.private_counts and args.split != "horizontal":
+        raise CLIError("--private-counts applies to joint horizontal jobs (--split horizontal)")
     if args.parties and args.local:
         raise CLIError("give either --parties or --local, not both")
     if args.parties:
@@ -230,7 +238,8 @@ def _cmd(args) -> int:
             raise CLIError("--split horizontal|vertical is required with --parties")
         if args.file:
             raise CLIError("with --parties each party reads its own data; give no FILE")
-        res = run_remote(args.parties, args.split, ms, mc, args.n_items, args.max_len)
+        res = run_remote(args.parties, args.split, ms, mc, args.n_items, args.max_len,
+                         reveal_counts=not args.private_counts)
     else:
         if not args.file:
             raise CLIError("give a transactions FILE (.dat or .npz), or --parties ANALYST.toml")
@@ -241,7 +250,8 @@ def _cmd(args) -> int:
                 raise CLIError("--local needs at least 2 parties")
             if not args.split:
                 raise CLIError("--split horizontal|vertical is required with --local")
-            res = run_local(args.file, args.local, args.split, ms, mc, args.max_len, progress=not args.json)
+            res = run_local(args.file, args.local, args.split, ms, mc, args.max_len, progress=not args.json,
+                            reveal_counts=not args.private_counts)
         else:
             from .partition import load_transactions
 
@@ -273,6 +283,9 @@ def register(sub) -> None:
                    "[parties.NAME] address, in protocol order")
     p.add_argument("--n-items", type=int, help="horizontal jobs on --parties: the item universe 0..N-1")
     p.add_argument("--max-len", type=int, help="longest itemset to look for")
+    p.add_argument("--private-counts", action="store_true",
+                   help="horizontal: never compute global counts; itemsets and rules are decided by secure "
+                        "sums with threshold only (counts and confidences come out as null)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("-o", "--output", help="also write the JSON result to this file (atomically)")
     p.set_defaults(func=_cmd)

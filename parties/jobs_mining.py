@@ -24,12 +24,13 @@ def result_json(res: JointResult, with_result: bool) -> dict:
     """The JSON of a mining result: itemsets ``{items, count}`` and rules, plus ``protocol``."""
     out: dict = {"transactions": res.frequent.n_transactions, "protocol": res.protocol()}
     if with_result:
-        out["itemsets"] = [{"items": list(items), "count": int(c)} for items, c in res.frequent]
+        out["itemsets"] = [{"items": list(items), "count": int(c) if c >= 0 else None} for items, c in res.frequent]
         out["rules"] = []
         if res.rules is not None:
             out["rules"] = [
                 {"antecedent": list(r.antecedent), "consequent": list(r.consequent),
-                 "support": int(r.count), "confidence": float(r.confidence)}
+                 "support": None if r.count is None else int(r.count),
+                 "confidence": None if r.confidence is None else float(r.confidence)}
                 for r in res.rules
             ]
     return out
@@ -61,7 +62,8 @@ async def mine_horizontal_job(ctx: JobContext) -> dict:
     t0 = time.perf_counter()
     try:
         res = await mine_horizontal(ctx.ch, db, min_support=ms, min_confidence=mc, n_items=n_items,
-                                    max_len=max_len, progress=_progress(ctx))
+                                    max_len=max_len, reveal_counts=bool(ctx.params.get("reveal_counts", True)),
+                                    progress=_progress(ctx))
     except ValueError as e:  # bad thresholds: same message on every party, nothing private
         raise JobError(str(e)) from None
     out = result_json(res, report)

@@ -74,7 +74,7 @@ from anonymize.itemsets import (
     itemset_columns,
     unpack_columns,
 )
-from anonymize.itemsets.support import _exact_fraction
+from anonymize.itemsets.support import _exact_fraction  # the decimal a user wrote, exactly
 from mpc.channel import Channel, agree, broadcast, gather_from, scoped
 from mpc.errors import ProtocolError
 from mpc.secure_sum import secure_sum, secure_sum_threshold
@@ -158,7 +158,7 @@ async def _global_n(ch: Channel, n_local: int) -> int:
 
 
 async def mine_horizontal(ch: Channel, db: TransactionDB, *, min_support, min_confidence=None,
-                          n_items: int, max_len: int | None = None,
+                          n_items: int, max_len: int | None = None, reveal_counts: bool = True,
                           progress: ProgressFn | None = None) -> JointResult:
     """Kantarcioglu–Clifton joint mining of horizontally partitioned data (see module docstring).
 
@@ -166,13 +166,19 @@ async def mine_horizontal(ch: Channel, db: TransactionDB, *, min_support, min_co
     ``0 .. n_items−1`` (checked: every party must pass the same ``n_items`` and
     hold no id outside it). Returns the global frequent itemsets with counts and,
     with ``min_confidence``, the association rules.
+
+    With ``reveal_counts=False`` the global counts are never computed: the
+    itemsets come without counts (``-1``) and each candidate rule X → Y is
+    decided, as in KC04, by one more secure sum with threshold on
+    ``Dc·count_i(X∪Y) − Mc·count_i(X)`` (confidence c = Mc/Dc), so only the
+    yes/no of every rule is revealed (:func:`_rules_by_threshold`).
     """
     s = _ratio(min_support)
     res = JointResult(frequent=None, rules=None)  # type: ignore[arg-type]
     clk = _Clock(res)
     b0 = ch.bytes_sent
     t = time.perf_counter()
-    await agree(ch, "h/params", min_support=str(s), n_items=int(n_items),
+    await agree(ch, "h/params", min_support=str(s), n_items=int(n_items), reveal_counts=bool(reveal_counts),
                 min_confidence=None if min_confidence is None else str(min_confidence), max_len=max_len)
     outside = db.items.size and (int(db.items.max()) >= n_items or int(db.items.min()) < 0)
     await check_all(ch, "h/universe", f"has item ids outside the agreed universe 0..{n_items - 1}" if outside else None)
@@ -198,8 +204,11 @@ async def mine_horizontal(ch: Channel, db: TransactionDB, *, min_support, min_co
         frequent = await secure_sum_threshold(ch, x.astype(np.int64), 0, tag=f"L{k}/threshold", bound_bits=bound)
         t = clk.add("secure_threshold", t)
         F = U[frequent]
-        glob = await secure_sum(ch, counts[F].astype(np.int64), tag=f"L{k}/counts")
-        t = clk.add("secure_counts", t)
+        if reveal_counts:
+            glob = await secure_sum(ch, counts[F].astype(np.int64), tag=f"L{k}/counts")
+            t = clk.add("secure_counts", t)
+        else:
+            glob = np.full(F.size, -1, dtype=np.int64)
         res.rounds += 3
         res.levels.append({"k": k, "candidates": int(cand.shape[0]), "union": int(U.size), "frequent": int(F.size)})
         if progress:
@@ -211,8 +220,11 @@ async def mine_horizontal(ch: Channel, db: TransactionDB, *, min_support, min_co
         k += 1
         t = clk.add("candidates", t)
     res.frequent = FrequentItemsets(levels, N, _min_count(s, N))
-    if min_confidence is not None:
+    if min_confidence is not None and reveal_counts:
         res.rules = association_rules(res.frequent, min_confidence)
+    elif min_confidence is not None:
+        res.rules = await _rules_by_threshold(ch, db, levels, min_confidence, N)
+        res.rounds += 1
     clk.add("rules", t)
     res.bytes_sent = ch.bytes_sent - b0
     res.revealed = [
@@ -221,10 +233,54 @@ async def mine_horizontal(ch: Channel, db: TransactionDB, *, min_support, min_co
         "(secure union; its merging party also learns how many are shared by each group of parties; "
         "padded set sizes within a factor of two)",
         "all parties: which of those are globally frequent (secure sum with threshold)",
-        "all parties: the global counts of the frequent itemsets (the output; secure sum)",
+        "all parties: the global counts of the frequent itemsets (the output; secure sum)" if reveal_counts else
+        "all parties: which candidate rules reach the confidence (secure sum with threshold); no counts at all",
         "never: any party's local counts, local database size or transactions",
     ]
     return res
+
+
+def _candidate_rules(levels: dict[int, tuple[np.ndarray, np.ndarray]]):
+    """Every split X → Z∖X (X non-empty, proper) of every frequent Z, as (Z rows, X rows) lists."""
+    zs, xs = [], []
+    for k, (Z, _) in sorted(levels.items()):
+        if k < 2:
+            continue
+        masks = np.arange(1, (1 << k) - 1, dtype=np.int64)  # antecedent = positions whose bit is set
+        inside = ((masks[:, None] >> np.arange(k)) & 1).astype(bool)  # (m, k)
+        for z in Z:
+            for sel in inside:
+                zs.append(z)
+                xs.append(z[sel])
+    return zs, xs
+
+
+async def _rules_by_threshold(ch: Channel, db: TransactionDB, levels, min_confidence, N: int) -> list:
+    """KC04 rule confidence by secure sum with threshold: Σ_i (Dc·count_i(Z) − Mc·count_i(X)) ≥ 0.
+
+    Reveals to every party only which candidate rules reach the confidence.
+    Returns ``Rule``-like tuples ``(antecedent, consequent, None, None)``.
+    """
+    from anonymize.itemsets import Rule
+
+    c = _exact_fraction(min_confidence)
+    if not (0 <= c <= 1):
+        raise ValueError(f"min confidence must be in [0, 1] (got {min_confidence})")
+    zs, xs = _candidate_rules(levels)
+    if not zs:
+        return []
+    cz = count_support(db, zs)
+    cx = count_support(db, xs)
+    Dc, Mc = c.denominator, c.numerator
+    x = Dc * cz - Mc * cx
+    bound = min(62, max(1, ((Dc + Mc) * max(N, 1)).bit_length()))
+    ok = await secure_sum_threshold(ch, x.astype(np.int64), 0, tag="rules/threshold", bound_bits=bound)
+    out = []
+    for z, a, keep in zip(zs, xs, ok):
+        if keep:
+            cons = tuple(int(i) for i in z if i not in set(a.tolist()))
+            out.append(Rule(tuple(int(i) for i in a), cons, None, None))
+    return out
 
 
 def _min_count(s: Fraction, N: int) -> int:
@@ -276,11 +332,9 @@ async def mine_vertical(ch: Channel, db: TransactionDB, *, min_support, min_conf
         item_owner = owner_of[cand]  # (K, k)
         owners = np.zeros((cand.shape[0], P), dtype=bool)
         np.put_along_axis(owners, item_owner, True, axis=1)
-        # this party's AND-vector per candidate: its own items only (others' items → all ones)
-        my_sets = [row[item_owner[i] == me] for i, row in enumerate(cand)] if owners[:, me].any() else []
+        # this party's AND-vector per candidate over its own items (items it does not hold are ignored)
         if owners[:, me].any():
-            bits = itemset_columns(db, my_sets)
-            vec = unpack_columns(bits, N)
+            vec = unpack_columns(itemset_columns(db, cand, missing="ignore"), N)
         else:
             vec = np.zeros((cand.shape[0], N), dtype=np.uint8)
         t = clk.add("local_columns", t)

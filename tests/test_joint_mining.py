@@ -189,3 +189,35 @@ def test_vertical_overlapping_items_refused():
     with pytest.raises(ProtocolError, match="more than one party"):
         run_v(parts, "0.5")
 
+
+
+SHARED_FIMI = REPO.parent / "shared" / "data" / "fimi"
+
+
+@pytest.mark.skipif(not (SHARED_FIMI / "retail.dat").exists(), reason="needs ../shared/data/fimi (present in CI)")
+def test_horizontal_retail_reference():
+    import json
+
+    ref = next(lv for lv in json.loads((SHARED_FIMI / "reference_counts.json").read_text())["levels"]
+               if lv["dataset"] == "retail" and lv["minsup"] == 0.01)
+    db = read_fimi(SHARED_FIMI / "retail.dat")
+    res = run_h(split_horizontal(db, 3), "0.01", n_items=int(db.items.max()) + 1)
+    assert fingerprint(res["p0"].frequent) == ref["fingerprint_md5"]
+    assert len(res["p0"].frequent) == ref["n_itemsets"]
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transactions_st, st.integers(2, 3), st.sampled_from(["0.5", "0.75", "1"]))
+def test_horizontal_rules_by_secure_threshold_without_counts(txs, n_parties, minconf):
+    parts = split_horizontal(TransactionDB.from_transactions(txs), n_parties)
+
+    async def f(ch, db):
+        return await mine_horizontal(ch, db, min_support="0.2", min_confidence=minconf, n_items=8,
+                                     reveal_counts=False)
+
+    res = run_parties(n_parties, f, parts, timeout=120)
+    want = brute_force(txs, "0.2", 8)
+    for r in res.values():
+        assert {items for items, c in r.frequent} == set(want)
+        assert all(c == -1 for _, c in r.frequent)  # counts never computed
+        assert {(x, y) for (x, y, c, f) in r.rules} == set(brute_rules(want, float(Fraction(minconf))))

@@ -1,0 +1,239 @@
+"""Benchmark the publishing algorithms (issue 4 targets) and, with --peers, anonypy's Mondrian.
+
+    python benchmarks/bench_anonymize.py                 # Adult + 1M-row synthetic Mondrian
+    python benchmarks/bench_anonymize.py --peers         # + anonypy Mondrian on Adult (pip install anonypy)
+    python benchmarks/bench_anonymize.py --rows 10000000 --skip-adult   # the 10M-row run (once)
+
+Adult: /work/shared/data/adult (or --adult DIR): 30,162 rows, QIs age, sex, race, marital-status,
+education, native-country, workclass, occupation; sensitive salary-class; k = 5, ≤ 5 % suppression
+for the full-domain searches. Times are in process, best of --repeat runs, from the encoded table
+(the search alone, plus "with encode" for the whole call). Scale runs go to a child process so
+that its peak RSS is the run's own.
+
+Peers' figures (PERF-NOTES, same machine kind): ARX Flash 0.90 s warm; checking all 6,480 lattice
+nodes one by one from the rows 4.6 s; anonypy Mondrian k = 5 19–24 s (NCP 0.03–0.09).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from anonymize.publish import EncodedTable, KAnonymity, Schema, TCloseness  # noqa: E402
+from anonymize.publish import metrics as M  # noqa: E402
+from anonymize.publish.io import read_hierarchies, read_table  # noqa: E402
+
+QIS = ["age", "sex", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
+SENS = "salary-class"
+PEER = {"arx_flash_warm": 0.90, "all_nodes_one_by_one": 4.6, "anonypy_mondrian_k5": (19.0, 24.0)}
+
+
+def best_of(fn, repeat):
+    times, out = [], None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return min(times), out
+
+
+def adult_table(adult_dir: Path) -> EncodedTable:
+    df = read_table(adult_dir / "adult.csv")
+    hs = read_hierarchies(adult_dir, columns=set(QIS))
+    return EncodedTable.encode(df, Schema(QIS, [SENS]), hs)
+
+
+def bench_adult(adult_dir: Path, repeat: int) -> dict:
+    from anonymize.publish.datafly import datafly
+    from anonymize.publish.flash import flash
+    from anonymize.publish.incognito import incognito
+    from anonymize.publish.lattice import Lattice, exhaustive
+    from anonymize.publish.mondrian import mondrian
+    from anonymize.publish.samarati import samarati
+
+    t = time.perf_counter()
+    table = adult_table(adult_dir)
+    t_encode = time.perf_counter() - t
+    out = {"rows": table.n, "encode_s": t_encode, "full_domain": {}, "mondrian": {}}
+    models = [KAnonymity(5)]
+    print(f"Adult: {table.n:,} rows, 8 QIs, read + encode {t_encode:.3f} s")
+    print(f"  full-domain, k = 5, ≤ 5 % suppression ({6480:,}-node lattice)")
+    for name, fn in [("flash", flash), ("incognito", incognito), ("samarati", samarati), ("datafly", datafly),
+                     ("exhaustive", exhaustive)]:
+        sec, r = best_of(lambda: fn(Lattice(table, models, 0.05)), repeat if name != "exhaustive" else 1)
+        row = {"seconds": sec, "checked": r.stats.get("checked"), "nodes_returned": len(r.nodes),
+               "chosen_levels": list(r.levels), "chosen_ncp": r.chosen.ncp, "chosen_suppressed": r.chosen.suppressed,
+               "rows_scanned": r.stats.get("frequency_set_rows_scanned")}
+        out["full_domain"][name] = row
+        extra = ""
+        if name in ("flash", "incognito"):
+            extra = f"  vs ARX Flash {PEER['arx_flash_warm']} s: ×{PEER['arx_flash_warm'] / sec:.1f}"
+        if name == "exhaustive":
+            extra = f"  vs one-by-one from rows {PEER['all_nodes_one_by_one']} s: ×{PEER['all_nodes_one_by_one'] / sec:.1f}"
+        print(f"    {name:<11}{sec:7.3f} s  checked {row['checked']:>5}  returned {len(r.nodes):>4} node(s)  "
+              f"chosen {tuple(r.levels)} NCP {r.chosen.ncp:.4f} suppressed {r.chosen.suppressed}{extra}")
+    fd = out["full_domain"]
+    assert sorted(fd["flash"]["chosen_levels"]) == sorted(fd["incognito"]["chosen_levels"])
+    print("  Mondrian (hierarchy-aware categorical cuts)")
+    for label, ms, mode in [("k=5 strict", [KAnonymity(5)], "strict"), ("k=5 relaxed", [KAnonymity(5)], "relaxed"),
+                            ("k=5 + t=0.2 (EMD)", [KAnonymity(5), TCloseness(0.2, "emd")], "strict")]:
+        sec, r = best_of(lambda: mondrian(table, ms, mode=mode), repeat)
+        lo, hi = M.class_boxes(table, r.class_id, r.n_classes)
+        row = {"seconds": sec, "classes": r.n_classes, "min_class": int(r.sizes.min()),
+               "ncp": M.ncp(table, lo, hi)["ncp"], "ncp_leaves": M.ncp(table, lo, hi, categorical="leaves")["ncp"]}
+        if any(isinstance(m, TCloseness) for m in ms):
+            row["t_measured"] = _pycanon_t(table, r)
+        out["mondrian"][label] = row
+        lo_p, hi_p = PEER["anonypy_mondrian_k5"]
+        extra = f"  vs anonypy {lo_p:g}–{hi_p:g} s: ×{lo_p / sec:.0f}–{hi_p / sec:.0f}" if label.startswith("k=5 strict") else ""
+        tm = f"  max t (pycanon) {row['t_measured']:.4f}" if "t_measured" in row else ""
+        print(f"    {label:<18}{sec:7.3f} s  {r.n_classes:,} classes (min {row['min_class']})  "
+              f"NCP {row['ncp']:.4f} (leaves {row['ncp_leaves']:.4f}){tm}{extra}")
+    return out
+
+
+def _pycanon_t(table, r):
+    try:
+        from pycanon import anonymity as pc
+    except ImportError:
+        return float("nan")
+    from anonymize.publish.recode import release_partition
+    df = release_partition(table, r.class_id, r.n_classes).reset_index(drop=True)
+    for c in QIS:
+        df[c] = df[c].astype(str)
+    return float(pc.t_closeness(df, QIS, [SENS]))
+
+
+# ---------------------------------------------------------------- synthetic scale
+SYN_QIS = ["age", "zip", "hours", "income", "sex", "race", "marital-status", "education"]
+
+
+def synthetic(n: int, adult_dir: Path, seed: int = 0):
+    """n rows, 8 QIs: age 17–90, 5-digit ZIP (3,000 values, masking hierarchy), hours 1–99,
+    income 0–250,000 (interval hierarchies built automatically), and sex, race, marital-status,
+    education drawn with Adult's frequencies (Adult's ARX hierarchies); sensitive 'disease' (5 values)."""
+    rng = np.random.default_rng(seed)
+    ad = pd.read_csv(adult_dir / "adult.csv", sep=";")
+    df = pd.DataFrame({
+        "age": rng.integers(17, 91, n),
+        "zip": pd.Categorical.from_codes(rng.integers(0, 3000, n), [str(10000 + 7 * i) for i in range(3000)]),
+        "hours": rng.integers(1, 100, n),
+        "income": rng.integers(0, 250_001, n),
+    })
+    for c in ["sex", "race", "marital-status", "education"]:
+        vc = ad[c].value_counts(normalize=True)
+        df[c] = pd.Categorical.from_codes(rng.choice(len(vc), size=n, p=vc.to_numpy()), vc.index.tolist())
+    df["disease"] = pd.Categorical.from_codes(rng.integers(0, 5, n), ["flu", "hiv", "cancer", "none", "cold"])
+    from anonymize.publish import Hierarchy
+    hs = read_hierarchies(adult_dir, columns={"sex", "race", "marital-status", "education"})
+    hs["zip"] = Hierarchy.masking("zip", pd.Series(df["zip"].cat.categories))
+    return df, hs
+
+
+def scale_child(n: int, adult_dir: Path, k: int) -> dict:
+    from anonymize.publish.mondrian import mondrian
+    t0 = time.perf_counter()
+    df, hs = synthetic(n, adult_dir)
+    t_gen = time.perf_counter() - t0
+    t = time.perf_counter()
+    table = EncodedTable.encode(df, Schema(SYN_QIS, ["disease"]), hs)
+    t_enc = time.perf_counter() - t
+    del df
+    t = time.perf_counter()
+    r = mondrian(table, [KAnonymity(k)])
+    t_mon = time.perf_counter() - t
+    t = time.perf_counter()
+    lo, hi = M.class_boxes(table, r.class_id, r.n_classes)
+    ncp = M.ncp(table, lo, hi)["ncp"]
+    t_ncp = time.perf_counter() - t
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return {"rows": n, "generate_s": t_gen, "encode_s": t_enc, "mondrian_s": t_mon, "ncp_s": t_ncp,
+            "encode_plus_mondrian_s": t_enc + t_mon, "classes": r.n_classes, "min_class": int(r.sizes.min()),
+            "rounds": r.stats["rounds"], "ncp": ncp, "peak_rss_mb": rss}
+
+
+def bench_scale(n: int, adult_dir: Path, k: int) -> dict:
+    cmd = [sys.executable, __file__, "--child-scale", str(n), "--adult", str(adult_dir), "--k", str(k)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"scale run failed: {p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode}")
+    row = json.loads(p.stdout.strip().splitlines()[-1])
+    print(f"Synthetic {n:,} rows × 8 QIs, Mondrian k = {k}: encode {row['encode_s']:.2f} s + Mondrian "
+          f"{row['mondrian_s']:.2f} s = {row['encode_plus_mondrian_s']:.2f} s; {row['classes']:,} classes "
+          f"(min {row['min_class']}), {row['rounds']} rounds, NCP {row['ncp']:.4f}; peak RSS {row['peak_rss_mb']:,.0f} MB")
+    return row
+
+
+# ---------------------------------------------------------------- peers
+def bench_anonypy(adult_dir: Path) -> dict:
+    try:
+        from anonypy import anonypy as ap_mod
+        from anonypy import mondrian as ap_mondrian
+    except ImportError:
+        print("anonypy not installed (pip install anonypy): peer skipped")
+        return {}
+    table = adult_table(adult_dir)
+    df = pd.read_csv(adult_dir / "adult.csv", sep=";")
+    for c in QIS + [SENS]:
+        if c != "age":
+            df[c] = df[c].astype("category")
+    t = time.perf_counter()
+    m = ap_mondrian.Mondrian(df, QIS, SENS)
+    parts = m.partition(5)
+    rows = ap_mod.anonymize(df, parts, QIS, SENS)
+    sec = time.perf_counter() - t
+    cid = np.empty(len(df), dtype=np.int64)
+    for i, p in enumerate(parts):
+        cid[np.asarray(p)] = i
+    lo, hi = M.class_boxes(table, cid, len(parts))
+    row = {"seconds": sec, "classes": len(parts), "output_rows": len(rows), "ncp_as_hierarchy_nodes": M.ncp(table, lo, hi)["ncp"],
+           "ncp_leaves": M.ncp(table, lo, hi, categorical="leaves")["ncp"]}
+    print(f"anonypy 0.2.1 Mondrian k = 5 on Adult: {sec:.2f} s, {len(parts):,} classes; its partition published as "
+          f"hierarchy nodes: NCP {row['ncp_as_hierarchy_nodes']:.4f} (leaves {row['ncp_leaves']:.4f})")
+    return row
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--adult", type=Path, default=Path(os.environ.get("PPDM_ADULT", "/work/shared/data/adult")))
+    ap.add_argument("--rows", type=int, default=1_000_000, help="synthetic rows for the Mondrian scale run (0: skip)")
+    ap.add_argument("--k", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--skip-adult", action="store_true")
+    ap.add_argument("--peers", action="store_true", help="also run anonypy's Mondrian on Adult")
+    ap.add_argument("--json", type=Path, help="write all figures here")
+    ap.add_argument("--child-scale", type=int, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child_scale:
+        print(json.dumps(scale_child(a.child_scale, a.adult, a.k)))
+        return 0
+    res = {}
+    if not a.skip_adult:
+        res["adult"] = bench_adult(a.adult, a.repeat)
+    if a.rows:
+        res["scale"] = bench_scale(a.rows, a.adult, a.k)
+    if a.peers:
+        res["anonypy"] = bench_anonypy(a.adult)
+        if res["anonypy"] and "adult" in res:
+            ours = res["adult"]["mondrian"]["k=5 strict"]["seconds"]
+            print(f"  ratio anonypy / ppdm Mondrian: ×{res['anonypy']['seconds'] / ours:.0f}")
+            res["anonypy"]["ratio_vs_ppdm"] = res["anonypy"]["seconds"] / ours
+    if a.json:
+        a.json.write_text(json.dumps(res, indent=2, default=float) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
