@@ -93,8 +93,9 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="numeric QIs as generalized ranges or as class means")
     p.add_argument("--suppressed-rows", choices=("star", "drop"), default="star",
                    help="suppressed rows: * in every QI (ARX) or left out")
-    p.add_argument("--queries", type=int, default=200, metavar="N",
-                   help="random COUNT queries for the query-error metric (0 skips it)")
+    p.add_argument("--queries", type=int, default=None, metavar="N",
+                   help="random COUNT queries for the query-error metric (0 skips it; default 200, fewer above "
+                        "100,000 rows)")
     p.add_argument("--report", metavar="REPORT.json", help="write the JSON report here")
     p.add_argument("--sep", default=None, help="input CSV delimiter (default: sniffed)")
     p.add_argument("--out-sep", default=None, help="output CSV delimiter (default: the input's)")
@@ -167,7 +168,8 @@ def run_anonymize(args, progress=None):
     res = anonymize_table(df, schema, hs, algorithm=args.algorithm, models=models,
                           max_suppression=args.max_suppression, metric=args.metric,
                           mondrian_mode=args.mondrian_mode, numeric_output=args.numeric_output,
-                          suppressed_rows=args.suppressed_rows, n_queries=max(0, args.queries),
+                          suppressed_rows=args.suppressed_rows,
+                          n_queries=None if args.queries is None else max(0, args.queries),
                           progress=progress)
     res.report["input"] = str(args.input)
     res.report["output"] = str(args.output)

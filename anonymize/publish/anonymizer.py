@@ -34,13 +34,13 @@ from . import metrics as M
 from .hierarchy import Hierarchy
 from .lattice import METRICS, Lattice, SearchResult
 from .models import (
-    ClassStats, DistinctLDiversity, EntropyLDiversity, KAnonymity, PrivacyModel, RecursiveCLDiversity, TCloseness,
+    DistinctLDiversity, EntropyLDiversity, KAnonymity, PrivacyModel, RecursiveCLDiversity, TCloseness,
     class_entropy, class_stats, sorted_desc, t_distances,
 )
 from .recode import release_levels, release_partition
 from .table import EncodedTable, Schema
 
-__all__ = ["ALGORITHMS", "AnonymizationResult", "anonymize_table", "build_models", "achieved_privacy"]
+__all__ = ["ALGORITHMS", "AnonymizationResult", "anonymize_table", "build_models", "achieved_privacy", "auto_queries"]
 
 ALGORITHMS = ("samarati", "incognito", "flash", "datafly", "mondrian")
 
@@ -96,6 +96,14 @@ def build_models(k: int | None = None, l: float | None = None, l_variant: str = 
     if not models:
         raise AnonymizeError("no privacy model given: set k (and optionally l, t)")
     return models
+
+
+def auto_queries(n: int) -> int:
+    """Default number of random COUNT queries for the query-error metric: 200 up to 100,000 rows,
+    then fewer (each query scans every row; 20 at 1 M rows, 10 from 2 M rows on)."""
+    if n <= 100_000:
+        return 200
+    return max(10, int(200 * 100_000 / n))
 
 
 def _encode(table_or_df, schema, hierarchies) -> EncodedTable:
@@ -169,7 +177,7 @@ def _metrics(table: EncodedTable, lo, hi, class_id, n_classes, suppressed, model
 def anonymize_table(table_or_df, schema: Schema | None = None, hierarchies: Mapping[str, Hierarchy] | None = None,
                     algorithm: str = "flash", models: Sequence[PrivacyModel] | None = None,
                     max_suppression: float = 0.0, *, metric: str = "ncp", mondrian_mode: str = "strict",
-                    numeric_output: str = "range", suppressed_rows: str = "star", n_queries: int = 200,
+                    numeric_output: str = "range", suppressed_rows: str = "star", n_queries: int | None = None,
                     query_seed: int = 0, progress: Callable[[str], None] | None = None) -> AnonymizationResult:
     """Anonymize a table and measure the release.
 
@@ -179,7 +187,7 @@ def anonymize_table(table_or_df, schema: Schema | None = None, hierarchies: Mapp
     full-domain algorithms may suppress (Samarati's MaxSup); ``metric`` — how to choose among the
     satisfying nodes (:data:`.lattice.METRICS`); ``mondrian_mode`` strict | relaxed;
     ``numeric_output`` range | mean; ``suppressed_rows`` star | drop; ``n_queries`` random COUNT
-    queries for the query-error metric (0 skips it).
+    queries for the query-error metric (0 skips it; None = :func:`auto_queries`).
 
     Errors are :class:`AnonymizeError` (one line): unknown column, NaN in a QI, value missing from a
     hierarchy, k larger than the table, no satisfying generalization, bad option values.
@@ -239,6 +247,8 @@ def anonymize_table(table_or_df, schema: Schema | None = None, hierarchies: Mapp
         lo, hi = M.boxes_from_levels(table, lv)
     timings["recode"] = time.perf_counter() - t
     t = time.perf_counter()
+    if n_queries is None:
+        n_queries = auto_queries(table.n)
     metrics = _metrics(table, lo, hi, class_id, n_classes, suppressed, models, n_queries, query_seed)
     timings["metrics"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_all

@@ -33,8 +33,6 @@ import heapq
 import time
 from typing import Callable
 
-import numpy as np
-
 from ..errors import AnonymizeError
 from .lattice import PASS as _PASS, FAIL as _FAIL, Lattice, LatticeGrid, NodeInfo, SearchResult, choose, tag_closure
 
@@ -78,6 +76,8 @@ def flash(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None] | N
         lv = g.levels[i]
         info, _ = lat.evaluate(lv, source=lat.source_for(lv))
         infos[i] = info
+        if progress and len(infos) % 200 == 0:
+            progress(f"flash: {len(infos)} nodes checked, {g.N - tags.count(0)} of {g.N} classified")
         ok = info.ok if exact else info.ok_monotone
         if ok:
             tag_closure(tags, i, _PASS, g.succ)

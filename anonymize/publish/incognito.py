@@ -12,11 +12,17 @@ The algorithm, as in the paper and the seed:
    lattice, nodes are visited by height; a node with a satisfying direct specialization
    satisfies without a check ("marked"), the others are checked.
 4. **Frequency-set roll-up**: a node's frequency set is computed from a checked direct
-   specialization's (or from the subset's *super-root*, the meet of its candidates, computed once
-   from the bottom frequency set) — never from the raw rows (:mod:`.lattice`).
+   specialization's; a root of a candidate lattice (no checked child) rolls up from the smallest
+   cached specialization, or from a *hub* — the node with every generalized attribute at level 1,
+   computed once from the bottom frequency set and shared (the paper's super-root idea,
+   :meth:`.lattice.Lattice.source_for`) — never from the raw rows.
 
 ``F_q`` then holds every satisfying node; its minimal elements (nodes without a satisfying
 direct specialization — exactly the checked nodes that passed) are returned.
+
+Cost on Adult (8 QIs, k = 5, 5 % suppression): 6,537 checks, ~0.7 s — most checks are roots whose
+frequency sets are nearly as large as the table (5-attribute projections of Adult are almost
+unique), which is why :mod:`.flash` exists: the same minimal nodes with 1,598 checks in ~0.2 s.
 
 Implementation: projecting onto ``S`` is the virtual level "dropped" (:data:`.lattice.DROPPED`),
 so all ``2^q − 1`` subset lattices are slices of one array over ``Π (h_j + 2)`` nodes; candidate
@@ -67,7 +73,6 @@ def incognito(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None]
     live = lv < np.array(D, dtype=np.int16)
     size = live.sum(axis=1)
     height = np.where(live, lv, 0).sum(axis=1)
-    mask = (live.astype(np.int64) << np.arange(q, dtype=np.int64)).sum(axis=1)  # subset bitmask
     passM = np.zeros(N, dtype=bool)
     exact = lat.exact_monotone
     okP = np.zeros(N, dtype=bool) if not exact else None
@@ -94,7 +99,6 @@ def incognito(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None]
             cand &= ~has | passM[proj]
         ci = idx[cand]
         final = i == q
-        superroots: dict[int, object] = {}
         if len(ci):
             order = np.lexsort((ci, height[ci]))
             ci = ci[order]

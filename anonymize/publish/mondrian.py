@@ -134,6 +134,7 @@ class _Attr:
             self.first, self.last = first, last
 
     def lca_level(self, mn: np.ndarray, mx: np.ndarray) -> np.ndarray:
+        """Level of the lowest common ancestor of leaf codes ``mn`` and ``mx`` (per partition)."""
         return self.h.level_of_span(mn, mx)
 
     def span(self, mn: np.ndarray, mx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
