@@ -50,6 +50,9 @@ def register(sub) -> None:
     a.add_argument("--name", default="analyst")
     a.add_argument("--ca-dir", default="ca")
     a.add_argument("--out", help="directory (default ./NAME)")
+    a.add_argument("--party", action="append", default=[], metavar="NAME=HOST:PORT",
+                   help="a party to run jobs on, in protocol order (repeatable); writes analyst.toml for "
+                        "'ppdm mine --parties'")
     a.set_defaults(func=cmd_analyst)
 
     s = psub.add_parser("serve", help="run the daemon until SIGTERM/SIGINT")
@@ -135,6 +138,18 @@ def cmd_analyst(args) -> int:
     except TLSError as e:
         raise CLIError(str(e)) from None
     print(f"wrote {cert}\nwrote {key}\nwrote {out / 'ca.pem'}")
+    if args.party:
+        parties = {}
+        for spec in args.party:
+            name, sep, addr = spec.partition("=")
+            if not sep or not name or not addr:
+                raise CLIError(f"--party expects NAME=HOST:PORT, got {spec!r}")
+            parties[name] = {"address": addr}
+        from .config import dump_toml
+
+        doc = {"analyst": {"cert": Path(cert).name, "key": Path(key).name, "ca": "ca.pem"}, "parties": parties}
+        (out / "analyst.toml").write_text(dump_toml(doc))
+        print(f"wrote {out / 'analyst.toml'}\nnext: ppdm mine --parties {out / 'analyst.toml'} --split ...")
     return 0
 
 
