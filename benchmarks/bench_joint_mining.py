@@ -22,7 +22,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from anonymize.itemsets import read_fimi  # noqa: E402
 from parties.cli_mine import run_local  # noqa: E402
 
 

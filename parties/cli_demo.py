@@ -104,7 +104,7 @@ def _cmd(args) -> int:
 
     t0 = time.perf_counter()
     _say("ppdm demo — privacy-preserving data mining between real party daemons, and local anonymization")
-    _say(f"data: bundled FIMI mushroom (8,124 transactions, 119 items) and an Adult sample (3,016 rows)")
+    _say("data: bundled FIMI mushroom (8,124 transactions, 119 items) and an Adult sample (3,016 rows)")
     support, confidence = args.min_support, args.min_confidence
     central = centralized_json(load_transactions(bundled("mushroom.dat")), support, confidence)
     oks = [

@@ -72,6 +72,7 @@ from anonymize.itemsets import (
     association_rules,
     count_support,
     itemset_columns,
+    min_count_for,
     unpack_columns,
 )
 from anonymize.itemsets.support import _exact_fraction  # the decimal a user wrote, exactly
@@ -219,7 +220,7 @@ async def mine_horizontal(ch: Channel, db: TransactionDB, *, min_support, min_co
         cand = apriori_gen(cand[F])
         k += 1
         t = clk.add("candidates", t)
-    res.frequent = FrequentItemsets(levels, N, _min_count(s, N))
+    res.frequent = FrequentItemsets(levels, N, min_count_for(s, N))
     if min_confidence is not None and reveal_counts:
         res.rules = association_rules(res.frequent, min_confidence)
     elif min_confidence is not None:
@@ -283,12 +284,6 @@ async def _rules_by_threshold(ch: Channel, db: TransactionDB, levels, min_confid
     return out
 
 
-def _min_count(s: Fraction, N: int) -> int:
-    import math
-
-    return max(1, math.ceil(s * N))
-
-
 async def mine_vertical(ch: Channel, db: TransactionDB, *, min_support, min_confidence=None,
                         max_len: int | None = None, progress: ProgressFn | None = None) -> JointResult:
     """Vaidya–Clifton joint mining of vertically partitioned data (see module docstring).
@@ -319,7 +314,7 @@ async def mine_vertical(ch: Channel, db: TransactionDB, *, min_support, min_conf
     owner_of = np.full(int(universe.max()) + 1 if universe.size else 0, -1, dtype=np.int64)
     for pi, p in enumerate(ch.parties):
         owner_of[owned[p]] = pi
-    min_count = _min_count(s, N)
+    min_count = min_count_for(s, N)
     bound = min(62, max(1, (max(N, 1)).bit_length() + 1))  # |count − min_count| ≤ N (public)
     res.rounds += 3
     t = clk.add("setup", t)

@@ -12,7 +12,6 @@ from fractions import Fraction
 from itertools import combinations
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
