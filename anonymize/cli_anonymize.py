@@ -94,8 +94,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--suppressed-rows", choices=("star", "drop"), default="star",
                    help="suppressed rows: * in every QI (ARX) or left out")
     p.add_argument("--queries", type=int, default=None, metavar="N",
-                   help="random COUNT queries for the query-error metric (0 skips it; default 200, fewer above "
-                        "100,000 rows)")
+                   help="random COUNT queries for the query-error metric (0 skips it; default 200)")
     p.add_argument("--report", metavar="REPORT.json", help="write the JSON report here")
     p.add_argument("--sep", default=None, help="input CSV delimiter (default: sniffed)")
     p.add_argument("--out-sep", default=None, help="output CSV delimiter (default: the input's)")

@@ -65,6 +65,14 @@ def _number_label(v) -> str:
     return str(int(f)) if f.is_integer() and abs(f) < 2**53 else repr(f)
 
 
+def _number_labels(values: np.ndarray) -> list:
+    """``[_number_label(v) for v in values]``, vectorized for integer arrays."""
+    values = np.asarray(values)
+    if values.dtype.kind in "iu":
+        return values.astype(str).tolist()
+    return [_number_label(v) for v in values.tolist()]
+
+
 def _nice_step(x: float) -> float:
     """Smallest of {1, 2, 5}·10^k that is >= x."""
     if x <= 0:
@@ -132,6 +140,12 @@ class Hierarchy:
         if width < 1:
             raise AnonymizeError(f"{where}: rows have no columns")
         grid = np.array([[str(c).strip() for c in r] for r in rows], dtype=object)
+        return cls._from_grid(name, grid, numeric, where)
+
+    @classmethod
+    def _from_grid(cls, name: str, grid: np.ndarray, numeric: bool | None, where: str) -> "Hierarchy":
+        """:meth:`from_rows` after the row checks: ``grid`` is the ``(n_rows, levels)`` object array
+        of stripped label strings."""
         leaf_lab = grid[:, 0]
         dup = pd.Index(leaf_lab).duplicated()
         if dup.any():
@@ -141,8 +155,8 @@ class Hierarchy:
             raise AnonymizeError(f"{where}: numeric hierarchy but some leaves are not numbers")
         is_num = nums is not None
         # node codes per level by first appearance in file order
-        n_lev = width
-        codes = np.empty((n_lev, len(rows)), dtype=np.int64)
+        n_lev = grid.shape[1]
+        codes = np.empty((n_lev, len(grid)), dtype=np.int64)
         for h in range(n_lev):
             codes[h], _ = pd.factorize(grid[:, h])
         # tree check: label at h -> single parent at h+1
@@ -164,7 +178,7 @@ class Hierarchy:
             order = np.lexsort(tuple(codes[h] for h in range(n_lev)))  # last key = top level
         grid = grid[order]
         leaves = nums[order] if is_num else grid[:, 0].copy()
-        maps = np.empty((n_lev, len(rows)), dtype=np.int32)
+        maps = np.empty((n_lev, len(grid)), dtype=np.int32)
         labels = []
         for h in range(n_lev):
             c, uniq = pd.factorize(grid[:, h])
@@ -174,10 +188,13 @@ class Hierarchy:
 
     @staticmethod
     def _contiguous(codes: np.ndarray) -> bool:
-        """Every node's leaves form one run in the given leaf order."""
+        """Every node's leaves form one run in the given leaf order (``codes``: per level, dense
+        ``0..k-1`` node codes as ``pd.factorize`` gives, so a level has ``max + 1`` nodes)."""
         for row in codes:
+            if len(row) == 0:
+                continue
             starts = np.r_[True, row[1:] != row[:-1]]
-            if len(np.unique(row)) != int(starts.sum()):
+            if int(row.max()) + 1 != int(starts.sum()):
                 return False
         return True
 
@@ -270,19 +287,21 @@ class Hierarchy:
                 raise AnonymizeError(f"hierarchy '{name}': widths {widths} must be positive and each a multiple "
                                      "of the previous one so the bands nest")
         base = math.floor(lo_v / widths[-1]) * widths[-1]
-        rows = []
         lv = leaves.astype(np.float64)
-        band_cols = []
-        for w in widths:
+        grid = np.empty((len(leaves), len(widths) + 2), dtype=object)
+        grid[:, 0] = _number_labels(leaves)
+        for b, w in enumerate(widths):
             start = base + np.floor((lv - base) / w) * w
+            # one label per band, not per leaf: leaves are sorted, so each band is one run of them
+            first = np.flatnonzero(np.r_[True, start[1:] != start[:-1]])
+            band = np.cumsum(np.r_[False, start[1:] != start[:-1]])
             if integral:
-                lab = [f"{_number_label(s)}-{_number_label(s + w - 1)}" for s in start]
+                lab = [f"{_number_label(s)}-{_number_label(s + w - 1)}" for s in start[first]]
             else:
-                lab = [f"[{s:g}, {s + w:g})" for s in start]
-            band_cols.append(lab)
-        for i, v in enumerate(leaves):
-            rows.append([_number_label(v)] + [c[i] for c in band_cols] + [SUPPRESSED])
-        h = cls.from_rows(name, rows, numeric=True)
+                lab = [f"[{s:g}, {s + w:g})" for s in start[first]]
+            grid[:, b + 1] = np.asarray(lab, dtype=object)[band]
+        grid[:, -1] = SUPPRESSED
+        h = cls._from_grid(name, grid, True, f"hierarchy '{name}'")
         h.leaves = leaves
         return h
 

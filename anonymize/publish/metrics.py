@@ -108,6 +108,8 @@ def _suppressed_mask(n, suppressed):
 
 
 # ---------------------------------------------------------------- information loss
+_DENSE_SPAN = 1 << 22  # flag / count tables up to this many entries (or a few per row) are cheaper than hashing
+
 def _cell_losses(table, lo, hi, categorical="height"):
     """(n, q) per-cell loss in [0, 1] (before suppression)."""
     n, q = lo.shape
@@ -181,23 +183,40 @@ def il_total(table: EncodedTable, class_id, n_classes: int, lo, hi, suppressed=N
     """
     cid = np.asarray(class_id, dtype=np.int64)
     sup = _suppressed_mask(table.n, suppressed)
+    any_sup = bool(sup.any())
     keep = ~sup
     lo, hi = np.asarray(lo), np.asarray(hi)
     q = table.q
     total = 0.0
-    sizes = np.bincount(cid[keep], minlength=n_classes)
+    ck = cid[keep] if any_sup else cid
+    sizes = np.bincount(ck, minlength=n_classes)
     for j, h in enumerate(table.hierarchies):
         codes = table.qi_codes[:, j]
         if h.numeric:
             w = _numeric_width(table, j, h, lo[keep, j], hi[keep, j])
             total += float(w.sum())  # Σ_e |e|·(max−min)/|N| = Σ_rows cell width
         else:
-            n_dom = len(np.unique(codes))
-            pairs = np.unique(cid[keep] * (h.n_leaves + 1) + codes[keep])
-            distinct = np.bincount(pairs // (h.n_leaves + 1), minlength=n_classes)
+            L = h.n_leaves
+            n_dom = int(np.count_nonzero(np.bincount(codes, minlength=L)))
+            distinct = _distinct_per_class(ck, n_classes, codes[keep] if any_sup else codes, L)
             total += float((sizes * distinct).sum()) / n_dom
     total += float(sup.sum()) * q
     return {"total_il": total, "average_il": total / (table.n * q) if table.n and q else 0.0}
+
+
+def _distinct_per_class(cid: np.ndarray, n_classes: int, codes: np.ndarray, n_values: int) -> np.ndarray:
+    """Number of distinct ``codes`` (in ``[0, n_values)``) among the rows of each class: presence of
+    the combined key class·n_values + code — a scatter into a table of n_classes·n_values flags when
+    that is small, else the distinct keys by hashing (``pd.factorize``, no sort)."""
+    n_classes = max(int(n_classes), int(cid.max()) + 1 if len(cid) else 0)
+    span = n_classes * int(n_values)
+    key = cid * n_values + codes
+    if span <= max(8 * len(key), _DENSE_SPAN):
+        present = np.zeros(span, dtype=bool)
+        present[key] = True
+        return np.count_nonzero(present.reshape(n_classes, n_values), axis=1)
+    _, uniq = pd.factorize(key, sort=False)
+    return np.bincount(np.asarray(uniq) // n_values, minlength=n_classes)
 
 
 # ---------------------------------------------------------------- class-size metrics
@@ -236,6 +255,66 @@ def average_class_size(sizes, k: int) -> float:
     return float(sizes.sum() / len(sizes) / k)
 
 
+# ---------------------------------------------------------------- grouping helpers
+def _densify(key: np.ndarray, span: int, n: int) -> tuple[np.ndarray, int]:
+    """Dense ids ``0..G-1`` of the int64 ``key`` (values in ``[0, span)``): a presence table when the
+    span is small, else ``pd.factorize`` (hashing, no sort)."""
+    if span <= max(4 * n, _DENSE_SPAN):
+        present = np.zeros(span, dtype=bool)
+        present[key] = True
+        remap = np.cumsum(present, dtype=np.int64) - 1
+        return remap[key], int(remap[-1]) + 1
+    codes, uniq = pd.factorize(key, sort=False)
+    return codes.astype(np.int64, copy=False), len(uniq)
+
+
+def _group_rows(columns, n: int) -> tuple[np.ndarray, int, np.ndarray]:
+    """Exact grouping of ``n`` rows by a tuple of integer columns, given as an iterable of
+    ``(values, range)`` with ``values`` in ``[0, range)`` (consumed one at a time, so a generator keeps
+    only one extra column alive): mixed-radix int64 keys, re-densified before they could overflow.
+    Returns ``(gid, G, rep)``: group of every row, number of groups, and some row of each group."""
+    key, span = None, 1
+    for c, r in columns:
+        r = max(int(r), 1)
+        if key is None:
+            key, span = np.array(c, dtype=np.int64), r
+            continue
+        if span * r >= 1 << 62:
+            key, span = _densify(key, span, n)
+        key *= r
+        key += c
+        span *= r
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), 0, np.zeros(0, dtype=np.int64)
+    if key is None:
+        return np.zeros(n, dtype=np.int64), 1, np.zeros(1, dtype=np.int64)
+    gid, G = _densify(key, span, n)
+    rep = np.empty(G, dtype=np.int64)
+    rep[gid] = np.arange(n, dtype=np.int64)  # any row of the group will do: all its columns agree
+    return gid, G, rep
+
+
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_WORD_BITS: np.ndarray | None = None  # (65536, 16): bit i of every 16-bit value, built on first use
+
+
+def _bit_counts(mask: np.ndarray, n_bits: int, weights) -> np.ndarray:
+    """Per bit position ``b < n_bits``: Σ over rows of ``weights[r]`` (1 without weights) where bit
+    ``b`` of ``mask[r]`` (little-endian uint64) is set — one 65,536-bin bincount per 16-bit word."""
+    global _WORD_BITS
+    if _WORD_BITS is None:
+        _WORD_BITS = ((np.arange(1 << 16)[:, None] >> np.arange(16)[None, :]) & 1).astype(np.int64)
+    words = mask.view("<u2").reshape(-1, 4)
+    out = np.zeros(n_bits, dtype=np.int64)
+    for k in range((n_bits + 15) // 16):
+        h = np.bincount(words[:, k], weights=weights, minlength=1 << 16)
+        if weights is not None:
+            h = np.rint(h).astype(np.int64)
+        m = min(16, n_bits - 16 * k)
+        out[16 * k:16 * k + m] = (h @ _WORD_BITS)[:m]
+    return out
+
+
 # ---------------------------------------------------------------- query error
 def query_error(table: EncodedTable, lo, hi, suppressed=None, n_queries: int = 500, dims: int | None = None,
                 selectivity: float = 0.05, seed: int = 0, sensitive: bool = True) -> dict:
@@ -248,54 +327,180 @@ def query_error(table: EncodedTable, lo, hi, suppressed=None, n_queries: int = 5
     is the count on the original data; ``est`` on the release assumes every record is spread
     uniformly over the leaves of its cell (a suppressed record over the whole domain).
     Queries with act = 0 are redrawn. Seeded (``np.random.default_rng(seed)``).
+
+    Evaluation (same answers as a row-by-row scan, without scanning every row per query):
+    ``act`` counts the distinct original rows (QI codes and the sensitive code, grouped once,
+    weighted by their multiplicity) through 64 queries at a time, one bit per query in a uint64
+    mask per leaf; ``est`` sums over the distinct released cells (rows with the same cell in every
+    QI — an equivalence class — grouped once) count × Π per-cell overlap fraction, the fraction
+    computed once per distinct cell of each attribute.
     """
     lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
     n, q = table.qi_codes.shape
+    hs = table.hierarchies
     sup = _suppressed_mask(n, suppressed)
-    if sup.any():
-        lo = lo.copy()
-        hi = hi.copy()
-        for j, h in enumerate(table.hierarchies):
-            lo[sup, j] = 0
-            hi[sup, j] = h.n_leaves - 1
+    any_sup = bool(sup.any())
     dims = min(3, q) if dims is None else max(1, min(int(dims), q))
     use_sens = bool(sensitive and table.sens_codes.shape[1] > 0)
     n_pred = dims + (1 if use_sens else 0)
     frac = float(selectivity) ** (1.0 / n_pred)
     rng = np.random.default_rng(seed)
-    errs = []
-    width = (hi - lo + 1).astype(np.float64)
-    tries = 0
-    while len(errs) < n_queries and tries < 20 * n_queries:
-        tries += 1
+    V = len(table.sens_values[0]) if use_sens else 0
+    s_codes = table.sens_codes[:, 0] if use_sens else None
+
+    # -- released cells: group the rows with the same cell in every QI (suppressed rows: whole domain)
+    def cell_columns():
+        for j, h in enumerate(hs):
+            L = h.n_leaves
+            lj, hj = lo[:, j], hi[:, j]
+            if any_sup:
+                lj = np.where(sup, 0, lj)
+                hj = np.where(sup, L - 1, hj)
+            wj = hj - lj
+            if n and (lj.min() < 0 or wj.min() < 0 or hj.max() >= L):
+                raise AnonymizeError(f"query_error: cells of '{h.name}' are not leaf-code ranges [lo, hi] "
+                                     f"within 0..{L - 1}")
+            yield lj, (int(lj.max()) + 1 if n else 1)
+            yield wj, (int(wj.max()) + 1 if n else 1)
+
+    gid, G, rep = _group_rows(cell_columns(), n)
+    cells = []  # per QI: (group -> its distinct cell of this QI, cell lo, cell hi, cell width)
+    g_sup = sup[rep] if any_sup else None
+    for j, h in enumerate(hs):
+        L = h.n_leaves
+        glo, ghi = lo[rep, j], hi[rep, j]
+        if any_sup:
+            glo = np.where(g_sup, 0, glo)
+            ghi = np.where(g_sup, L - 1, ghi)
+        cinv, _, crep = _group_rows([(glo, L), (ghi, L)], G)
+        clo, chi = glo[crep], ghi[crep]
+        cells.append((cinv, clo, chi, (chi - clo + 1).astype(np.float64)))
+    g_sens = g_sens_code = None
+    if use_sens and G * V <= max(2 * n, _DENSE_SPAN):
+        # per group histogram of the sensitive value, (V, G)
+        g_sens = np.bincount(gid * V + s_codes, minlength=G * V).reshape(G, V).T.astype(np.float64)
+        g_count = None
+    elif use_sens:
+        # too many values for a dense histogram: split the groups by sensitive value instead
+        pgid, G, prep = _group_rows([(gid, G), (s_codes, V)], n)
+        g_of = gid[prep]
+        cells = [(cinv[g_of], clo, chi, cw) for cinv, clo, chi, cw in cells]
+        g_sens_code = s_codes[prep]
+        g_count = np.bincount(pgid, minlength=G).astype(np.float64)
+        del pgid
+    else:
+        g_count = np.bincount(gid, minlength=G).astype(np.float64)
+    del gid
+
+    # -- original rows: group identical (QI codes, sensitive code) rows once, unless a sample shows
+    # they are nearly all distinct (then grouping would cost more than it saves; results are the same)
+    o_cols = [table.qi_codes[:, j] for j in range(q)] + ([s_codes] if use_sens else [])
+    o_ranges = [h.n_leaves for h in hs] + ([V] if use_sens else [])
+    weights = None
+    worth = True
+    if n > 65536:  # every (n // 32768)-th row: 32,768 to 65,535 of them
+        step = n // 32768
+        n_sample = len(range(0, n, step))
+        _, P_sample, _ = _group_rows(((c[::step], r) for c, r in zip(o_cols, o_ranges)), n_sample)
+        worth = P_sample <= 0.9 * n_sample
+    if worth:
+        ogid, P, orep = _group_rows(zip(o_cols, o_ranges), n)
+        if P <= 0.6 * n:
+            weights = np.bincount(ogid, minlength=P).astype(np.float64)
+            o_cols = [c[orep] for c in o_cols]
+        del ogid, orep
+    if weights is None:
+        o_cols = [np.ascontiguousarray(c) for c in o_cols]
+
+    def draw():
         attrs = rng.choice(q, size=dims, replace=False)
-        act_mask = np.ones(n, dtype=bool)
-        est = np.ones(n)
+        preds = []
         for j in attrs:
-            h = table.hierarchies[j]
+            h = hs[j]
             L = h.n_leaves
             m = max(1, int(round(frac * L)))
-            ind = np.zeros(L, dtype=bool)
             if h.numeric:
                 s = int(rng.integers(0, L - m + 1))
-                ind[s:s + m] = True
+                preds.append((int(j), s, s + m, None))
             else:
+                ind = np.zeros(L, dtype=bool)
                 ind[rng.choice(L, size=m, replace=False)] = True
-            cum = np.r_[0, np.cumsum(ind)]
-            act_mask &= ind[table.qi_codes[:, j]]
-            est *= (cum[hi[:, j] + 1] - cum[lo[:, j]]) / width[:, j]
+                preds.append((int(j), 0, 0, ind))
+        sv = None
         if use_sens:
-            V = len(table.sens_values[0])
             m = max(1, int(round(frac * V)))
             sv = np.zeros(V, dtype=bool)
             sv[rng.choice(V, size=m, replace=False)] = True
-            s_ok = sv[table.sens_codes[:, 0]]
-            act_mask &= s_ok
-            est *= s_ok
-        act = int(act_mask.sum())
-        if act == 0:
-            continue
-        errs.append(abs(act - float(est.sum())) / act)
+        return preds, sv
+
+    n_rows = len(o_cols[0]) if o_cols else 0
+
+    def actual(batch) -> np.ndarray:
+        """True answers of up to 64 queries: bit b of a uint64 per query b; per attribute a table
+        leaf -> the queries its value satisfies, ANDed over each row's values."""
+        tabs: dict[int, np.ndarray] = {}
+        for b, (preds, sv) in enumerate(batch):
+            clear = ~np.uint64(1 << b)
+            for j, s, e, ind in preds:
+                t = tabs.get(j)
+                if t is None:
+                    t = tabs[j] = np.full(hs[j].n_leaves, _ALL, dtype="<u8")
+                if ind is None:
+                    t[:s] &= clear
+                    t[e:] &= clear
+                else:
+                    t[~ind] &= clear
+            if sv is not None:
+                t = tabs.get(q)
+                if t is None:
+                    t = tabs[q] = np.full(V, _ALL, dtype="<u8")
+                t[~sv] &= clear
+        mask = None
+        for j, t in tabs.items():
+            g = t[o_cols[j]]
+            if mask is None:
+                mask = g
+            else:
+                mask &= g
+        if mask is None:
+            mask = np.full(n_rows, _ALL, dtype="<u8")
+        return _bit_counts(mask, len(batch), weights)
+
+    def estimate(preds, sv) -> float:
+        v = None
+        for j, s, e, ind in preds:
+            cinv, clo, chi, cw = cells[j]
+            if ind is None:
+                inside = np.minimum(chi, e - 1) - np.maximum(clo, s) + 1
+                np.maximum(inside, 0, out=inside)
+            else:
+                cum = np.r_[0, np.cumsum(ind)]
+                inside = cum[chi + 1] - cum[clo]
+            f = np.take(inside / cw, cinv)
+            if v is None:
+                v = f
+            else:
+                v *= f
+        if v is None:
+            v = np.ones(G)
+        if not use_sens:
+            return float(v @ g_count)
+        if g_sens is None:
+            return float(v @ (g_count * sv[g_sens_code]))
+        return float((g_sens @ v) @ sv.astype(np.float64))
+
+    errs = []
+    tries = 0
+    max_tries = 20 * n_queries
+    while len(errs) < n_queries and tries < max_tries:
+        # every query drawn here would have been drawn by a one-at-a-time loop too: at most as many
+        # as are still missing, so the workload (and the redraws) are the same for any batch size
+        batch = [draw() for _ in range(min(64, n_queries - len(errs), max_tries - tries))]
+        tries += len(batch)
+        for (preds, sv), act in zip(batch, actual(batch)):
+            if act == 0:
+                continue
+            errs.append(abs(int(act) - estimate(preds, sv)) / int(act))
     if not errs:
         raise AnonymizeError("query_error: no query with a non-zero answer; raise the selectivity")
     e = np.asarray(errs)
