@@ -108,3 +108,25 @@ async def bench_mpc(ctx) -> dict:
     out = await RUNNERS[op](ch, me, inp, size)
     seconds = time.perf_counter() - t0
     return {"seconds": seconds, "bytes": ch.bytes_sent - b0, "output": out}
+
+
+@job("secure_sum")
+async def secure_sum_job(ctx) -> dict:
+    """Secure sum of every party's integer vector ``[data] <key>`` (a ``.npy`` file; params ``key``).
+
+    Every party learns the elementwise sum (mod 2^64, as int64) and nothing
+    else (:func:`mpc.secure_sum.secure_sum`). Vectors of different lengths are
+    one clear error on every party.
+    """
+    from .jobs import JobError
+
+    key = ctx.param("key", str, "vector")
+    path = ctx.data_path(key)
+    try:
+        x = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise JobError(f"party {ctx.name!r} cannot read its {key!r} vector (.npy)") from e
+    if x.ndim != 1 or x.dtype.kind not in "iu":
+        raise JobError(f"party {ctx.name!r}: its {key!r} vector must be a 1-D integer array")
+    total = await secure_sum.secure_sum(ctx.ch, x.astype(np.int64), tag="job")
+    return {"sum": total.tolist(), "length": int(x.size)}
