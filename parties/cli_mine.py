@@ -109,7 +109,7 @@ class _LogFollower(threading.Thread):
 
 def run_local(path: str, n: int, split: str, min_support: str, min_confidence: str | None,
               max_len: int | None = None, progress: bool = True, timeout: float = 3600,
-              reveal_counts: bool = True) -> dict:
+              reveal_counts: bool = True, candidates: str = "union") -> dict:
     """Partition ``path`` into ``n`` shares, start ``n`` local daemons, mine jointly; the analyst's JSON."""
     from .local_cluster import LocalCluster
     from .partition import load_transactions, save_npz, split_horizontal, split_vertical, write_fimi
@@ -132,6 +132,7 @@ def run_local(path: str, n: int, split: str, min_support: str, min_confidence: s
         if split == "horizontal":
             params["n_items"] = int(db.items.max()) + 1 if db.items.size else 1
             params["reveal_counts"] = reveal_counts
+            params["candidates"] = candidates
         if progress:
             print(f"starting {n} party daemons on loopback (mTLS, fresh certificates); "
                   f"{split} split of {db.n_transactions} transactions", file=sys.stderr, flush=True)
@@ -165,7 +166,8 @@ def _merge(out: dict, split: str, wall: float) -> dict:
 
 
 def run_remote(config: str, split: str, min_support: str, min_confidence: str | None, n_items: int | None,
-               max_len: int | None = None, timeout: float = 3600, reveal_counts: bool = True) -> dict:
+               max_len: int | None = None, timeout: float = 3600, reveal_counts: bool = True,
+               candidates: str = "union") -> dict:
     """Run the joint job on the daemons listed in an analyst config."""
     from .client import run_job, run_sync
 
@@ -176,6 +178,7 @@ def run_remote(config: str, split: str, min_support: str, min_confidence: str | 
             raise CLIError("--n-items (the agreed item universe 0..N-1) is required for a horizontal job")
         params["n_items"] = n_items
         params["reveal_counts"] = reveal_counts
+        params["candidates"] = candidates
     t0 = time.perf_counter()
     out = run_sync(run_job(peers, f"mine.{split}", params, creds=creds, timeout=timeout))
     return _merge(out, split, time.perf_counter() - t0)
@@ -229,6 +232,8 @@ def _cmd(args) -> int:
         raise CLIError("--max-len must be at least 1")
     if args.output and not Path(args.output).resolve().parent.is_dir():
         raise CLIError(f"cannot write {args.output}: its directory does not exist")
+    if args.candidates != "union" and args.split != "horizontal":
+        raise CLIError("--candidates applies to joint horizontal jobs (--split horizontal)")
     if args.private_counts and args.split != "horizontal":
         raise CLIError("--private-counts applies to joint horizontal jobs (--split horizontal)")
     if args.parties and args.local:
@@ -239,7 +244,7 @@ def _cmd(args) -> int:
         if args.file:
             raise CLIError("with --parties each party reads its own data; give no FILE")
         res = run_remote(args.parties, args.split, ms, mc, args.n_items, args.max_len,
-                         reveal_counts=not args.private_counts)
+                         reveal_counts=not args.private_counts, candidates=args.candidates)
     else:
         if not args.file:
             raise CLIError("give a transactions FILE (.dat or .npz), or --parties ANALYST.toml")
@@ -251,7 +256,7 @@ def _cmd(args) -> int:
             if not args.split:
                 raise CLIError("--split horizontal|vertical is required with --local")
             res = run_local(args.file, args.local, args.split, ms, mc, args.max_len, progress=not args.json,
-                            reveal_counts=not args.private_counts)
+                            reveal_counts=not args.private_counts, candidates=args.candidates)
         else:
             from .partition import load_transactions
 
@@ -286,6 +291,10 @@ def register(sub) -> None:
     p.add_argument("--private-counts", action="store_true",
                    help="horizontal: never compute global counts; itemsets and rules are decided by secure "
                         "sums with threshold only (counts and confidences come out as null)")
+    p.add_argument("--candidates", choices=["union", "all", "auto"], default="union",
+                   help="horizontal: 'union' (Kantarcioglu-Clifton, default) tests only candidates locally large "
+                        "somewhere, found by secure set union; 'all' skips the union and tests every public "
+                        "candidate (reveals less, faster on dense data); 'auto' picks per level by the number of candidates")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("-o", "--output", help="also write the JSON result to this file (atomically)")
     p.set_defaults(func=_cmd)

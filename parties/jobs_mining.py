@@ -63,6 +63,7 @@ async def mine_horizontal_job(ctx: JobContext) -> dict:
     try:
         res = await mine_horizontal(ctx.ch, db, min_support=ms, min_confidence=mc, n_items=n_items,
                                     max_len=max_len, reveal_counts=bool(ctx.params.get("reveal_counts", True)),
+                                    candidates=ctx.param("candidates", str, "union"),
                                     progress=_progress(ctx))
     except ValueError as e:  # bad thresholds: same message on every party, nothing private
         raise JobError(str(e)) from None

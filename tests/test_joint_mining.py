@@ -60,9 +60,10 @@ def as_dict(fi):
     return {tuple(items): c for items, c in fi}
 
 
-def run_h(parts, minsup, n_items, minconf=None):
+def run_h(parts, minsup, n_items, minconf=None, candidates="union"):
     async def f(ch, db):
-        return await mine_horizontal(ch, db, min_support=minsup, min_confidence=minconf, n_items=n_items)
+        return await mine_horizontal(ch, db, min_support=minsup, min_confidence=minconf, n_items=n_items,
+                                     candidates=candidates)
 
     return run_parties(len(parts), f, parts, timeout=120)
 
@@ -80,12 +81,13 @@ transactions_st = st.lists(
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(transactions_st, st.integers(2, 4), st.sampled_from(["0.1", "0.25", "0.5", "1"]), st.data())
-def test_horizontal_equals_brute_force(txs, n_parties, minsup, data):
+@given(transactions_st, st.integers(2, 4), st.sampled_from(["0.1", "0.25", "0.5", "1"]),
+       st.sampled_from(["union", "all", "auto"]), st.data())
+def test_horizontal_equals_brute_force(txs, n_parties, minsup, candidates, data):
     cuts = sorted(data.draw(st.lists(st.integers(0, len(txs)), min_size=n_parties - 1, max_size=n_parties - 1)))
     bounds = [0, *cuts, len(txs)]  # uneven partitions, possibly empty
     parts = [TransactionDB.from_transactions(txs[bounds[i]:bounds[i + 1]]) for i in range(n_parties)]
-    res = run_h(parts, minsup, n_items=8, minconf=0.5)
+    res = run_h(parts, minsup, n_items=8, minconf=0.5, candidates=candidates)
     want = brute_force(txs, minsup, 8)
     for r in res.values():
         assert as_dict(r.frequent) == want
@@ -117,10 +119,12 @@ def mushroom():
     return read_fimi(REPO / "anonymize" / "data" / "mushroom.dat")
 
 
-def test_horizontal_mushroom_reference(mushroom):
-    res = run_h(split_horizontal(mushroom, 3), "0.4", n_items=120)
+@pytest.mark.parametrize("candidates", ["union", "all"])
+def test_horizontal_mushroom_reference(mushroom, candidates):
+    res = run_h(split_horizontal(mushroom, 3), "0.4", n_items=120, candidates=candidates)
     assert fingerprint(res["p0"].frequent) == MUSHROOM_40
     assert len(res["p0"].frequent) == 565
+    assert ("secure_union" in res["p0"].phases) == (candidates == "union")
 
 
 def test_vertical_mushroom_reference(mushroom):
