@@ -37,6 +37,13 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ppdm",
         description="Privacy-preserving data mining: joint mining between party daemons, and local anonymization.",
     )
+    try:
+        from importlib.metadata import version
+
+        v = version("ppdm")
+    except Exception:  # running from a source tree without installing
+        v = "unknown"
+    p.add_argument("--version", action="version", version=f"ppdm {v}")
     sub = p.add_subparsers(dest="verb", metavar="COMMAND")
     for name in VERB_MODULES:
         try:
