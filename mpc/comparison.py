@@ -53,6 +53,7 @@ import numpy as np
 
 from .channel import Channel, agree, pack_arrays, unpack_arrays
 from .errors import ProtocolError
+from .ints import integer_array
 from .keys import pair_channel, prg_bytes, random_bits
 from .ot_1_of_n import ot_1_of_n_recv, ot_1_of_n_send
 from .ot_extension import random_bit_ot_recv, random_bit_ot_send
@@ -76,14 +77,7 @@ def _as_unsigned(v, bits: int, signed: bool) -> np.ndarray:
     """Flat uint64 array of ``bits``-bit values; signed inputs shifted by 2^(bits−1) (order-preserving)."""
     if not (isinstance(bits, (int, np.integer)) and 1 <= bits <= 64):
         raise ValueError(f"bits must be an integer in 1..64, got {bits!r}")
-    a = np.asarray(v)
-    if a.size == 0 and a.dtype.kind == "f":
-        a = a.astype(np.int64)
-    if a.dtype.kind == "b":
-        a = a.astype(np.uint8)
-    if a.dtype.kind not in "iu":
-        raise TypeError(f"comparison inputs must be integers, got {a.dtype}")
-    a = a.reshape(-1)
+    a = integer_array(v, "comparisons").reshape(-1)
     if signed:
         if a.dtype.kind == "u" and a.size and a.max() > np.iinfo(np.int64).max:
             raise ValueError("signed comparison inputs must fit in int64")

@@ -44,6 +44,7 @@ import numpy as np
 
 from .channel import Channel, agree, pack_arrays, unpack_arrays
 from .errors import ProtocolError
+from .ints import integer_array
 from .keys import pair_channel
 from .ot_extension import correlated_ot_recv, correlated_ot_send
 
@@ -55,13 +56,7 @@ COT_CHUNK = 1 << 22  # correlated OTs per batch (32 MiB of uint64 outputs), boun
 
 def _as_matrix(v) -> np.ndarray:
     """(k, n) integer array from a vector (k = 1) or a matrix."""
-    a = np.asarray(v)
-    if a.size == 0 and a.dtype.kind == "f":
-        a = a.astype(np.int64)
-    if a.dtype.kind == "b":
-        a = a.astype(np.uint8)
-    if a.dtype.kind not in "iu":
-        raise TypeError(f"dot products need integer vectors, got {a.dtype}")
+    a = integer_array(v, "dot products")
     if a.ndim not in (1, 2):
         raise ValueError(f"dot products take a vector (n,) or a matrix (k, n), got shape {a.shape}")
     return a[None, :] if a.ndim == 1 else a

@@ -52,6 +52,7 @@ import numpy as np
 
 from .channel import Channel, agree, broadcast, gather_from, pack_arrays, send_array, unpack_arrays
 from .errors import ProtocolError
+from .ints import integer_array
 from .keys import claim_tag, pairwise_seeds, prg_uint64, step_key
 
 __all__ = ["secure_sum", "secure_sum_shares", "secure_sum_threshold"]
@@ -62,13 +63,7 @@ _U64 = np.uint64
 # --------------------------------------------------------------------------- ring helpers
 def _as_ring(x) -> tuple[np.ndarray, np.dtype, tuple]:
     """Flatten an integer array to its uint64 residues; return (flat, out dtype, shape)."""
-    a = np.asarray(x)
-    if a.size == 0 and a.dtype.kind == "f":  # np.asarray([]) is float64
-        a = a.astype(np.int64)
-    if a.dtype.kind == "b":
-        a = a.astype(_U64)
-    if a.dtype.kind not in "iu":
-        raise TypeError(f"secure sums need integer inputs (int64 or uint64), got {a.dtype}")
+    a = integer_array(x, "secure sums")
     out = np.dtype(np.int64) if a.dtype.kind == "i" else np.dtype(_U64)
     flat = np.ascontiguousarray(a, dtype=out).reshape(-1).view(_U64)
     return flat, out, a.shape
