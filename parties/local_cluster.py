@@ -162,6 +162,9 @@ class LocalCluster:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
         env.setdefault("PYTHONUNBUFFERED", "1")
+        # all daemons share this machine: split its cores between them for the public-key work
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        env.setdefault("PPDM_CRYPTO_THREADS", str(max(1, cores // len(self.names))))
         env.update(self._env)
         log = open(self.log_path(name), "ab")
         self._log_start[name] = log.tell()  # the ready line must come after this

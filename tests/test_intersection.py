@@ -50,12 +50,23 @@ def test_dh_hash_commutes():
     assert not np.array_equal(a.apply(u), b.apply(u))
 
 
-def test_low_order_inputs_raise_protocol_error():
+@pytest.mark.parametrize("threads", ["1", "2"])  # 1: pyca's X25519; more: libsodium in a thread pool
+def test_low_order_inputs_raise_protocol_error(threads, monkeypatch):
+    monkeypatch.setenv("PPDM_CRYPTO_THREADS", threads)
     h = DHHash()
     for enc in LOW_ORDER_ENCODINGS:
         with pytest.raises(ProtocolError, match="low-order"):
             h.apply(np.frombuffer(enc, np.uint8).reshape(1, 32))
     assert len(LOW_ORDER_ENCODINGS) == 14
+
+
+def test_pyca_and_libsodium_paths_agree(monkeypatch):
+    h = DHHash()
+    u = hash_items([os.urandom(i) for i in range(50)])
+    monkeypatch.setenv("PPDM_CRYPTO_THREADS", "1")
+    one = h.apply(u)
+    monkeypatch.setenv("PPDM_CRYPTO_THREADS", "2")
+    assert np.array_equal(one, h.apply(u))
 
 
 def test_hash_items_deterministic_and_length_prefixed():
