@@ -263,45 +263,57 @@ async def mine_horizontal(ch: Channel, db: TransactionDB, *, min_support, min_co
 
 
 def _candidate_rules(levels: dict[int, tuple[np.ndarray, np.ndarray]]):
-    """Every split X → Z∖X (X non-empty, proper) of every frequent Z, as (Z rows, X rows) lists."""
-    zs, xs = [], []
+    """Every split X → Z∖X (X non-empty, proper) of every frequent Z, grouped for vectorized counting.
+
+    Yields ``(Z, sel)`` per itemset size k and antecedent mask group: ``Z`` the
+    ``(n, k)`` frequent itemsets, ``sel`` a ``(m, k)`` bool matrix of antecedent
+    positions (all masks with the same number j of antecedent items), so the
+    ``n·m`` antecedents are ``Z[:, pos]`` with ``pos`` the j set positions of
+    each mask — one array operation per (k, j), no loop over itemsets.
+    """
     for k, (Z, _) in sorted(levels.items()):
         if k < 2:
             continue
         masks = np.arange(1, (1 << k) - 1, dtype=np.int64)  # antecedent = positions whose bit is set
         inside = ((masks[:, None] >> np.arange(k)) & 1).astype(bool)  # (m, k)
-        for z in Z:
-            for sel in inside:
-                zs.append(z)
-                xs.append(z[sel])
-    return zs, xs
+        sizes = inside.sum(axis=1)
+        for j in range(1, k):
+            yield Z, inside[sizes == j]
 
 
 async def _rules_by_threshold(ch: Channel, db: TransactionDB, levels, min_confidence, N: int) -> list:
     """KC04 rule confidence by secure sum with threshold: Σ_i (Dc·count_i(Z) − Mc·count_i(X)) ≥ 0.
 
-    Reveals to every party only which candidate rules reach the confidence.
-    Returns ``Rule``-like tuples ``(antecedent, consequent, None, None)``.
+    All candidate rules of all sizes go in one batched threshold round. Reveals
+    to every party only which candidate rules reach the confidence. Returns
+    ``Rule``-like tuples ``(antecedent, consequent, None, None)``.
     """
     from anonymize.itemsets import Rule
 
     c = _exact_fraction(min_confidence)
     if not (0 <= c <= 1):
         raise ValueError(f"min confidence must be in [0, 1] (got {min_confidence})")
-    zs, xs = _candidate_rules(levels)
-    if not zs:
-        return []
-    cz = count_support(db, zs)
-    cx = count_support(db, xs)
     Dc, Mc = c.denominator, c.numerator
-    x = Dc * cz - Mc * cx
+    groups, xs = [], []
+    for Z, sel in _candidate_rules(levels):
+        n, k = Z.shape
+        m, j = sel.shape[0], int(sel[0].sum())
+        pos = np.nonzero(sel)[1].reshape(m, j)  # antecedent positions, ascending
+        rest = np.nonzero(~sel)[1].reshape(m, k - j)  # consequent positions
+        ante = Z[:, pos].reshape(n * m, j)  # row-major: itemset r, mask q → r·m + q
+        cz = np.repeat(count_support(db, Z), m)
+        xs.append(Dc * cz - Mc * count_support(db, ante))
+        groups.append((ante, Z[:, rest].reshape(n * m, k - j)))
+    if not groups:
+        return []
+    x = np.concatenate(xs)
     bound = min(62, max(1, ((Dc + Mc) * max(N, 1)).bit_length()))
     ok = await secure_sum_threshold(ch, x.astype(np.int64), 0, tag="rules/threshold", bound_bits=bound)
-    out = []
-    for z, a, keep in zip(zs, xs, ok):
-        if keep:
-            cons = tuple(int(i) for i in z if i not in set(a.tolist()))
-            out.append(Rule(tuple(int(i) for i in a), cons, None, None))
+    out, at = [], 0
+    for ante, cons in groups:
+        keep = np.flatnonzero(ok[at:at + ante.shape[0]])
+        at += ante.shape[0]
+        out.extend(Rule(tuple(a), tuple(b), None, None) for a, b in zip(ante[keep].tolist(), cons[keep].tolist()))
     return out
 
 
