@@ -117,3 +117,16 @@ def test_demo_runs_and_agrees():
     assert r.stdout.count("identical to centralized mining") == 2
     assert "meets the requested" in r.stdout
     assert "all checks passed" in r.stdout
+
+
+@pytest.mark.daemons
+def test_mine_local_private_counts_all_candidates(central):
+    r = ppdm("mine", "--local", 3, "--split", "horizontal", MUSHROOM, "--min-support", "0.4", "--min-confidence",
+             "0.9", "--private-counts", "--candidates", "all", "--json")
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert {tuple(i["items"]) for i in res["itemsets"]} == {tuple(i["items"]) for i in central["itemsets"]}
+    assert all(i["count"] is None for i in res["itemsets"])
+    assert {(tuple(x["antecedent"]), tuple(x["consequent"])) for x in res["rules"]} == set(rules_of(central))
+    assert all(x["support"] is None and x["confidence"] is None for x in res["rules"])
+    assert not any("secure union" in line and "locally large" in line for line in res["protocol"]["revealed"])
