@@ -70,6 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("ppdm: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into e.g. head: stop quietly, like other Unix tools
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 141
     except Exception as e:  # one clear line, never a traceback
         if os.environ.get("PPDM_DEBUG"):
             raise
