@@ -4,7 +4,7 @@
     python benchmarks/bench_anonymize.py --peers         # + anonypy Mondrian on Adult (pip install anonypy)
     python benchmarks/bench_anonymize.py --rows 10000000 --skip-adult   # the 10M-row run (once)
 
-Adult: /work/shared/data/adult (or --adult DIR): 30,162 rows, QIs age, sex, race, marital-status,
+Adult: ../shared/data/adult next to the repository (or --adult DIR): 30,162 rows, QIs age, sex, race, marital-status,
 education, native-country, workclass, occupation; sensitive salary-class; k = 5, ≤ 5 % suppression
 for the full-domain searches. Times are in process, best of --repeat runs, from the encoded table
 (the search alone, plus "with encode" for the whole call). Scale runs go to a child process so
@@ -207,7 +207,7 @@ def bench_anonypy(adult_dir: Path) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--adult", type=Path, default=Path(os.environ.get("PPDM_ADULT", "/work/shared/data/adult")))
+    ap.add_argument("--adult", type=Path, default=Path(os.environ.get("PPDM_ADULT", Path(__file__).resolve().parents[1].parent / "shared" / "data" / "adult")))
     ap.add_argument("--rows", type=int, default=1_000_000, help="synthetic rows for the Mondrian scale run (0: skip)")
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=3)

@@ -20,7 +20,7 @@ from pycanon import anonymity as pycanon  # noqa: E402  (the oracle: required, n
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "anonymize" / "data"
 SUBSET = DATA / "adult_subset.csv"
-FULL = Path("/work/shared/data/adult/adult.csv")
+FULL = ROOT.parent / "shared" / "data" / "adult" / "adult.csv"  # beside the clone in CI
 QIS = "age,sex,race,marital-status,education,native-country,workclass,occupation"
 
 
