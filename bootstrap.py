@@ -8,6 +8,7 @@
 On first use it creates ``.venv`` next to this file and installs ppdm with its
 test dependencies into it; it reinstalls when ``pyproject.toml`` changes.
 """
+
 import hashlib
 import os
 import subprocess
@@ -21,7 +22,7 @@ PY = BIN / ("python.exe" if os.name == "nt" else "python")
 
 
 def ensure_env() -> None:
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 - bootstrap runs under any python3 and says why it stops
         sys.exit(f"bootstrap: ppdm needs Python 3.11 or newer (this is {sys.version.split()[0]})")
     stamp = VENV / ".ppdm-installed"
     want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()

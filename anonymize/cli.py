@@ -28,19 +28,26 @@ def _cols(s: str | None) -> list[str]:
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the ``check`` verb to the ``ppdm`` parser."""
     p = subparsers.add_parser(
-        "check", help="measure k, l, t, DM and re-identification risk of a released table",
+        "check",
+        help="measure k, l, t, DM and re-identification risk of a released table",
         description="Measure a table as released: k-anonymity, distinct / entropy / recursive (c,l)-diversity, "
-                    "t-closeness (variational, KL, EMD), discernibility, CDM, average class size, and "
-                    "prosecutor / journalist / marketer re-identification risk.")
+        "t-closeness (variational, KL, EMD), discernibility, CDM, average class size, and "
+        "prosecutor / journalist / marketer re-identification risk.",
+    )
     p.add_argument("input", metavar="IN", help="table to measure: CSV (any of ; , TAB |) or Parquet")
     p.add_argument("--qi", required=True, metavar="COLS", help="quasi-identifier columns, comma-separated")
     p.add_argument("--sensitive", metavar="COLS", default="", help="sensitive columns, comma-separated")
     p.add_argument("--id", metavar="COLS", default="", help="identifier columns (ignored)")
-    p.add_argument("--hierarchies", metavar="DIR",
-                   help="directory of ARX hierarchy files (<col>.csv or *_hierarchy_<col>.csv): NCP for QIs, "
-                        "hierarchical EMD for sensitive columns")
+    p.add_argument(
+        "--hierarchies",
+        metavar="DIR",
+        help="directory of ARX hierarchy files (<col>.csv or *_hierarchy_<col>.csv): NCP for QIs, "
+        "hierarchical EMD for sensitive columns",
+    )
     p.add_argument("--hierarchy", metavar="COL=FILE", action="append", default=[], help="one hierarchy (repeatable)")
-    p.add_argument("--c", type=float, default=None, help="report the largest l with recursive (c,l)-diversity at this c")
+    p.add_argument(
+        "--c", type=float, default=None, help="report the largest l with recursive (c,l)-diversity at this c"
+    )
     p.add_argument("--population", metavar="FILE", help="population table (same QI columns) for journalist risk")
     p.add_argument("--sep", default=None, help="CSV delimiter (default: sniffed)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -79,33 +86,43 @@ def _fmt(x, nd=4) -> str:
 def format_report(rep: dict) -> str:
     """Human-readable table of a :func:`measure_release` report."""
     cl = rep["classes"]
-    lines = [f"{rep['input']}: {rep['rows']:,} rows, {len(rep['quasi_identifiers'])} quasi-identifier(s), "
-             f"{len(rep['sensitive'])} sensitive",
-             f"  {'equivalence classes':<22}{_fmt(cl['classes'])}  (size min {_fmt(cl['min'])}, median "
-             f"{_fmt(cl['median'])}, mean {_fmt(cl['mean'])}, max {_fmt(cl['max'])})",
-             f"  {'k-anonymity':<22}k = {rep['k']}"]
+    lines = [
+        f"{rep['input']}: {rep['rows']:,} rows, {len(rep['quasi_identifiers'])} quasi-identifier(s), "
+        f"{len(rep['sensitive'])} sensitive",
+        f"  {'equivalence classes':<22}{_fmt(cl['classes'])}  (size min {_fmt(cl['min'])}, median "
+        f"{_fmt(cl['median'])}, mean {_fmt(cl['mean'])}, max {_fmt(cl['max'])})",
+        f"  {'k-anonymity':<22}k = {rep['k']}",
+    ]
     for s, a in rep["sensitive_attributes"].items():
         rec = a["recursive"]
         rec_s = f"(c,l) l = {rec['l']} for c > {_fmt(rec['c_bound'])}"
         if "l_at_c" in rec:
             rec_s += f"; at c = {_fmt(rec['c'])}: l = {rec['l_at_c']}"
         t = a["t"]
-        t_s = (f"EMD({a['ground_for_emd']}) {_fmt(t['emd'])}  variational {_fmt(t['variational'])}  "
-               f"KL {_fmt(t['kl'])}  EMD(ordered) {_fmt(t['emd_ordered'])}")
+        t_s = (
+            f"EMD({a['ground_for_emd']}) {_fmt(t['emd'])}  variational {_fmt(t['variational'])}  "
+            f"KL {_fmt(t['kl'])}  EMD(ordered) {_fmt(t['emd_ordered'])}"
+        )
         if "emd_hierarchical" in t:
             t_s += f"  EMD(hierarchical) {_fmt(t['emd_hierarchical'])}"
-        lines += [f"  {s:<22}l distinct = {a['l_distinct']}, l entropy = {_fmt(a['l_entropy'])}, {rec_s}",
-                  f"  {'':<22}t: {t_s}"]
+        lines += [
+            f"  {s:<22}l distinct = {a['l_distinct']}, l entropy = {_fmt(a['l_entropy'])}, {rec_s}",
+            f"  {'':<22}t: {t_s}",
+        ]
     lines.append(f"  {'utility':<22}DM {_fmt(rep['dm'])}   CDM {_fmt(rep['cdm'])}   C_avg {_fmt(rep['c_avg'])}")
     if "ncp" in rep:
         per = ", ".join(f"{k} {_fmt(v, 3)}" for k, v in rep["ncp"]["per_attribute"].items())
         lines.append(f"  {'NCP':<22}{_fmt(rep['ncp']['ncp'])}  ({per})")
     r = rep["risk"]
-    lines.append(f"  {'re-identification':<22}prosecutor max {_fmt(r['prosecutor_max'])} avg {_fmt(r['prosecutor_avg'])}"
-                 f" | journalist max {_fmt(r['journalist_max'])} avg {_fmt(r['journalist_avg'])}"
-                 f" | marketer {_fmt(r['marketer'])}")
-    lines.append(f"  {'':<22}{_fmt(r['records_in_unique_classes'])} record(s) unique on the QIs"
-                 + (f"; population {rep['population_rows']:,} rows" if "population_rows" in rep else ""))
+    lines.append(
+        f"  {'re-identification':<22}prosecutor max {_fmt(r['prosecutor_max'])} avg {_fmt(r['prosecutor_avg'])}"
+        f" | journalist max {_fmt(r['journalist_max'])} avg {_fmt(r['journalist_avg'])}"
+        f" | marketer {_fmt(r['marketer'])}"
+    )
+    lines.append(
+        f"  {'':<22}{_fmt(r['records_in_unique_classes'])} record(s) unique on the QIs"
+        + (f"; population {rep['population_rows']:,} rows" if "population_rows" in rep else "")
+    )
     lines.append(f"  measured in {rep['seconds']:.3f} s")
     return "\n".join(lines)
 

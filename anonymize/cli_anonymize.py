@@ -59,42 +59,76 @@ def register(subparsers) -> argparse.ArgumentParser:
     from .publish.lattice import METRICS
 
     p = subparsers.add_parser(
-        "anonymize", help="publish a table with k-anonymity / l-diversity / t-closeness",
+        "anonymize",
+        help="publish a table with k-anonymity / l-diversity / t-closeness",
         description="Anonymize a table: full-domain generalization with tuple suppression (Samarati, Incognito, "
-                    "Flash, Datafly) or multidimensional partitioning (Mondrian), under k-anonymity, l-diversity "
-                    "and t-closeness. Writes the release and, with --report, a JSON report (parameters, chosen "
-                    "levels, every metric, timings).")
+        "Flash, Datafly) or multidimensional partitioning (Mondrian), under k-anonymity, l-diversity "
+        "and t-closeness. Writes the release and, with --report, a JSON report (parameters, chosen "
+        "levels, every metric, timings).",
+    )
     p.add_argument("input", metavar="IN", help="table to anonymize: CSV (any of ; , TAB |) or Parquet")
-    p.add_argument("-o", "--output", required=True, metavar="OUT", help="release to write (CSV, or Parquet by extension)")
+    p.add_argument(
+        "-o", "--output", required=True, metavar="OUT", help="release to write (CSV, or Parquet by extension)"
+    )
     p.add_argument("--qi", required=True, metavar="COLS", help="quasi-identifier columns, comma-separated")
     p.add_argument("--sensitive", metavar="COLS", default="", help="sensitive columns, comma-separated")
     p.add_argument("--id", metavar="COLS", default="", help="identifier columns (dropped from the release)")
-    p.add_argument("--hierarchies", metavar="DIR",
-                   help="directory of ARX hierarchy files named <col>.csv or *hierarchy_<col>.csv")
-    p.add_argument("--hierarchy", metavar="COL=FILE", action="append", default=[],
-                   help="one ARX hierarchy (repeatable; wins over --hierarchies). QIs without one get an automatic "
-                        "hierarchy (numeric: intervals; ZIP-like: masking; else value → *)")
-    p.add_argument("--algorithm", required=True, choices=ALGORITHMS,
-                   help="flash finds the same minimal nodes as incognito, faster")
+    p.add_argument(
+        "--hierarchies", metavar="DIR", help="directory of ARX hierarchy files named <col>.csv or *hierarchy_<col>.csv"
+    )
+    p.add_argument(
+        "--hierarchy",
+        metavar="COL=FILE",
+        action="append",
+        default=[],
+        help="one ARX hierarchy (repeatable; wins over --hierarchies). QIs without one get an automatic "
+        "hierarchy (numeric: intervals; ZIP-like: masking; else value → *)",
+    )
+    p.add_argument(
+        "--algorithm", required=True, choices=ALGORITHMS, help="flash finds the same minimal nodes as incognito, faster"
+    )
     p.add_argument("--k", required=True, type=_positive_int, help="k of k-anonymity (1 = none)")
     p.add_argument("--l", type=float, default=None, help="l of l-diversity")
     p.add_argument("--l-variant", choices=("distinct", "entropy", "recursive"), default="distinct")
     p.add_argument("--c", type=float, default=None, help="c of recursive (c,l)-diversity")
     p.add_argument("--t", type=float, default=None, help="t of t-closeness")
     p.add_argument("--t-distance", choices=("emd", "variational", "kl"), default="emd")
-    p.add_argument("--t-ground", choices=("equal", "ordered", "hierarchical"), default=None,
-                   help="EMD ground distance (default: ordered for numeric, equal otherwise)")
-    p.add_argument("--max-suppression", type=_fraction, default=0.0, metavar="FRACTION",
-                   help="rows the full-domain algorithms may suppress, e.g. 0.05 (default 0)")
-    p.add_argument("--metric", choices=METRICS, default="ncp",
-                   help="how to choose among the satisfying nodes (default ncp)")
+    p.add_argument(
+        "--t-ground",
+        choices=("equal", "ordered", "hierarchical"),
+        default=None,
+        help="EMD ground distance (default: ordered for numeric, equal otherwise)",
+    )
+    p.add_argument(
+        "--max-suppression",
+        type=_fraction,
+        default=0.0,
+        metavar="FRACTION",
+        help="rows the full-domain algorithms may suppress, e.g. 0.05 (default 0)",
+    )
+    p.add_argument(
+        "--metric", choices=METRICS, default="ncp", help="how to choose among the satisfying nodes (default ncp)"
+    )
     p.add_argument("--mondrian-mode", choices=("strict", "relaxed"), default="strict")
-    p.add_argument("--numeric-output", choices=("range", "mean"), default="range",
-                   help="numeric QIs as generalized ranges or as class means")
-    p.add_argument("--suppressed-rows", choices=("star", "drop"), default="star",
-                   help="suppressed rows: * in every QI (ARX) or left out")
-    p.add_argument("--queries", type=int, default=None, metavar="N",
-                   help="random COUNT queries for the query-error metric (0 skips it; default 200)")
+    p.add_argument(
+        "--numeric-output",
+        choices=("range", "mean"),
+        default="range",
+        help="numeric QIs as generalized ranges or as class means",
+    )
+    p.add_argument(
+        "--suppressed-rows",
+        choices=("star", "drop"),
+        default="star",
+        help="suppressed rows: * in every QI (ARX) or left out",
+    )
+    p.add_argument(
+        "--queries",
+        type=int,
+        default=None,
+        metavar="N",
+        help="random COUNT queries for the query-error metric (0 skips it; default 200)",
+    )
     p.add_argument("--report", metavar="REPORT.json", help="write the JSON report here")
     p.add_argument("--sep", default=None, help="input CSV delimiter (default: sniffed)")
     p.add_argument("--out-sep", default=None, help="output CSV delimiter (default: the input's)")
@@ -148,8 +182,15 @@ def run_anonymize(args, progress=None):
     qis, sens, ids = _cols(args.qi), _cols(args.sensitive), _cols(args.id)
     if not qis:
         raise AnonymizeError("--qi needs at least one column")
-    models = build_models(k=args.k, l=args.l, l_variant=args.l_variant, c=args.c, t=args.t,
-                          t_distance=args.t_distance, t_ground=args.t_ground)
+    models = build_models(
+        k=args.k,
+        l=args.l,
+        l_variant=args.l_variant,
+        c=args.c,
+        t=args.t,
+        t_distance=args.t_distance,
+        t_ground=args.t_ground,
+    )
     df = read_table(args.input, sep=args.sep)
     if len(df) == 0:
         raise AnonymizeError(f"input file {args.input} has no data rows")
@@ -164,12 +205,20 @@ def run_anonymize(args, progress=None):
             except OSError:
                 out_sep = ","
     schema = Schema(qis, sens, ids)
-    res = anonymize_table(df, schema, hs, algorithm=args.algorithm, models=models,
-                          max_suppression=args.max_suppression, metric=args.metric,
-                          mondrian_mode=args.mondrian_mode, numeric_output=args.numeric_output,
-                          suppressed_rows=args.suppressed_rows,
-                          n_queries=None if args.queries is None else max(0, args.queries),
-                          progress=progress)
+    res = anonymize_table(
+        df,
+        schema,
+        hs,
+        algorithm=args.algorithm,
+        models=models,
+        max_suppression=args.max_suppression,
+        metric=args.metric,
+        mondrian_mode=args.mondrian_mode,
+        numeric_output=args.numeric_output,
+        suppressed_rows=args.suppressed_rows,
+        n_queries=None if args.queries is None else max(0, args.queries),
+        progress=progress,
+    )
     res.report["input"] = str(args.input)
     res.report["output"] = str(args.output)
     return res, out_sep

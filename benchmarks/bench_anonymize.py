@@ -70,37 +70,66 @@ def bench_adult(adult_dir: Path, repeat: int) -> dict:
     models = [KAnonymity(5)]
     print(f"Adult: {table.n:,} rows, 8 QIs, read + encode {t_encode:.3f} s")
     print(f"  full-domain, k = 5, ≤ 5 % suppression ({6480:,}-node lattice)")
-    for name, fn in [("flash", flash), ("incognito", incognito), ("samarati", samarati), ("datafly", datafly),
-                     ("exhaustive", exhaustive)]:
-        sec, r = best_of(lambda: fn(Lattice(table, models, 0.05)), repeat if name != "exhaustive" else 1)
-        row = {"seconds": sec, "checked": r.stats.get("checked"), "nodes_returned": len(r.nodes),
-               "chosen_levels": list(r.levels), "chosen_ncp": r.chosen.ncp, "chosen_suppressed": r.chosen.suppressed,
-               "rows_scanned": r.stats.get("frequency_set_rows_scanned")}
+    for name, fn in [
+        ("flash", flash),
+        ("incognito", incognito),
+        ("samarati", samarati),
+        ("datafly", datafly),
+        ("exhaustive", exhaustive),
+    ]:
+        sec, r = best_of(lambda: fn(Lattice(table, models, 0.05)), repeat if name != "exhaustive" else 1)  # noqa: B023
+        row = {
+            "seconds": sec,
+            "checked": r.stats.get("checked"),
+            "nodes_returned": len(r.nodes),
+            "chosen_levels": list(r.levels),
+            "chosen_ncp": r.chosen.ncp,
+            "chosen_suppressed": r.chosen.suppressed,
+            "rows_scanned": r.stats.get("frequency_set_rows_scanned"),
+        }
         out["full_domain"][name] = row
         extra = ""
         if name in ("flash", "incognito"):
             extra = f"  vs ARX Flash {PEER['arx_flash_warm']} s: ×{PEER['arx_flash_warm'] / sec:.1f}"
         if name == "exhaustive":
-            extra = f"  vs one-by-one from rows {PEER['all_nodes_one_by_one']} s: ×{PEER['all_nodes_one_by_one'] / sec:.1f}"
-        print(f"    {name:<11}{sec:7.3f} s  checked {row['checked']:>5}  returned {len(r.nodes):>4} node(s)  "
-              f"chosen {tuple(r.levels)} NCP {r.chosen.ncp:.4f} suppressed {r.chosen.suppressed}{extra}")
+            extra = (
+                f"  vs one-by-one from rows {PEER['all_nodes_one_by_one']} s: ×{PEER['all_nodes_one_by_one'] / sec:.1f}"
+            )
+        print(
+            f"    {name:<11}{sec:7.3f} s  checked {row['checked']:>5}  returned {len(r.nodes):>4} node(s)  "
+            f"chosen {tuple(r.levels)} NCP {r.chosen.ncp:.4f} suppressed {r.chosen.suppressed}{extra}"
+        )
     fd = out["full_domain"]
     assert sorted(fd["flash"]["chosen_levels"]) == sorted(fd["incognito"]["chosen_levels"])
     print("  Mondrian (hierarchy-aware categorical cuts)")
-    for label, ms, mode in [("k=5 strict", [KAnonymity(5)], "strict"), ("k=5 relaxed", [KAnonymity(5)], "relaxed"),
-                            ("k=5 + t=0.2 (EMD)", [KAnonymity(5), TCloseness(0.2, "emd")], "strict")]:
-        sec, r = best_of(lambda: mondrian(table, ms, mode=mode), repeat)
+    for label, ms, mode in [
+        ("k=5 strict", [KAnonymity(5)], "strict"),
+        ("k=5 relaxed", [KAnonymity(5)], "relaxed"),
+        ("k=5 + t=0.2 (EMD)", [KAnonymity(5), TCloseness(0.2, "emd")], "strict"),
+    ]:
+        sec, r = best_of(lambda: mondrian(table, ms, mode=mode), repeat)  # noqa: B023
         lo, hi = M.class_boxes(table, r.class_id, r.n_classes)
-        row = {"seconds": sec, "classes": r.n_classes, "min_class": int(r.sizes.min()),
-               "ncp": M.ncp(table, lo, hi)["ncp"], "ncp_leaves": M.ncp(table, lo, hi, categorical="leaves")["ncp"]}
+        row = {
+            "seconds": sec,
+            "classes": r.n_classes,
+            "min_class": int(r.sizes.min()),
+            "ncp": M.ncp(table, lo, hi)["ncp"],
+            "ncp_leaves": M.ncp(table, lo, hi, categorical="leaves")["ncp"],
+        }
         if any(isinstance(m, TCloseness) for m in ms):
             row["t_measured"] = _pycanon_t(table, r)
         out["mondrian"][label] = row
         lo_p, hi_p = PEER["anonypy_mondrian_k5"]
-        extra = f"  vs anonypy {lo_p:g}–{hi_p:g} s: ×{lo_p / sec:.0f}–{hi_p / sec:.0f}" if label.startswith("k=5 strict") else ""
+        extra = (
+            f"  vs anonypy {lo_p:g}–{hi_p:g} s: ×{lo_p / sec:.0f}–{hi_p / sec:.0f}"
+            if label.startswith("k=5 strict")
+            else ""
+        )
         tm = f"  max t (pycanon) {row['t_measured']:.4f}" if "t_measured" in row else ""
-        print(f"    {label:<18}{sec:7.3f} s  {r.n_classes:,} classes (min {row['min_class']})  "
-              f"NCP {row['ncp']:.4f} (leaves {row['ncp_leaves']:.4f}){tm}{extra}")
+        print(
+            f"    {label:<18}{sec:7.3f} s  {r.n_classes:,} classes (min {row['min_class']})  "
+            f"NCP {row['ncp']:.4f} (leaves {row['ncp_leaves']:.4f}){tm}{extra}"
+        )
     return out
 
 
@@ -110,6 +139,7 @@ def _pycanon_t(table, r):
     except ImportError:
         return float("nan")
     from anonymize.publish.recode import release_partition
+
     df = release_partition(table, r.class_id, r.n_classes).reset_index(drop=True)
     for c in QIS:
         df[c] = df[c].astype(str)
@@ -126,17 +156,20 @@ def synthetic(n: int, adult_dir: Path, seed: int = 0):
     education drawn with Adult's frequencies (Adult's ARX hierarchies); sensitive 'disease' (5 values)."""
     rng = np.random.default_rng(seed)
     ad = pd.read_csv(adult_dir / "adult.csv", sep=";")
-    df = pd.DataFrame({
-        "age": rng.integers(17, 91, n),
-        "zip": pd.Categorical.from_codes(rng.integers(0, 3000, n), [str(10000 + 7 * i) for i in range(3000)]),
-        "hours": rng.integers(1, 100, n),
-        "income": rng.integers(0, 250_001, n),
-    })
+    df = pd.DataFrame(
+        {
+            "age": rng.integers(17, 91, n),
+            "zip": pd.Categorical.from_codes(rng.integers(0, 3000, n), [str(10000 + 7 * i) for i in range(3000)]),
+            "hours": rng.integers(1, 100, n),
+            "income": rng.integers(0, 250_001, n),
+        }
+    )
     for c in ["sex", "race", "marital-status", "education"]:
         vc = ad[c].value_counts(normalize=True)
         df[c] = pd.Categorical.from_codes(rng.choice(len(vc), size=n, p=vc.to_numpy()), vc.index.tolist())
     df["disease"] = pd.Categorical.from_codes(rng.integers(0, 5, n), ["flu", "hiv", "cancer", "none", "cold"])
     from anonymize.publish import Hierarchy
+
     hs = read_hierarchies(adult_dir, columns={"sex", "race", "marital-status", "education"})
     hs["zip"] = Hierarchy.masking("zip", pd.Series(df["zip"].cat.categories))
     return df, hs
@@ -144,6 +177,7 @@ def synthetic(n: int, adult_dir: Path, seed: int = 0):
 
 def scale_child(n: int, adult_dir: Path, k: int) -> dict:
     from anonymize.publish.mondrian import mondrian
+
     t0 = time.perf_counter()
     df, hs = synthetic(n, adult_dir)
     t_gen = time.perf_counter() - t0
@@ -159,9 +193,19 @@ def scale_child(n: int, adult_dir: Path, k: int) -> dict:
     ncp = M.ncp(table, lo, hi)["ncp"]
     t_ncp = time.perf_counter() - t
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    return {"rows": n, "generate_s": t_gen, "encode_s": t_enc, "mondrian_s": t_mon, "ncp_s": t_ncp,
-            "encode_plus_mondrian_s": t_enc + t_mon, "classes": r.n_classes, "min_class": int(r.sizes.min()),
-            "rounds": r.stats["rounds"], "ncp": ncp, "peak_rss_mb": rss}
+    return {
+        "rows": n,
+        "generate_s": t_gen,
+        "encode_s": t_enc,
+        "mondrian_s": t_mon,
+        "ncp_s": t_ncp,
+        "encode_plus_mondrian_s": t_enc + t_mon,
+        "classes": r.n_classes,
+        "min_class": int(r.sizes.min()),
+        "rounds": r.stats["rounds"],
+        "ncp": ncp,
+        "peak_rss_mb": rss,
+    }
 
 
 def bench_scale(n: int, adult_dir: Path, k: int) -> dict:
@@ -170,9 +214,11 @@ def bench_scale(n: int, adult_dir: Path, k: int) -> dict:
     if p.returncode != 0:
         raise SystemExit(f"scale run failed: {p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode}")
     row = json.loads(p.stdout.strip().splitlines()[-1])
-    print(f"Synthetic {n:,} rows × 8 QIs, Mondrian k = {k}: encode {row['encode_s']:.2f} s + Mondrian "
-          f"{row['mondrian_s']:.2f} s = {row['encode_plus_mondrian_s']:.2f} s; {row['classes']:,} classes "
-          f"(min {row['min_class']}), {row['rounds']} rounds, NCP {row['ncp']:.4f}; peak RSS {row['peak_rss_mb']:,.0f} MB")
+    print(
+        f"Synthetic {n:,} rows × 8 QIs, Mondrian k = {k}: encode {row['encode_s']:.2f} s + Mondrian "
+        f"{row['mondrian_s']:.2f} s = {row['encode_plus_mondrian_s']:.2f} s; {row['classes']:,} classes "
+        f"(min {row['min_class']}), {row['rounds']} rounds, NCP {row['ncp']:.4f}; peak RSS {row['peak_rss_mb']:,.0f} MB"
+    )
     return row
 
 
@@ -198,16 +244,29 @@ def bench_anonypy(adult_dir: Path) -> dict:
     for i, p in enumerate(parts):
         cid[np.asarray(p)] = i
     lo, hi = M.class_boxes(table, cid, len(parts))
-    row = {"seconds": sec, "classes": len(parts), "output_rows": len(rows), "ncp_as_hierarchy_nodes": M.ncp(table, lo, hi)["ncp"],
-           "ncp_leaves": M.ncp(table, lo, hi, categorical="leaves")["ncp"]}
-    print(f"anonypy 0.2.1 Mondrian k = 5 on Adult: {sec:.2f} s, {len(parts):,} classes; its partition published as "
-          f"hierarchy nodes: NCP {row['ncp_as_hierarchy_nodes']:.4f} (leaves {row['ncp_leaves']:.4f})")
+    row = {
+        "seconds": sec,
+        "classes": len(parts),
+        "output_rows": len(rows),
+        "ncp_as_hierarchy_nodes": M.ncp(table, lo, hi)["ncp"],
+        "ncp_leaves": M.ncp(table, lo, hi, categorical="leaves")["ncp"],
+    }
+    print(
+        f"anonypy 0.2.1 Mondrian k = 5 on Adult: {sec:.2f} s, {len(parts):,} classes; its partition published as "
+        f"hierarchy nodes: NCP {row['ncp_as_hierarchy_nodes']:.4f} (leaves {row['ncp_leaves']:.4f})"
+    )
     return row
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--adult", type=Path, default=Path(os.environ.get("PPDM_ADULT", Path(__file__).resolve().parents[1].parent / "shared" / "data" / "adult")))
+    ap.add_argument(
+        "--adult",
+        type=Path,
+        default=Path(
+            os.environ.get("PPDM_ADULT", Path(__file__).resolve().parents[1].parent / "shared" / "data" / "adult")
+        ),
+    )
     ap.add_argument("--rows", type=int, default=1_000_000, help="synthetic rows for the Mondrian scale run (0: skip)")
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=3)

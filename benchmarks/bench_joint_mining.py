@@ -65,8 +65,10 @@ def main() -> int:
     if not a.quick and (data / "retail.dat").exists():
         jobs.insert(0, ("retail", data / "retail.dat", "0.005", "horizontal", 3))
     ok_all = True
-    print(f"{'dataset':<10}{'split':<12}{'parties':>8}{'minsup':>8}{'joint s':>10}{'mlxtend s':>11}{'ratio':>8}"
-          f"{'itemsets':>10}  reference")
+    print(
+        f"{'dataset':<10}{'split':<12}{'parties':>8}{'minsup':>8}{'joint s':>10}{'mlxtend s':>11}{'ratio':>8}"
+        f"{'itemsets':>10}  reference"
+    )
     for name, path, minsup, split, n in jobs:
         t0 = time.perf_counter()
         res = run_local(str(path), n, split, minsup, None, progress=False)
@@ -76,8 +78,10 @@ def main() -> int:
         want = reference(name, float(minsup), data)
         ok = want is None or fp(res) == want
         ok_all &= ok and nm == len(res["itemsets"])
-        print(f"{name:<10}{split:<12}{n:>8}{minsup:>8}{joint:>10.2f}{tm:>11.2f}{joint / tm:>7.2f}x"
-              f"{len(res['itemsets']):>10}  {'match' if ok else 'MISMATCH'} (with start-up {wall:.2f} s)")
+        print(
+            f"{name:<10}{split:<12}{n:>8}{minsup:>8}{joint:>10.2f}{tm:>11.2f}{joint / tm:>7.2f}x"
+            f"{len(res['itemsets']):>10}  {'match' if ok else 'MISMATCH'} (with start-up {wall:.2f} s)"
+        )
     return 0 if ok_all else 1
 
 

@@ -65,8 +65,9 @@ def best_of(repeat: int, fn):
 def bench_ppdm(path: Path, minsup: float, repeat: int) -> dict:
     t_read, db = best_of(repeat, lambda: read_fimi(path))
     # a fresh TransactionDB per run (same arrays, no cached supports or bit columns)
-    t_mine, fi = best_of(repeat, lambda: frequent_itemsets(
-        TransactionDB(db.n_transactions, db.items, db.indptr, db.indices), minsup))
+    t_mine, fi = best_of(
+        repeat, lambda: frequent_itemsets(TransactionDB(db.n_transactions, db.items, db.indptr, db.indices), minsup)
+    )
     t_total, _ = best_of(repeat, lambda: frequent_itemsets(read_fimi(path), minsup))
     return {"read": t_read, "mine": t_mine, "total": t_total, "n_itemsets": len(fi), "fingerprint": fingerprint(fi)}
 
@@ -87,8 +88,13 @@ def bench_mlxtend(path: Path, minsup: float) -> dict:
     t2 = time.perf_counter()
     n = len(df)
     counts = {s: int(round(p * n)) for s, p in zip(res["itemsets"], res["support"])}
-    return {"read": t1 - t0, "mine": t2 - t1, "total": t2 - t0, "n_itemsets": len(res),
-            "fingerprint": fingerprint(counts)}
+    return {
+        "read": t1 - t0,
+        "mine": t2 - t1,
+        "total": t2 - t0,
+        "n_itemsets": len(res),
+        "fingerprint": fingerprint(counts),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,12 +143,16 @@ def print_row(row: dict) -> None:
     p = row["ppdm"]
     mark = {True: "ok", False: "MISMATCH", None: "no reference"}
     print(f"{row['dataset']} minsup {row['minsup']:g}: {p['n_itemsets']} itemsets")
-    print(f"  ppdm     read {p['read']:7.3f} s  mine {p['mine']:7.3f} s  total {p['total']:7.3f} s  "
-          f"fingerprint {mark[p['matches_reference']]}")
+    print(
+        f"  ppdm     read {p['read']:7.3f} s  mine {p['mine']:7.3f} s  total {p['total']:7.3f} s  "
+        f"fingerprint {mark[p['matches_reference']]}"
+    )
     if "mlxtend" in row:
         m = row["mlxtend"]
-        print(f"  mlxtend  read+encode {m['read']:7.3f} s  fpgrowth {m['mine']:7.3f} s  total {m['total']:7.3f} s  "
-              f"fingerprint {mark[m['matches_reference']]}")
+        print(
+            f"  mlxtend  read+encode {m['read']:7.3f} s  fpgrowth {m['mine']:7.3f} s  total {m['total']:7.3f} s  "
+            f"fingerprint {mark[m['matches_reference']]}"
+        )
         print(f"  ratio mlxtend/ppdm: total {row['ratio_total']:.1f}x, mining alone {row['ratio_mine']:.1f}x")
     sys.stdout.flush()
 

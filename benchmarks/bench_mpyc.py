@@ -26,8 +26,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from parties.bench_inputs import expected, inputs_for  # noqa: E402
-from parties.local_cluster import LocalCluster  # noqa: E402
+from parties.bench_inputs import expected, inputs_for
+from parties.local_cluster import LocalCluster
 
 HERE = Path(__file__).resolve().parent
 
@@ -69,12 +69,16 @@ def main() -> int:
                 tm, okm = min(t for t, _ in m), all(ok for _, ok in m)
                 rows.append((op, size, tp, okp, tm, okm))
                 print(f"  {op} {size}: ppdm {tp:.3f} s, MPyC {tm:.3f} s", file=sys.stderr, flush=True)
-    print(f"{'operation':<12}{'size':>10}{'ppdm s':>10}{'ppdm el/s':>13}{'MPyC s':>10}{'MPyC el/s':>13}"
-          f"{'ratio':>9}  correct")
+    print(
+        f"{'operation':<12}{'size':>10}{'ppdm s':>10}{'ppdm el/s':>13}{'MPyC s':>10}{'MPyC el/s':>13}"
+        f"{'ratio':>9}  correct"
+    )
     for op, size, tp, okp, tm, okm in rows:
         label = "secure_sum" if op == "sum" else "dot_product"
-        print(f"{label:<12}{size:>10,}{tp:>10.3f}{size / tp / 1e6:>11.2f} M{tm:>10.3f}{size / tm / 1e6:>11.2f} M"
-              f"{tm / tp:>8.1f}x  ppdm={'yes' if okp else 'NO'} mpyc={'yes' if okm else 'NO'}")
+        print(
+            f"{label:<12}{size:>10,}{tp:>10.3f}{size / tp / 1e6:>11.2f} M{tm:>10.3f}{size / tm / 1e6:>11.2f} M"
+            f"{tm / tp:>8.1f}x  ppdm={'yes' if okp else 'NO'} mpyc={'yes' if okm else 'NO'}"
+        )
     return 0 if all(r[3] and r[5] for r in rows) else 1
 
 

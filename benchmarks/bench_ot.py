@@ -21,10 +21,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from mpc.base_ot import base_ot_recv, base_ot_send  # noqa: E402
-from mpc.channel import MemoryNetwork  # noqa: E402
-from mpc.ot_1_of_n import ot_1_of_n_recv, ot_1_of_n_send  # noqa: E402
-from mpc.ot_extension import (  # noqa: E402
+from mpc.base_ot import base_ot_recv, base_ot_send
+from mpc.channel import MemoryNetwork
+from mpc.ot_1_of_n import ot_1_of_n_recv, ot_1_of_n_send
+from mpc.ot_extension import (
     correlated_ot_recv,
     correlated_ot_send,
     ot_recv,
@@ -45,19 +45,42 @@ def cases(n: int, rng: np.random.Generator):
     c16 = rng.integers(0, 16, n16)
     cb = rng.integers(0, 2, 128).astype(bool)
     return [
-        ("base OT (Chou–Orlandi)", 128,
-         lambda ch, t: base_ot_send(ch, "r", 128, tag=t), lambda ch, t: base_ot_recv(ch, "s", cb, tag=t)),
-        ("IKNP random OT", n,
-         lambda ch, t: random_ot_send(ch, "r", n, tag=t), lambda ch, t: random_ot_recv(ch, "s", c, tag=t)),
-        ("IKNP chosen OT, 16 B", n,
-         lambda ch, t: ot_send(ch, "r", m0, m1, tag=t), lambda ch, t: ot_recv(ch, "s", c, 16, tag=t)),
-        ("IKNP correlated OT, Z_2^64", n,
-         lambda ch, t: correlated_ot_send(ch, "r", d, tag=t), lambda ch, t: correlated_ot_recv(ch, "s", c, tag=t)),
-        ("IKNP random bit OT", n,
-         lambda ch, t: random_bit_ot_send(ch, "r", n, tag=t), lambda ch, t: random_bit_ot_recv(ch, "s", c, tag=t)),
-        ("1-of-16 OT, 2-bit msgs (NP99)", n16,
-         lambda ch, t: ot_1_of_n_send(ch, "r", msgs, tag=t, bits=2),
-         lambda ch, t: ot_1_of_n_recv(ch, "s", c16, 16, 1, tag=t, bits=2)),
+        (
+            "base OT (Chou–Orlandi)",
+            128,
+            lambda ch, t: base_ot_send(ch, "r", 128, tag=t),
+            lambda ch, t: base_ot_recv(ch, "s", cb, tag=t),
+        ),
+        (
+            "IKNP random OT",
+            n,
+            lambda ch, t: random_ot_send(ch, "r", n, tag=t),
+            lambda ch, t: random_ot_recv(ch, "s", c, tag=t),
+        ),
+        (
+            "IKNP chosen OT, 16 B",
+            n,
+            lambda ch, t: ot_send(ch, "r", m0, m1, tag=t),
+            lambda ch, t: ot_recv(ch, "s", c, 16, tag=t),
+        ),
+        (
+            "IKNP correlated OT, Z_2^64",
+            n,
+            lambda ch, t: correlated_ot_send(ch, "r", d, tag=t),
+            lambda ch, t: correlated_ot_recv(ch, "s", c, tag=t),
+        ),
+        (
+            "IKNP random bit OT",
+            n,
+            lambda ch, t: random_bit_ot_send(ch, "r", n, tag=t),
+            lambda ch, t: random_bit_ot_recv(ch, "s", c, tag=t),
+        ),
+        (
+            "1-of-16 OT, 2-bit msgs (NP99)",
+            n16,
+            lambda ch, t: ot_1_of_n_send(ch, "r", msgs, tag=t, bits=2),
+            lambda ch, t: ot_1_of_n_recv(ch, "s", c16, 16, 1, tag=t, bits=2),
+        ),
     ]
 
 
@@ -73,7 +96,9 @@ async def main(n: int, repeat: int) -> None:
     net = MemoryNetwork(["s", "r"], timeout=600)
     rng = np.random.default_rng(1)
     # Session set-up (base OTs for the pair, done once per session) is excluded from IKNP rows.
-    await asyncio.gather(random_ot_send(net.channel("s"), "r", 1, tag="warm"), random_ot_recv(net.channel("r"), "s", [1], tag="warm"))
+    await asyncio.gather(
+        random_ot_send(net.channel("s"), "r", 1, tag="warm"), random_ot_recv(net.channel("r"), "s", [1], tag="warm")
+    )
     print(f"OT benchmark, both parties in one thread (sender + receiver CPU), {os.cpu_count()} cores, best of {repeat}")
     print(f"{'protocol':32} {'count':>9} {'time':>10} {'rate':>14} {'wire/OT':>10}")
     for name, count, send, recv in cases(n, rng):

@@ -26,12 +26,12 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from cryptography.hazmat.primitives.asymmetric import x25519  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric import x25519
 
-from mpc.channel import run_parties  # noqa: E402
-from mpc.commutative import DHHash, PohligHellmanP256, embed_items, hash_items, run_rows  # noqa: E402
-from mpc.intersection import intersection_cardinality  # noqa: E402
-from mpc.set_union import secure_set_union  # noqa: E402
+from mpc.channel import run_parties
+from mpc.commutative import DHHash, PohligHellmanP256, embed_items, hash_items, run_rows
+from mpc.intersection import intersection_cardinality
+from mpc.set_union import secure_set_union
 
 
 def timed(fn, repeat: int) -> float:
@@ -68,7 +68,7 @@ def primitives(m: int, repeat: int) -> None:
         ("P-256 embed + encrypt, 1 thread", lambda: ph.encrypt_items(items)),
         ("P-256 encrypt, worker pool", lambda: asyncio.run(run_rows(ph.encrypt, x))),
         ("X25519 libsodium, 1 thread", lambda: dh.apply(u)),
-        ("X25519 pyca, 1 thread", lambda: [k.exchange(pub(blob[o:o + 32])) for o in range(0, len(blob), 32)]),
+        ("X25519 pyca, 1 thread", lambda: [k.exchange(pub(blob[o : o + 32])) for o in range(0, len(blob), 32)]),
         ("X25519 libsodium, worker pool", lambda: asyncio.run(run_rows(dh.apply, u))),
     ]
     print(f"primitives ({m} items, {os.cpu_count()} cores)")
@@ -102,17 +102,26 @@ def main() -> None:
     for shared in (0.0, 0.5):
         sets = make_sets(n, m, shared)
         want = sorted(set().union(*map(set, sets)))
-        bench(f"{shared:.0%} of each set shared (|∪|={len(want)})", sets,
-              lambda ch, s: secure_set_union(ch, s, pad_to=m), a.repeat,
-              lambda out: all(v == want for v in out.values()) or sys.exit("wrong union"))
+        bench(
+            f"{shared:.0%} of each set shared (|∪|={len(want)})",
+            sets,
+            lambda ch, s: secure_set_union(ch, s, pad_to=m),
+            a.repeat,
+            lambda out: all(v == want for v in out.values()) or sys.exit("wrong union"),  # noqa: B023
+        )
 
     m = a.isect_items
     print(f"intersection cardinality, {m} items each")
     for parties in sorted({2, n}):
         sets = make_sets(parties, m, 0.5)
         want = len(set.intersection(*map(set, sets)))
-        bench(f"{parties} parties (|∩|={want})", sets, lambda ch, s: intersection_cardinality(ch, s), a.repeat,
-              lambda out: set(out.values()) == {want} or sys.exit("wrong cardinality"))
+        bench(
+            f"{parties} parties (|∩|={want})",
+            sets,
+            lambda ch, s: intersection_cardinality(ch, s),
+            a.repeat,
+            lambda out: set(out.values()) == {want} or sys.exit("wrong cardinality"),  # noqa: B023
+        )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ MPyC (Schoenmakers) runs Shamir secret sharing over a prime field with
 Each party inputs the seeded vector ppdm's benchmark gives it (parties.bench_inputs); party 0 prints the protocol time
 and a digest of the output so the caller can check it against ppdm's.
 """
+
 import hashlib
 import sys
 import time

@@ -5,6 +5,7 @@
 Each daemon holds a horizontal share of the bundled mushroom data; the result
 equals mining the pooled data, which is checked at the end.
 """
+
 import tempfile
 from pathlib import Path
 
@@ -20,8 +21,9 @@ with tempfile.TemporaryDirectory() as d:
         files[f"org{i}"] = {"transactions": str(Path(d) / f"org{i}.dat")}
         write_fimi(share, files[f"org{i}"]["transactions"])
     with LocalCluster(["org0", "org1", "org2"], data=files) as cluster:  # CA, certificates, 3 processes
-        out = cluster.run_job("mine.horizontal", {"min_support": "0.4", "min_confidence": "0.9", "n_items": 120},
-                              timeout=300)
+        out = cluster.run_job(
+            "mine.horizontal", {"min_support": "0.4", "min_confidence": "0.9", "n_items": 120}, timeout=300
+        )
 res = out["org0"]
 print(f"{len(res['itemsets'])} frequent itemsets, {len(res['rules'])} rules")
 for line in res["protocol"]["revealed"]:

@@ -5,6 +5,7 @@
 The same protocol functions run unchanged between party daemons (see
 joint_mining_daemons.py); here all parties share one event loop.
 """
+
 import numpy as np
 
 from mpc.channel import run_parties

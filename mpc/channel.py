@@ -24,7 +24,8 @@ from __future__ import annotations
 import asyncio
 import struct
 from collections import defaultdict
-from typing import Any, Awaitable, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -126,7 +127,7 @@ class ScopedChannel:
     async def recv(self, frm: str, tag: str) -> bytes:
         return await self._inner.recv(frm, f"{self._prefix}/{tag}")
 
-    def scoped(self, prefix: str) -> "ScopedChannel":
+    def scoped(self, prefix: str) -> ScopedChannel:
         return ScopedChannel(self._inner, f"{self._prefix}/{prefix}")
 
 
@@ -269,7 +270,7 @@ class MemoryNetwork:
         self._queues: dict[tuple[str, str, str], asyncio.Queue] = defaultdict(asyncio.Queue)
         self._channels: dict[str, MemoryChannel] = {}
 
-    def channel(self, name: str) -> "MemoryChannel":
+    def channel(self, name: str) -> MemoryChannel:
         if name not in self.parties:
             raise KeyError(name)
         if name not in self._channels:
@@ -304,11 +305,11 @@ class MemoryChannel:
         q = self._net._queues[(self.me, frm, tag)]
         try:
             return await asyncio.wait_for(q.get(), self._net.timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ProtocolTimeoutError(f"no message {tag!r} from {frm} within {self._net.timeout:g} s") from None
 
     @property
-    def root(self) -> "MemoryChannel":
+    def root(self) -> MemoryChannel:
         return self
 
     def scoped(self, prefix: str) -> ScopedChannel:

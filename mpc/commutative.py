@@ -60,8 +60,8 @@ import asyncio
 import hashlib
 import os
 import secrets
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Sequence
 
 import nacl.bindings
 import nacl.exceptions
@@ -215,8 +215,9 @@ def _check_item(item) -> bytes:
 
 def embed_items(items: Sequence[bytes]) -> np.ndarray:
     """The ``(m, 32)`` x-coordinates that :class:`PohligHellmanP256` uses for ``items`` (real items)."""
-    return np.array([np.frombuffer(_embed_point(len(it), it)[0], np.uint8) for it in map(_check_item, items)],
-                    dtype=np.uint8).reshape(-1, ROW_BYTES)
+    return np.array(
+        [np.frombuffer(_embed_point(len(it), it)[0], np.uint8) for it in map(_check_item, items)], dtype=np.uint8
+    ).reshape(-1, ROW_BYTES)
 
 
 def _fake_payloads(count: int) -> list[bytes]:
@@ -310,9 +311,7 @@ _LOW_ORDER_U = (  # u-coordinates of the points of order 1, 2, 4, 8 on Curve2551
     _P25519,  # non-canonical 0
     _P25519 + 1,  # non-canonical 1
 )
-LOW_ORDER_ENCODINGS = frozenset(
-    (u | top).to_bytes(32, "little") for u in _LOW_ORDER_U for top in (0, 1 << 255)
-)
+LOW_ORDER_ENCODINGS = frozenset((u | top).to_bytes(32, "little") for u in _LOW_ORDER_U for top in (0, 1 << 255))
 """The 14 32-byte strings X25519 maps to zero whatever the scalar (bit 255 is ignored)."""
 
 

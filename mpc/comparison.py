@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -295,7 +295,13 @@ async def compare_reveal(
     u = _as_unsigned(v, bits, signed)
     holder0 = ch.me if role == 0 else peer
     await agree(
-        pair_channel(ch, peer), tag, n=int(u.size), bits=int(bits), signed=bool(signed), role0=holder0, reveal_to=sorted(targets)
+        pair_channel(ch, peer),
+        tag,
+        n=int(u.size),
+        bits=int(bits),
+        signed=bool(signed),
+        role0=holder0,
+        reveal_to=sorted(targets),
     )
     share = await millionaires(ch, peer, u, bits=bits, role=role, tag=tag, check=False)
     packed = np.packbits(share)

@@ -161,7 +161,9 @@ async def _open(ch: Channel, peer: str, share: np.ndarray, targets: list[str], t
     got, *_ = await asyncio.gather(ch.recv(peer, f"{tag}/open"), *sends)
     (theirs,) = unpack_arrays(got)
     if theirs.dtype != _U64 or theirs.shape != share.shape:
-        raise ProtocolError(f"{peer} sent {theirs.dtype}{list(theirs.shape)} where uint64{list(share.shape)} was expected")
+        raise ProtocolError(
+            f"{peer} sent {theirs.dtype}{list(theirs.shape)} where uint64{list(share.shape)} was expected"
+        )
     total = share + theirs  # share_0 + share_1 = Σ x_i y_i
     return total.view(np.int64) if signed else total
 

@@ -45,7 +45,7 @@ from __future__ import annotations
 import asyncio
 import operator
 import secrets
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 

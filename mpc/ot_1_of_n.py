@@ -167,7 +167,9 @@ async def ot_1_of_n_send(ch: Channel, peer: str, messages: np.ndarray, *, tag: s
             m = t1 - t0
             v = y[:, :, 0] & np.uint8((1 << bits) - 1)
             vb = np.unpackbits(v[:, :, None], axis=2, count=bits, bitorder="little")
-            await ch.send(peer, f"{tag}/y", pack_arrays(np.packbits(vb.reshape(m, N * bits), axis=1, bitorder="little")))
+            await ch.send(
+                peer, f"{tag}/y", pack_arrays(np.packbits(vb.reshape(m, N * bits), axis=1, bitorder="little"))
+            )
 
 
 def _slab(ell: int) -> int:
@@ -213,7 +215,7 @@ async def ot_1_of_n_recv(
         if bits is None:
             if len(y) != 1 or y[0].shape != (m, N, L):
                 raise ProtocolError(f"1-of-N OT {tag!r}: malformed message from {peer}")
-            out[t0:t1] ^= y[0][rows[: m], c[t0:t1]]
+            out[t0:t1] ^= y[0][rows[:m], c[t0:t1]]
         else:
             if len(y) != 1 or y[0].shape != (m, -(-N * bits // 8)):
                 raise ProtocolError(f"1-of-N OT {tag!r}: malformed message from {peer}")

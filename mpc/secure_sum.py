@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -232,7 +232,9 @@ async def secure_sum_threshold(
     if ch.me in hs:
         role = hs.index(ch.me)
         a = share - t if role == 0 else share  # a + b = Σ x_i − t
-        msb = await msb_of_shares(ch, hs[1 - role], a, role=role, tag=f"{tag}/msb", ring_bits=int(bound_bits) + 1, check=False)
+        msb = await msb_of_shares(
+            ch, hs[1 - role], a, role=role, tag=f"{tag}/msb", ring_bits=int(bound_bits) + 1, check=False
+        )
         await broadcast(ch, f"{tag}/bit", pack_arrays(np.packbits(msb)))
     got = await gather_from(ch, f"{tag}/bit", frm=[p for p in hs if p != ch.me])
     shares = [_unpack_bits(payload, flat.size, p) for p, payload in got.items()]

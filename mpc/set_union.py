@@ -70,7 +70,7 @@ from __future__ import annotations
 
 import asyncio
 import operator
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 

@@ -64,15 +64,16 @@ def _groups(owners: np.ndarray) -> list[tuple[tuple[int, ...], np.ndarray]]:
     return out
 
 
-async def _fold(ch: Channel, share: np.ndarray | None, bits: np.ndarray | None, holders: tuple[str, ...],
-                newcomer: str, tag: str) -> np.ndarray:
+async def _fold(
+    ch: Channel, share: np.ndarray | None, bits: np.ndarray | None, holders: tuple[str, ...], newcomer: str, tag: str
+) -> np.ndarray:
     """Multiply the shared vector by ``newcomer``'s bits; return this party's new share."""
     n = (share if share is not None else bits).size
     if ch.me in holders:
         new = np.empty(n, np.uint64)
         for s in range(0, n, _CHUNK):
-            r = await correlated_ot_send(ch, newcomer, share[s:s + _CHUNK], tag=f"{tag}/{s}")
-            new[s:s + _CHUNK] = -r  # h keeps −r
+            r = await correlated_ot_send(ch, newcomer, share[s : s + _CHUNK], tag=f"{tag}/{s}")
+            new[s : s + _CHUNK] = -r  # h keeps −r
         return new
     if ch.me == newcomer:
         acc = np.zeros(n, np.uint64)
@@ -80,7 +81,7 @@ async def _fold(ch: Channel, share: np.ndarray | None, bits: np.ndarray | None, 
         async def from_holder(h: str) -> np.ndarray:
             got = np.empty(n, np.uint64)
             for s in range(0, n, _CHUNK):
-                got[s:s + _CHUNK] = await correlated_ot_recv(ch, h, bits[s:s + _CHUNK], tag=f"{tag}/{s}")
+                got[s : s + _CHUNK] = await correlated_ot_recv(ch, h, bits[s : s + _CHUNK], tag=f"{tag}/{s}")
             return got
 
         for g in await asyncio.gather(*(from_holder(h) for h in holders)):
@@ -89,7 +90,9 @@ async def _fold(ch: Channel, share: np.ndarray | None, bits: np.ndarray | None, 
     raise AssertionError("_fold called by a party outside the fold")
 
 
-async def product_count_shares(ch: Channel, vectors: np.ndarray, owners: np.ndarray, *, tag: str = "prod") -> np.ndarray:
+async def product_count_shares(
+    ch: Channel, vectors: np.ndarray, owners: np.ndarray, *, tag: str = "prod"
+) -> np.ndarray:
     """Additive shares over Z_2^64 of ``count_k = Σ_t Π_{p ∈ owners_k} v_p[k, t]`` for K candidates.
 
     ``vectors`` is this party's ``(K, N)`` 0/1 matrix (rows of candidates it does
@@ -105,8 +108,13 @@ async def product_count_shares(ch: Channel, vectors: np.ndarray, owners: np.ndar
         raise InputMismatchError(f"owners must be a (K, {len(ch.parties)}) matrix, got {owners.shape}")
     if v.ndim != 2 or v.shape[0] != K:
         raise InputMismatchError(f"vectors must be a ({K}, N) matrix, got {v.shape}")
-    await agree(ch, f"{tag}/shape", candidates=K, transactions=int(v.shape[1]),
-                owners=hashlib.sha256(np.packbits(owners).tobytes()).hexdigest())
+    await agree(
+        ch,
+        f"{tag}/shape",
+        candidates=K,
+        transactions=int(v.shape[1]),
+        owners=hashlib.sha256(np.packbits(owners).tobytes()).hexdigest(),
+    )
     me = ch.parties.index(ch.me)
     out = np.zeros(K, np.uint64)
     for gi, (who, rows) in enumerate(_groups(owners)):
@@ -125,4 +133,3 @@ async def product_count_shares(ch: Channel, vectors: np.ndarray, owners: np.ndar
                 share = await _fold(ch, share, bits, holders, names[j], f"{tag}/g{gi}/f{j}")
         out[rows] = share.reshape(rows.size, -1).sum(axis=1, dtype=np.uint64)
     return out
-

@@ -49,8 +49,10 @@ def inputs_for(operation: str, seed: int, index: int, n_parties: int, size: int)
     r = rng_for(seed, operation, index)
     if operation in ("base_ot", "ot_extension"):
         if index == 0:
-            return {"m0": r.integers(0, 256, (size, MSG_LEN), dtype=np.uint8),
-                    "m1": r.integers(0, 256, (size, MSG_LEN), dtype=np.uint8)}
+            return {
+                "m0": r.integers(0, 256, (size, MSG_LEN), dtype=np.uint8),
+                "m1": r.integers(0, 256, (size, MSG_LEN), dtype=np.uint8),
+            }
         return {"choices": r.integers(0, 2, size, dtype=np.uint8)}
     if operation == "ot_1_of_n":
         if index == 0:

@@ -43,9 +43,16 @@ PLAN_QUICK = {
     "set_union": (3, 300),
     "intersection_cardinality": (2, 1_000),
 }
-UNIT = {"base_ot": "OTs", "ot_extension": "OTs", "ot_1_of_n": "OTs", "secure_sum": "elements",
-        "secure_sum_threshold": "elements", "dot_product": "elements", "set_union": "items",
-        "intersection_cardinality": "items/party"}
+UNIT = {
+    "base_ot": "OTs",
+    "ot_extension": "OTs",
+    "ot_1_of_n": "OTs",
+    "secure_sum": "elements",
+    "secure_sum_threshold": "elements",
+    "dot_product": "elements",
+    "set_union": "items",
+    "intersection_cardinality": "items/party",
+}
 
 
 def _throughput(op: str, parties: int, size: int, seconds: float) -> float:
@@ -68,18 +75,24 @@ def run_bench(plan: dict, *, seed: int = 1, repeat: int = 1, operations=None, pr
             for r in range(repeat):
                 s = seed + r
                 t0 = time.perf_counter()
-                out = cluster.run_job("bench.mpc", {"operation": op, "size": size, "seed": s},
-                                      timeout=600, parties=names)
+                out = cluster.run_job(
+                    "bench.mpc", {"operation": op, "size": size, "seed": s}, timeout=600, parties=names
+                )
                 wall = time.perf_counter() - t0
                 want = expected(op, s, n, size)
                 outputs = [v["output"] for v in out.values() if v["output"] is not None]
                 correct = bool(outputs) and all(o == want for o in outputs)
                 seconds = max(v["seconds"] for v in out.values())
                 row = {
-                    "operation": op, "parties": n, "size": size, "seconds": round(seconds, 6),
+                    "operation": op,
+                    "parties": n,
+                    "size": size,
+                    "seconds": round(seconds, 6),
                     "per_second": round(_throughput(op, n, size, seconds), 1),
-                    "bytes": int(sum(v["bytes"] for v in out.values())), "correct": correct,
-                    "unit": UNIT[op], "wall_seconds": round(wall, 6),
+                    "bytes": int(sum(v["bytes"] for v in out.values())),
+                    "correct": correct,
+                    "unit": UNIT[op],
+                    "wall_seconds": round(wall, 6),
                 }
                 if best is None or (row["correct"] and row["seconds"] < best["seconds"]) or not row["correct"]:
                     best = row if (best is None or best["correct"]) else best
@@ -132,12 +145,19 @@ def _cmd(args) -> int:
 
     def progress(row):
         if not args.json:
-            print(f"  {row['operation']:<26} {row['seconds']:.3f} s  {'ok' if row['correct'] else 'WRONG'}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  {row['operation']:<26} {row['seconds']:.3f} s  {'ok' if row['correct'] else 'WRONG'}",
+                file=sys.stderr,
+                flush=True,
+            )
 
     if not args.json:
-        print(f"ppdm bench mpc{' --quick' if args.quick else ''}: starting 3 party daemons on loopback "
-              "(mTLS gRPC, fresh certificates)", file=sys.stderr, flush=True)
+        print(
+            f"ppdm bench mpc{' --quick' if args.quick else ''}: starting 3 party daemons on loopback "
+            "(mTLS gRPC, fresh certificates)",
+            file=sys.stderr,
+            flush=True,
+        )
     rows = run_bench(plan, seed=args.seed, repeat=args.repeat, operations=ops, progress=progress)
     if args.json:
         print(json.dumps({"results": rows}, indent=1))
@@ -147,9 +167,12 @@ def _cmd(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("bench", help="benchmark the MPC primitives between real local daemons",
-                       description="Run every MPC primitive between real party daemons on loopback, "
-                                   "check each result against the plain computation, and print the figures.")
+    p = sub.add_parser(
+        "bench",
+        help="benchmark the MPC primitives between real local daemons",
+        description="Run every MPC primitive between real party daemons on loopback, "
+        "check each result against the plain computation, and print the figures.",
+    )
     p.add_argument("target", choices=["mpc"], help="what to benchmark")
     p.add_argument("--quick", action="store_true", help="small sizes (a few seconds)")
     p.add_argument("--json", action="store_true", help="machine-readable output")

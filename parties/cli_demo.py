@@ -36,33 +36,48 @@ def _say(text: str = "") -> None:
 def _compare(joint: dict, central: dict) -> tuple[bool, str]:
     a = {tuple(i["items"]): i["count"] for i in joint["itemsets"]}
     b = {tuple(i["items"]): i["count"] for i in central["itemsets"]}
-    ra = {(tuple(r["antecedent"]), tuple(r["consequent"])): (r["support"], round(r["confidence"], 12)) for r in joint["rules"]}
-    rb = {(tuple(r["antecedent"]), tuple(r["consequent"])): (r["support"], round(r["confidence"], 12)) for r in central["rules"]}
+    ra = {
+        (tuple(r["antecedent"]), tuple(r["consequent"])): (r["support"], round(r["confidence"], 12))
+        for r in joint["rules"]
+    }
+    rb = {
+        (tuple(r["antecedent"]), tuple(r["consequent"])): (r["support"], round(r["confidence"], 12))
+        for r in central["rules"]
+    }
     same = a == b and ra == rb
-    return same, (f"{len(a):,} itemsets and {len(ra):,} rules — identical to centralized mining"
-                  if same else f"MISMATCH: joint {len(a)} itemsets / {len(ra)} rules, centralized {len(b)} / {len(rb)}")
+    return same, (
+        f"{len(a):,} itemsets and {len(ra):,} rules — identical to centralized mining"
+        if same
+        else f"MISMATCH: joint {len(a)} itemsets / {len(ra)} rules, centralized {len(b)} / {len(rb)}"
+    )
 
 
 def _mining(split: str, parties: int, support: str, confidence: str, central: dict) -> bool:
     from .cli_mine import run_local
 
-    _say(f"\n== Joint mining, {split} partitions: {parties} daemons, min support {support}, "
-         f"min confidence {confidence} ==")
+    _say(
+        f"\n== Joint mining, {split} partitions: {parties} daemons, min support {support}, "
+        f"min confidence {confidence} =="
+    )
     t0 = time.perf_counter()
     res = run_local(str(bundled("mushroom.dat")), parties, split, support, confidence, progress=True)
     wall = time.perf_counter() - t0
     ok, line = _compare(res, central)
     proto = res["protocol"]
     _say(f"  result: {line}")
-    _say(f"  {wall:.1f} s including daemon start-up; {proto['rounds']} protocol rounds, "
-         f"{proto['bytes_total'] / 2**20:.1f} MiB between parties")
+    _say(
+        f"  {wall:.1f} s including daemon start-up; {proto['rounds']} protocol rounds, "
+        f"{proto['bytes_total'] / 2**20:.1f} MiB between parties"
+    )
     _say("  what the parties learned about each other:")
     for r in proto["revealed"]:
         _say(f"    - {r}")
     top = sorted(res["rules"], key=lambda r: (-r["confidence"], -r["support"]))[:3]
     for r in top:
-        _say(f"    rule {{{', '.join(map(str, r['antecedent']))}}} -> {{{', '.join(map(str, r['consequent']))}}}"
-             f"  support {r['support']:,}  confidence {r['confidence']:.3f}")
+        _say(
+            f"    rule {{{', '.join(map(str, r['antecedent']))}}} -> {{{', '.join(map(str, r['consequent']))}}}"
+            f"  support {r['support']:,}  confidence {r['confidence']:.3f}"
+        )
     return ok
 
 
@@ -79,22 +94,27 @@ def _anonymization() -> bool:
     df = read_table(path)
     hier = read_hierarchies(path.parent, columns=qis)
     t0 = time.perf_counter()
-    res = anonymize_table(df, Schema(qis=qis, sensitive=["salary-class"]), hier, algorithm="mondrian",
-                          models=build_models(k=k, l=l))
+    res = anonymize_table(
+        df, Schema(qis=qis, sensitive=["salary-class"]), hier, algorithm="mondrian", models=build_models(k=k, l=l)
+    )
     secs = time.perf_counter() - t0
     m = res.metrics
     _say(f"  {len(df):,} rows, 8 quasi-identifiers, {secs:.2f} s")
     with_pd = res.df.head(5).to_string(index=False)
     for line in with_pd.splitlines():
         _say("    " + line)
-    _say(f"  {m['classes']['classes']} equivalence classes, information loss NCP {m['ncp']['ncp']:.3f}, "
-         f"max re-identification risk {m['risk']['prosecutor_max']:.2f}")
+    _say(
+        f"  {m['classes']['classes']} equivalence classes, information loss NCP {m['ncp']['ncp']:.3f}, "
+        f"max re-identification risk {m['risk']['prosecutor_max']:.2f}"
+    )
     check = measure_release(res.df, qis, ["salary-class"])  # measured on the released table alone
     k_got = check["k"]
     l_got = check["sensitive_attributes"]["salary-class"]["l_distinct"]
     ok = k_got >= k and l_got >= l
-    _say(f"  re-measured on the release: k = {k_got}, distinct l = {l_got} -> "
-         f"{'meets' if ok else 'FAILS'} the requested {k}-anonymity and {l}-diversity")
+    _say(
+        f"  re-measured on the release: k = {k_got}, distinct l = {l_got} -> "
+        f"{'meets' if ok else 'FAILS'} the requested {k}-anonymity and {l}-diversity"
+    )
     return ok
 
 
@@ -118,10 +138,13 @@ def _cmd(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("demo", help="the main job: joint mining between 3 local daemons + a local anonymization",
-                       description="Start real party daemons on loopback, mine a horizontal and a vertical split of "
-                                   "bundled data jointly, compare with centralized mining, and anonymize a bundled "
-                                   "table.")
+    p = sub.add_parser(
+        "demo",
+        help="the main job: joint mining between 3 local daemons + a local anonymization",
+        description="Start real party daemons on loopback, mine a horizontal and a vertical split of "
+        "bundled data jointly, compare with centralized mining, and anonymize a bundled "
+        "table.",
+    )
     p.add_argument("--min-support", default="0.4", help="minimum support (default 0.4)")
     p.add_argument("--min-confidence", default="0.9", help="minimum rule confidence (default 0.9)")
     p.add_argument("--no-anonymize", action="store_true", help="skip the anonymization part")

@@ -51,11 +51,24 @@ def centralized_json(db, min_support: str, min_confidence: str | None) -> dict:
     return {
         "transactions": fi.n_transactions,
         "itemsets": [{"items": list(i), "count": int(c)} for i, c in fi],
-        "rules": [] if rules is None else [
-            {"antecedent": list(r.antecedent), "consequent": list(r.consequent), "support": int(r.count),
-             "confidence": float(r.confidence)} for r in rules],
-        "protocol": {"mode": "centralized", "phases_seconds": {"mine": round(t1 - t0, 6), "rules": round(t2 - t1, 6)},
-                     "rounds": 0, "bytes_sent": 0, "revealed": ["nothing leaves this process"]},
+        "rules": []
+        if rules is None
+        else [
+            {
+                "antecedent": list(r.antecedent),
+                "consequent": list(r.consequent),
+                "support": int(r.count),
+                "confidence": float(r.confidence),
+            }
+            for r in rules
+        ],
+        "protocol": {
+            "mode": "centralized",
+            "phases_seconds": {"mine": round(t1 - t0, 6), "rules": round(t2 - t1, 6)},
+            "rounds": 0,
+            "bytes_sent": 0,
+            "revealed": ["nothing leaves this process"],
+        },
     }
 
 
@@ -80,7 +93,7 @@ def load_analyst_config(path: str | os.PathLike):
     peers = []
     for name, t in parties.items():
         if not isinstance(t, dict) or not isinstance(t.get("address"), str):
-            raise CLIError(f"{p}: [parties.{name}] needs address = \"HOST:PORT\"")
+            raise CLIError(f'{p}: [parties.{name}] needs address = "HOST:PORT"')
         peers.append(PeerInfo(name=name, address=t["address"]))
     base = p.parent
     creds = load_credentials(base / a["cert"], base / a["key"], base / a["ca"])
@@ -101,15 +114,24 @@ class _LogFollower(threading.Thread):
 
     def flush(self) -> None:
         text = self.cluster.log(self.name_)
-        new, self.seen = text[self.seen:], len(text)
+        new, self.seen = text[self.seen :], len(text)
         for line in new.splitlines():
             if " level " in line:
                 print("  " + line.split(" level ", 1)[1].join(["level ", ""]), file=sys.stderr, flush=True)
 
 
-def run_local(path: str, n: int, split: str, min_support: str, min_confidence: str | None,
-              max_len: int | None = None, progress: bool = True, timeout: float = 3600,
-              reveal_counts: bool = True, candidates: str = "union") -> dict:
+def run_local(
+    path: str,
+    n: int,
+    split: str,
+    min_support: str,
+    min_confidence: str | None,
+    max_len: int | None = None,
+    progress: bool = True,
+    timeout: float = 3600,
+    reveal_counts: bool = True,
+    candidates: str = "union",
+) -> dict:
     """Partition ``path`` into ``n`` shares, start ``n`` local daemons, mine jointly; the analyst's JSON."""
     from .local_cluster import LocalCluster
     from .partition import load_transactions, save_npz, split_horizontal, split_vertical, write_fimi
@@ -134,8 +156,12 @@ def run_local(path: str, n: int, split: str, min_support: str, min_confidence: s
             params["reveal_counts"] = reveal_counts
             params["candidates"] = candidates
         if progress:
-            print(f"starting {n} party daemons on loopback (mTLS, fresh certificates); "
-                  f"{split} split of {db.n_transactions} transactions", file=sys.stderr, flush=True)
+            print(
+                f"starting {n} party daemons on loopback (mTLS, fresh certificates); "
+                f"{split} split of {db.n_transactions} transactions",
+                file=sys.stderr,
+                flush=True,
+            )
         with LocalCluster(n, workdir=Path(d) / "cluster", data=data) as cluster:
             follower = _LogFollower(cluster, "p0") if progress else None
             if follower:
@@ -161,13 +187,25 @@ def _merge(out: dict, split: str, wall: float) -> dict:
     proto["bytes_sent"] = {p: v["protocol"]["bytes_sent"] for p, v in out.items()}
     proto["bytes_total"] = sum(proto["bytes_sent"].values())
     proto["wall_seconds"] = round(wall, 6)
-    return {"transactions": reporter["transactions"], "itemsets": reporter["itemsets"],
-            "rules": reporter["rules"], "protocol": proto}
+    return {
+        "transactions": reporter["transactions"],
+        "itemsets": reporter["itemsets"],
+        "rules": reporter["rules"],
+        "protocol": proto,
+    }
 
 
-def run_remote(config: str, split: str, min_support: str, min_confidence: str | None, n_items: int | None,
-               max_len: int | None = None, timeout: float = 3600, reveal_counts: bool = True,
-               candidates: str = "union") -> dict:
+def run_remote(
+    config: str,
+    split: str,
+    min_support: str,
+    min_confidence: str | None,
+    n_items: int | None,
+    max_len: int | None = None,
+    timeout: float = 3600,
+    reveal_counts: bool = True,
+    candidates: str = "union",
+) -> dict:
     """Run the joint job on the daemons listed in an analyst config."""
     from .client import run_job, run_sync
 
@@ -189,8 +227,10 @@ def format_human(res: dict, top: int = 15) -> str:
     by_len: dict[int, int] = {}
     for i in its:
         by_len[len(i["items"])] = by_len.get(len(i["items"]), 0) + 1
-    lines = [f"transactions: {res['transactions']:,}   frequent itemsets: {len(its):,}   rules: {len(rules):,}",
-             "by length: " + ", ".join(f"{k}: {v}" for k, v in sorted(by_len.items()))]
+    lines = [
+        f"transactions: {res['transactions']:,}   frequent itemsets: {len(its):,}   rules: {len(rules):,}",
+        "by length: " + ", ".join(f"{k}: {v}" for k, v in sorted(by_len.items())),
+    ]
     if its:
         lines.append(f"\ntop {min(top, len(its))} itemsets by count")
         for i in sorted(its, key=lambda x: (-(x["count"] or 0), len(x["items"]), x["items"]))[:top]:
@@ -201,10 +241,14 @@ def format_human(res: dict, top: int = 15) -> str:
         for r in sorted(rules, key=lambda x: (-(x["confidence"] or 0), -(x["support"] or 0)))[:top]:
             conf = "  >= min" if r["confidence"] is None else f"{r['confidence']:.3f}"
             sup = "hidden" if r["support"] is None else f"{r['support']:,}"
-            lines.append(f"  {conf}  {sup:>8}  {{{', '.join(map(str, r['antecedent']))}}}"
-                         f" -> {{{', '.join(map(str, r['consequent']))}}}")
+            lines.append(
+                f"  {conf}  {sup:>8}  {{{', '.join(map(str, r['antecedent']))}}}"
+                f" -> {{{', '.join(map(str, r['consequent']))}}}"
+            )
     ph = proto.get("phases_seconds", {})
-    lines.append(f"\nprotocol: {proto.get('mode')}" + (f", parties {', '.join(proto['parties'])}" if "parties" in proto else ""))
+    lines.append(
+        f"\nprotocol: {proto.get('mode')}" + (f", parties {', '.join(proto['parties'])}" if "parties" in proto else "")
+    )
     if ph:
         lines.append("  seconds: " + ", ".join(f"{k} {v:.3f}" for k, v in ph.items()))
     if "bytes_total" in proto:
@@ -243,8 +287,16 @@ def _cmd(args) -> int:
             raise CLIError("--split horizontal|vertical is required with --parties")
         if args.file:
             raise CLIError("with --parties each party reads its own data; give no FILE")
-        res = run_remote(args.parties, args.split, ms, mc, args.n_items, args.max_len,
-                         reveal_counts=not args.private_counts, candidates=args.candidates)
+        res = run_remote(
+            args.parties,
+            args.split,
+            ms,
+            mc,
+            args.n_items,
+            args.max_len,
+            reveal_counts=not args.private_counts,
+            candidates=args.candidates,
+        )
     else:
         if not args.file:
             raise CLIError("give a transactions FILE (.dat or .npz), or --parties ANALYST.toml")
@@ -255,8 +307,17 @@ def _cmd(args) -> int:
                 raise CLIError("--local needs at least 2 parties")
             if not args.split:
                 raise CLIError("--split horizontal|vertical is required with --local")
-            res = run_local(args.file, args.local, args.split, ms, mc, args.max_len, progress=not args.json,
-                            reveal_counts=not args.private_counts, candidates=args.candidates)
+            res = run_local(
+                args.file,
+                args.local,
+                args.split,
+                ms,
+                mc,
+                args.max_len,
+                progress=not args.json,
+                reveal_counts=not args.private_counts,
+                candidates=args.candidates,
+            )
         else:
             from .partition import load_transactions
 
@@ -273,28 +334,44 @@ def _cmd(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("mine", help="frequent itemsets and rules: centralized, or jointly between party daemons",
-                       description="Mine frequent itemsets and association rules. Without --parties/--local the "
-                                   "file is mined locally; --local N starts N daemons on loopback and mines a "
-                                   "horizontal or vertical split of the file jointly; --parties runs the joint "
-                                   "job on real daemons.")
+    p = sub.add_parser(
+        "mine",
+        help="frequent itemsets and rules: centralized, or jointly between party daemons",
+        description="Mine frequent itemsets and association rules. Without --parties/--local the "
+        "file is mined locally; --local N starts N daemons on loopback and mines a "
+        "horizontal or vertical split of the file jointly; --parties runs the joint "
+        "job on real daemons.",
+    )
     p.add_argument("file", nargs="?", help="transactions: FIMI .dat (or CSR .npz)")
-    p.add_argument("--min-support", default="0.1", help="minimum support in (0, 1] (default 0.1); frequent iff "
-                   "count >= ceil(min_support * N)")
+    p.add_argument(
+        "--min-support",
+        default="0.1",
+        help="minimum support in (0, 1] (default 0.1); frequent iff count >= ceil(min_support * N)",
+    )
     p.add_argument("--min-confidence", help="also derive rules with at least this confidence")
     p.add_argument("--local", type=int, metavar="N", help="start N local party daemons and mine jointly")
     p.add_argument("--split", choices=["horizontal", "vertical"], help="how the data is partitioned")
-    p.add_argument("--parties", metavar="ANALYST.toml", help="analyst config: [analyst] cert/key/ca and "
-                   "[parties.NAME] address, in protocol order")
+    p.add_argument(
+        "--parties",
+        metavar="ANALYST.toml",
+        help="analyst config: [analyst] cert/key/ca and [parties.NAME] address, in protocol order",
+    )
     p.add_argument("--n-items", type=int, help="horizontal jobs on --parties: the item universe 0..N-1")
     p.add_argument("--max-len", type=int, help="longest itemset to look for")
-    p.add_argument("--private-counts", action="store_true",
-                   help="horizontal: never compute global counts; itemsets and rules are decided by secure "
-                        "sums with threshold only (counts and confidences come out as null)")
-    p.add_argument("--candidates", choices=["union", "all", "auto"], default="union",
-                   help="horizontal: 'union' (Kantarcioglu-Clifton, default) tests only candidates locally large "
-                        "somewhere, found by secure set union; 'all' skips the union and tests every public "
-                        "candidate (reveals less, faster on dense data); 'auto' picks per level by the number of candidates")
+    p.add_argument(
+        "--private-counts",
+        action="store_true",
+        help="horizontal: never compute global counts; itemsets and rules are decided by secure "
+        "sums with threshold only (counts and confidences come out as null)",
+    )
+    p.add_argument(
+        "--candidates",
+        choices=["union", "all", "auto"],
+        default="union",
+        help="horizontal: 'union' (Kantarcioglu-Clifton, default) tests only candidates locally large "
+        "somewhere, found by secure set union; 'all' skips the union and tests every public "
+        "candidate (reveals less, faster on dense data); 'auto' picks per level by the number of candidates",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("-o", "--output", help="also write the JSON result to this file (atomically)")
     p.set_defaults(func=_cmd)

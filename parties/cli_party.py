@@ -26,8 +26,11 @@ def _kv(s: str, what: str) -> tuple[str, str]:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("party", help="set up, run and check a party daemon",
-                       description="Set up, run and check a ppdm party daemon (mTLS gRPC).")
+    p = sub.add_parser(
+        "party",
+        help="set up, run and check a party daemon",
+        description="Set up, run and check a ppdm party daemon (mTLS gRPC).",
+    )
     psub = p.add_subparsers(dest="party_cmd", metavar="ACTION")
 
     i = psub.add_parser("init", help="create keys, certificate (and CA if missing) and party.toml")
@@ -50,9 +53,13 @@ def register(sub) -> None:
     a.add_argument("--name", default="analyst")
     a.add_argument("--ca-dir", default="ca")
     a.add_argument("--out", help="directory (default ./NAME)")
-    a.add_argument("--party", action="append", default=[], metavar="NAME=HOST:PORT",
-                   help="a party to run jobs on, in protocol order (repeatable); writes analyst.toml for "
-                        "'ppdm mine --parties'")
+    a.add_argument(
+        "--party",
+        action="append",
+        default=[],
+        metavar="NAME=HOST:PORT",
+        help="a party to run jobs on, in protocol order (repeatable); writes analyst.toml for 'ppdm mine --parties'",
+    )
     a.set_defaults(func=cmd_analyst)
 
     s = psub.add_parser("serve", help="run the daemon until SIGTERM/SIGINT")
@@ -113,10 +120,15 @@ def cmd_init(args) -> int:
             shutil.copyfile(ca_cert, local_ca)
             made.append(local_ca)
         write_config(
-            cfg, name=args.name, listen=args.listen,
+            cfg,
+            name=args.name,
+            listen=args.listen,
             cert=cert.name if cert.parent.resolve() == out.resolve() else cert,
             key=key.name if key.parent.resolve() == out.resolve() else key,
-            ca="ca.pem", peers=peers, analysts=args.analyst or ["analyst"], data=data,
+            ca="ca.pem",
+            peers=peers,
+            analysts=args.analyst or ["analyst"],
+            data=data,
         )
         made.append(cfg)
     except (TLSError, ConfigError) as e:

@@ -24,8 +24,9 @@ import json
 import secrets
 import threading
 import time
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import grpc
 
@@ -55,8 +56,15 @@ _PRIORITY = {"refused": 0, "job": 1, "internal": 1, "denied": 2, "unreachable": 
 class PartyError(Exception):
     """A joint job failed; ``party`` is where, ``reason`` why, ``errors`` every party's error."""
 
-    def __init__(self, session: str, job: str, party: str, kind: str, reason: str,
-                 errors: Mapping[str, tuple[str, str]] | None = None):
+    def __init__(
+        self,
+        session: str,
+        job: str,
+        party: str,
+        kind: str,
+        reason: str,
+        errors: Mapping[str, tuple[str, str]] | None = None,
+    ):
         self.session, self.job, self.party, self.kind, self.reason = session, job, party, kind, reason
         self.errors = dict(errors or {})
         super().__init__(f"session {session} ({job}) failed: {reason}")
@@ -97,11 +105,20 @@ def _rpc_failure(peer: str, e: grpc.aio.AioRpcError) -> tuple[str, str]:
     return "internal", f"party {peer!r}: {code.name}: {d}"
 
 
-async def start_job(peer: PeerInfo, session: str, job: str, params: Mapping[str, Any], parties: Sequence[str],
-                    *, creds: Credentials, timeout: float) -> JobOutcome:
+async def start_job(
+    peer: PeerInfo,
+    session: str,
+    job: str,
+    params: Mapping[str, Any],
+    parties: Sequence[str],
+    *,
+    creds: Credentials,
+    timeout: float,
+) -> JobOutcome:
     """Call ``StartJob`` on one party; never raises for party/transport failures (see ``error``)."""
-    req = pb.StartJobRequest(session=session, job=job, params_json=json.dumps(dict(params)),
-                             parties=list(parties), timeout_seconds=timeout)
+    req = pb.StartJobRequest(
+        session=session, job=job, params_json=json.dumps(dict(params)), parties=list(parties), timeout_seconds=timeout
+    )
     async with _open(peer, creds) as ch:
         try:
             r = await pb_grpc.PartyStub(ch).StartJob(req, timeout=timeout + RPC_SLACK)
@@ -115,8 +132,9 @@ async def start_job(peer: PeerInfo, session: str, job: str, params: Mapping[str,
         return JobOutcome(peer.name, result=res, bytes_sent=r.bytes_sent, seconds=r.seconds)
     kind = r.error.kind or "internal"
     msg = r.error.message or "failed without a message"
-    return JobOutcome(peer.name, error=(kind, f"party {peer.name!r}: {msg}"), bytes_sent=r.bytes_sent,
-                      seconds=r.seconds)
+    return JobOutcome(
+        peer.name, error=(kind, f"party {peer.name!r}: {msg}"), bytes_sent=r.bytes_sent, seconds=r.seconds
+    )
 
 
 async def health(peer: PeerInfo, creds: Credentials, timeout: float = 3.0, session: str = "") -> pb.HealthReply:
@@ -179,8 +197,7 @@ async def run_job(
     errs = sorted((o for o in got.values() if o.error), key=lambda o: _PRIORITY.get(o.error[0], 1))
     if errs:
         root = errs[0]
-        raise PartyError(sid, job, root.party, root.error[0], root.error[1],
-                         {o.party: o.error for o in errs})
+        raise PartyError(sid, job, root.party, root.error[0], root.error[1], {o.party: o.error for o in errs})
     return {n: got[n].result for n in names}
 
 

@@ -28,9 +28,10 @@ from __future__ import annotations
 import math
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .tls import Credentials, TLSError, load_credentials, validate_name
 
@@ -114,10 +115,10 @@ class PartyConfig:
 def parse_address(addr: Any, where: str) -> str:
     """Check ``host:port`` (``[v6]:port`` allowed); return it unchanged."""
     if not isinstance(addr, str) or ":" not in addr:
-        raise ConfigError(f"{where}: expected \"host:port\", got {addr!r}")
+        raise ConfigError(f'{where}: expected "host:port", got {addr!r}')
     host, _, port = addr.rpartition(":")
     if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ConfigError(f"{where}: expected \"host:port\" with a port 0-65535, got {addr!r}")
+        raise ConfigError(f'{where}: expected "host:port" with a port 0-65535, got {addr!r}')
     return addr
 
 
@@ -222,8 +223,16 @@ def parse_config(doc: Mapping[str, Any], base_dir: Path | str = ".", file: str =
         raise ConfigError(f"{file}: jobs.modules must be a list of module names, got {mods!r}")
 
     return PartyConfig(
-        name=name, listen=listen, cert=cert, key=key, ca=ca, peers=peers,
-        analysts=tuple(analysts_v), data=data, limits=limits, job_modules=tuple(mods),
+        name=name,
+        listen=listen,
+        cert=cert,
+        key=key,
+        ca=ca,
+        peers=peers,
+        analysts=tuple(analysts_v),
+        data=data,
+        limits=limits,
+        job_modules=tuple(mods),
     )
 
 
@@ -292,8 +301,14 @@ def write_config(
 ) -> Path:
     """Write a ``party.toml`` and check it loads; ``peers`` maps name → ``host:port``."""
     doc: dict[str, Any] = {
-        "party": {"name": name, "listen": listen, "cert": str(cert), "key": str(key), "ca": str(ca),
-                  "analysts": list(analysts)},
+        "party": {
+            "name": name,
+            "listen": listen,
+            "cert": str(cert),
+            "key": str(key),
+            "ca": str(ca),
+            "analysts": list(analysts),
+        },
         "peers": {p: {"address": a} for p, a in (peers or {}).items()},
     }
     if data:

@@ -111,7 +111,7 @@ def _classify(e: BaseException, job: str) -> tuple[str, str]:
 
 
 class PartyService(pb_grpc.PartyServicer):
-    def __init__(self, daemon: "Daemon"):
+    def __init__(self, daemon: Daemon):
         self.d = daemon
 
     async def Deliver(self, request_iterator, context):
@@ -220,9 +220,13 @@ class Daemon:
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "a client certificate with a common name is required")
         if (peers and who in self.config.peers) or (analysts and who in self.config.analysts):
             return who
-        self.log.warning("%s refused: %r is not a configured %s (%s)", what, who,
-                         "peer" if peers and not analysts else "analyst" if analysts and not peers else "peer or analyst",
-                         context.peer())
+        self.log.warning(
+            "%s refused: %r is not a configured %s (%s)",
+            what,
+            who,
+            "peer" if peers and not analysts else "analyst" if analysts and not peers else "peer or analyst",
+            context.peer(),
+        )
         await context.abort(grpc.StatusCode.PERMISSION_DENIED, f"{who!r} may not call {what} on {self.me}")
         raise AssertionError("unreachable")  # context.abort raises
 
@@ -246,7 +250,9 @@ class Daemon:
         try:
             check_tag(h.tag)
             if total > self.limits.max_message_bytes:
-                raise BufferFull(f"message of {total} bytes exceeds max_message_bytes ({self.limits.max_message_bytes})")
+                raise BufferFull(
+                    f"message of {total} bytes exceeds max_message_bytes ({self.limits.max_message_bytes})"
+                )
             s = self.sessions.for_delivery(sender, h.session)
             if s is not None:
                 s.mailbox.reserve(total)
@@ -268,7 +274,9 @@ class Daemon:
         ok = False
         try:
             if got > total:
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"message longer than its announced {total} bytes")
+                await context.abort(
+                    grpc.StatusCode.INVALID_ARGUMENT, f"message longer than its announced {total} bytes"
+                )
             async for c in _chunks_of(it, time.monotonic() + self.limits.session_timeout):
                 if c is None:
                     self.log.warning("session %s: malformed chunk from %s", h.session, sender)
@@ -279,15 +287,22 @@ class Daemon:
                     await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "header repeated inside a message")
                 got += len(c.data)
                 if got > total:
-                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                        f"message longer than its announced {total} bytes")
+                    await context.abort(
+                        grpc.StatusCode.INVALID_ARGUMENT, f"message longer than its announced {total} bytes"
+                    )
                 if s is not None:
                     parts.append(c.data)
                     if s.error is not None:
                         await context.abort(grpc.StatusCode.ABORTED, str(s.error)[:300])
             if got != total:
-                self.log.warning("session %s: message %r from %s truncated (%d of %d bytes)",
-                                 h.session, h.tag[:80], sender, got, total)
+                self.log.warning(
+                    "session %s: message %r from %s truncated (%d of %d bytes)",
+                    h.session,
+                    h.tag[:80],
+                    sender,
+                    got,
+                    total,
+                )
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"message ended after {got} of {total} bytes")
             if s is None:
                 self.log.debug("session %s: late message %r from %s dropped (session done)", h.session, h.tag, sender)
@@ -318,8 +333,9 @@ class Daemon:
     async def health(self, request, context):
         await self._identify(context, peers=True, analysts=True, what="Health")
         state = self.sessions.state_of(request.session) if request.session else SessionState.UNKNOWN
-        return pb.HealthReply(name=self.me, version=VERSION, active_sessions=self.sessions.active,
-                              session_state=int(state))
+        return pb.HealthReply(
+            name=self.me, version=VERSION, active_sessions=self.sessions.active, session_state=int(state)
+        )
 
     async def ping(self, peer: str, sid: str) -> SessionState:
         """Health of ``peer`` for session ``sid`` (the watchdog's probe).
@@ -364,14 +380,17 @@ class Daemon:
             try:
                 await self.pool.stub(p).Abort(pb.AbortRequest(session=sid, reason=reason[:300]), timeout=ABORT_TIMEOUT)
             except grpc.aio.AioRpcError as e:
-                self.log.info("session %s: could not tell %s about the abort (%s)", sid, p, map_rpc_error(e, p, "Abort"))
+                self.log.info(
+                    "session %s: could not tell %s about the abort (%s)", sid, p, map_rpc_error(e, p, "Abort")
+                )
 
         await asyncio.gather(*(one(p) for p in targets))
 
     # ------------------------------------------------------------------ StartJob
     def _reply_error(self, kind: str, message: str, t0: float, bytes_sent: int = 0) -> pb.StartJobReply:
-        return pb.StartJobReply(error=pb.JobError(kind=kind, message=message[:1000]),
-                                bytes_sent=bytes_sent, seconds=time.monotonic() - t0)
+        return pb.StartJobReply(
+            error=pb.JobError(kind=kind, message=message[:1000]), bytes_sent=bytes_sent, seconds=time.monotonic() - t0
+        )
 
     async def start_job(self, request, context):
         analyst = await self._identify(context, peers=False, analysts=True, what="StartJob")
@@ -401,16 +420,36 @@ class Daemon:
             self.log.warning("session %s: job %r refused: %s", sid[:64], job[:64], e)
             return self._reply_error("refused", str(e), t0)
 
-        self.log.info("session %s: job %s started by %s, parties %s, timeout %.0f s, params %s",
-                      sid, job, analyst, ",".join(s.parties), s.timeout, sorted(params))
+        self.log.info(
+            "session %s: job %s started by %s, parties %s, timeout %.0f s, params %s",
+            sid,
+            job,
+            analyst,
+            ",".join(s.parties),
+            s.timeout,
+            sorted(params),
+        )
         s.on_fail.append(self._on_fail)
         ch = GrpcChannel(s, self.pool, self.limits.max_message_bytes)
-        ctx = jobs_mod.JobContext(name=self.me, ch=ch, params=params, config=self.config, session=sid,
-                                  job=job, deadline=s.deadline, log=self.log)
+        ctx = jobs_mod.JobContext(
+            name=self.me,
+            ch=ch,
+            params=params,
+            config=self.config,
+            session=sid,
+            job=job,
+            deadline=s.deadline,
+            log=self.log,
+        )
         s.task = job_task = asyncio.create_task(self._run(fn, ctx, s))
-        dog = Watchdog(s, self.ping, interval=self.limits.peer_check_interval,
-                       dead_after=self.limits.peer_dead_after,
-                       unknown_grace=min(10.0, self.limits.pending_ttl), refusals=1)
+        dog = Watchdog(
+            s,
+            self.ping,
+            interval=self.limits.peer_check_interval,
+            dead_after=self.limits.peer_dead_after,
+            unknown_grace=min(10.0, self.limits.pending_ttl),
+            refusals=1,
+        )
         dog_task = asyncio.create_task(dog.run())
         try:
             await asyncio.wait({job_task})
@@ -436,14 +475,27 @@ class Daemon:
         if error is not None:
             kind, msg = _classify(error, job)
             if kind == "internal":
-                self.log.error("session %s: job %s failed after %.2f s: %s: %s", sid, job, dt,
-                               error.__class__.__name__, error, exc_info=self.log.isEnabledFor(logging.DEBUG))
+                self.log.error(
+                    "session %s: job %s failed after %.2f s: %s: %s",
+                    sid,
+                    job,
+                    dt,
+                    error.__class__.__name__,
+                    error,
+                    exc_info=self.log.isEnabledFor(logging.DEBUG),
+                )
             else:
                 self.log.warning("session %s: job %s failed after %.2f s: %s", sid, job, dt, msg)
             return self._reply_error(kind, msg, t0, ch.bytes_sent)
         result = job_task.result()
-        self.log.info("session %s: job %s done in %.2f s, sent %d bytes, result %d bytes",
-                      sid, job, dt, ch.bytes_sent, len(result))
+        self.log.info(
+            "session %s: job %s done in %.2f s, sent %d bytes, result %d bytes",
+            sid,
+            job,
+            dt,
+            ch.bytes_sent,
+            len(result),
+        )
         return pb.StartJobReply(result_json=result, bytes_sent=ch.bytes_sent, seconds=dt)
 
     async def _run(self, fn, ctx: jobs_mod.JobContext, s: Session) -> str:
@@ -453,7 +505,9 @@ class Daemon:
                 out = await fn(ctx)
         except TimeoutError:
             s.check()
-            raise ProtocolTimeoutError(f"job {s.job!r} did not finish within the session timeout ({s.timeout:g} s)") from None
+            raise ProtocolTimeoutError(
+                f"job {s.job!r} did not finish within the session timeout ({s.timeout:g} s)"
+            ) from None
         if not isinstance(out, dict):
             raise ProtocolError(f"job {s.job!r} returned {type(out).__name__}, not a dict")
         try:

@@ -33,10 +33,12 @@ def _protos() -> list[Path]:
 def generate(out_root: Path | str = ROOT) -> list[Path]:
     """Run protoc on every ``protos/**/*.proto``; return the files written under ``out_root``."""
     try:
-        from grpc_tools import protoc
         import grpc_tools
+        from grpc_tools import protoc
     except ImportError:  # pragma: no cover - grpcio-tools is a test dependency
-        raise SystemExit("gen_proto: grpcio-tools is not installed (pip install 'grpcio-tools==<grpcio version>')")
+        raise SystemExit(
+            "gen_proto: grpcio-tools is not installed (pip install 'grpcio-tools==<grpcio version>')"
+        ) from None
     out_root = Path(out_root)
     out_root.mkdir(parents=True, exist_ok=True)
     well_known = Path(grpc_tools.__file__).parent / "_proto"
@@ -76,7 +78,9 @@ def generated_files(root: Path | str = ROOT) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m parties.gen_proto", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=ROOT, help="root to write parties/proto/ under (default: this checkout)")
+    ap.add_argument(
+        "--out", type=Path, default=ROOT, help="root to write parties/proto/ under (default: this checkout)"
+    )
     args = ap.parse_args(argv)
     for f in generate(args.out):
         print(f)

@@ -22,7 +22,7 @@ place even at its address.
 from __future__ import annotations
 
 import asyncio
-from typing import Mapping
+from collections.abc import Mapping
 
 import grpc
 
@@ -192,7 +192,7 @@ class GrpcChannel:
         self._check_peer(frm)
         try:
             return await self._session.mailbox.get(frm, tag, self._session.remaining())
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise timeout_error(frm, tag, self._session.timeout) from None
 
     def scoped(self, prefix: str) -> ScopedChannel:

@@ -33,9 +33,10 @@ import importlib
 import logging
 import os
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import numpy as np
 
@@ -231,15 +232,15 @@ async def exchange_job(ctx: JobContext) -> dict:
 
         async def send_all(p: str) -> None:
             if fifo:  # sequential sends keep the order of one (sender, tag)
-                for m in msgs[p]:
+                for m in msgs[p]:  # noqa: B023
                     await ctx.ch.send(p, "x", m)
             else:
-                await asyncio.gather(*(ctx.ch.send(p, t, m) for t, m in zip(tags, msgs[p])))
+                await asyncio.gather(*(ctx.ch.send(p, t, m) for t, m in zip(tags, msgs[p])))  # noqa: B023
 
         async def recv_all(p: str) -> list[bytes]:
             if fifo:
-                return [await ctx.ch.recv(p, "x") for _ in tags]
-            return list(await asyncio.gather(*(ctx.ch.recv(p, t) for t in tags)))
+                return [await ctx.ch.recv(p, "x") for _ in tags]  # noqa: B023
+            return list(await asyncio.gather(*(ctx.ch.recv(p, t) for t in tags)))  # noqa: B023
 
         res = await asyncio.gather(*(send_all(p) for p in ctx.peers), *(recv_all(p) for p in ctx.peers))
         for p, got in zip(ctx.peers, res[len(ctx.peers) :]):
@@ -301,14 +302,14 @@ async def bench_send_job(ctx: JobContext) -> dict:
         payload = np.random.default_rng(0).bytes(size)
         await ctx.ch.send(dst, "warmup", b"")
         t0 = time.perf_counter()
-        for i in range(count):
+        for _ in range(count):
             await ctx.ch.send(dst, "b", payload)
         dt = time.perf_counter() - t0
         await ctx.ch.recv(dst, "done")
         return {"party": ctx.name, "seconds": dt, "bytes": size * count, "bytes_per_second": size * count / dt}
     if ctx.name == dst:
         await ctx.ch.recv(src, "warmup")
-        for i in range(count):
+        for _ in range(count):
             m = await ctx.ch.recv(src, "b")
             if len(m) != size:
                 raise ProtocolError(f"got {len(m)} bytes, expected {size}")

@@ -28,9 +28,12 @@ def result_json(res: JointResult, with_result: bool) -> dict:
         out["rules"] = []
         if res.rules is not None:
             out["rules"] = [
-                {"antecedent": list(r.antecedent), "consequent": list(r.consequent),
-                 "support": None if r.count is None else int(r.count),
-                 "confidence": None if r.confidence is None else float(r.confidence)}
+                {
+                    "antecedent": list(r.antecedent),
+                    "consequent": list(r.consequent),
+                    "support": None if r.count is None else int(r.count),
+                    "confidence": None if r.confidence is None else float(r.confidence),
+                }
                 for r in res.rules
             ]
     return out
@@ -61,10 +64,17 @@ async def mine_horizontal_job(ctx: JobContext) -> dict:
     n_items = ctx.param("n_items", int, min=1)
     t0 = time.perf_counter()
     try:
-        res = await mine_horizontal(ctx.ch, db, min_support=ms, min_confidence=mc, n_items=n_items,
-                                    max_len=max_len, reveal_counts=bool(ctx.params.get("reveal_counts", True)),
-                                    candidates=ctx.param("candidates", str, "union"),
-                                    progress=_progress(ctx))
+        res = await mine_horizontal(
+            ctx.ch,
+            db,
+            min_support=ms,
+            min_confidence=mc,
+            n_items=n_items,
+            max_len=max_len,
+            reveal_counts=bool(ctx.params.get("reveal_counts", True)),
+            candidates=ctx.param("candidates", str, "union"),
+            progress=_progress(ctx),
+        )
     except ValueError as e:  # bad thresholds: same message on every party, nothing private
         raise JobError(str(e)) from None
     out = result_json(res, report)
@@ -78,8 +88,9 @@ async def mine_vertical_job(ctx: JobContext) -> dict:
     ms, mc, max_len, db, report = _common(ctx)
     t0 = time.perf_counter()
     try:
-        res = await mine_vertical(ctx.ch, db, min_support=ms, min_confidence=mc, max_len=max_len,
-                                  progress=_progress(ctx))
+        res = await mine_vertical(
+            ctx.ch, db, min_support=ms, min_confidence=mc, max_len=max_len, progress=_progress(ctx)
+        )
     except ValueError as e:
         raise JobError(str(e)) from None
     out = result_json(res, report)

@@ -59,9 +59,9 @@ count of any infrequent candidate, nor any transaction.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Callable
 
 import numpy as np
 
@@ -160,9 +160,18 @@ async def _global_n(ch: Channel, n_local: int) -> int:
     return int(tot[0])
 
 
-async def mine_horizontal(ch: Channel, db: TransactionDB, *, min_support, min_confidence=None,
-                          n_items: int, max_len: int | None = None, reveal_counts: bool = True,
-                          candidates: str = "union", progress: ProgressFn | None = None) -> JointResult:
+async def mine_horizontal(
+    ch: Channel,
+    db: TransactionDB,
+    *,
+    min_support,
+    min_confidence=None,
+    n_items: int,
+    max_len: int | None = None,
+    reveal_counts: bool = True,
+    candidates: str = "union",
+    progress: ProgressFn | None = None,
+) -> JointResult:
     """Kantarcioglu–Clifton joint mining of horizontally partitioned data (see module docstring).
 
     ``db`` is this party's transactions over the agreed universe of item ids
@@ -192,9 +201,16 @@ async def mine_horizontal(ch: Channel, db: TransactionDB, *, min_support, min_co
     clk = _Clock(res)
     b0 = ch.bytes_sent
     t = time.perf_counter()
-    await agree(ch, "h/params", min_support=str(s), n_items=int(n_items), reveal_counts=bool(reveal_counts),
-                candidates=candidates,
-                min_confidence=None if min_confidence is None else str(min_confidence), max_len=max_len)
+    await agree(
+        ch,
+        "h/params",
+        min_support=str(s),
+        n_items=int(n_items),
+        reveal_counts=bool(reveal_counts),
+        candidates=candidates,
+        min_confidence=None if min_confidence is None else str(min_confidence),
+        max_len=max_len,
+    )
     outside = db.items.size and (int(db.items.max()) >= n_items or int(db.items.min()) < 0)
     await check_all(ch, "h/universe", f"has item ids outside the agreed universe 0..{n_items - 1}" if outside else None)
     n_local = db.n_transactions
@@ -250,13 +266,16 @@ async def mine_horizontal(ch: Channel, db: TransactionDB, *, min_support, min_co
         "all parties: the total number of transactions N (secure sum)",
         "all parties, per level: the set of candidates locally large at some party "
         "(secure union; its merging party also learns how many are shared by each group of parties; "
-        "padded set sizes within a factor of two)" if candidates == "union" else
-        "no secure union: every candidate of the public list goes to the threshold" if candidates == "all" else
-        f"levels with more than {AUTO_ALL_MAX} candidates: the union of locally large candidates (secure union, "
+        "padded set sizes within a factor of two)"
+        if candidates == "union"
+        else "no secure union: every candidate of the public list goes to the threshold"
+        if candidates == "all"
+        else f"levels with more than {AUTO_ALL_MAX} candidates: the union of locally large candidates (secure union, "
         "as above); smaller levels: nothing beyond the threshold bits",
         "all parties: which of those are globally frequent (secure sum with threshold)",
-        "all parties: the global counts of the frequent itemsets (the output; secure sum)" if reveal_counts else
-        "all parties: which candidate rules reach the confidence (secure sum with threshold); no counts at all",
+        "all parties: the global counts of the frequent itemsets (the output; secure sum)"
+        if reveal_counts
+        else "all parties: which candidate rules reach the confidence (secure sum with threshold); no counts at all",
         "never: any party's local counts, local database size or transactions",
     ]
     return res
@@ -311,14 +330,21 @@ async def _rules_by_threshold(ch: Channel, db: TransactionDB, levels, min_confid
     ok = await secure_sum_threshold(ch, x.astype(np.int64), 0, tag="rules/threshold", bound_bits=bound)
     out, at = [], 0
     for ante, cons in groups:
-        keep = np.flatnonzero(ok[at:at + ante.shape[0]])
+        keep = np.flatnonzero(ok[at : at + ante.shape[0]])
         at += ante.shape[0]
         out.extend(Rule(tuple(a), tuple(b), None, None) for a, b in zip(ante[keep].tolist(), cons[keep].tolist()))
     return out
 
 
-async def mine_vertical(ch: Channel, db: TransactionDB, *, min_support, min_confidence=None,
-                        max_len: int | None = None, progress: ProgressFn | None = None) -> JointResult:
+async def mine_vertical(
+    ch: Channel,
+    db: TransactionDB,
+    *,
+    min_support,
+    min_confidence=None,
+    max_len: int | None = None,
+    progress: ProgressFn | None = None,
+) -> JointResult:
     """Vaidya–Clifton joint mining of vertically partitioned data (see module docstring).
 
     ``db`` holds this party's items (ids disjoint from every other party's) for
@@ -330,8 +356,14 @@ async def mine_vertical(ch: Channel, db: TransactionDB, *, min_support, min_conf
     b0 = ch.bytes_sent
     t = time.perf_counter()
     N = db.n_transactions
-    await agree(ch, "v/params", min_support=str(s), transactions=int(N),
-                min_confidence=None if min_confidence is None else str(min_confidence), max_len=max_len)
+    await agree(
+        ch,
+        "v/params",
+        min_support=str(s),
+        transactions=int(N),
+        min_confidence=None if min_confidence is None else str(min_confidence),
+        max_len=max_len,
+    )
     # item ownership is public (the schema of a vertical partition)
     mine_items = np.unique(db.items).astype(np.int64)
     await broadcast(ch, "v/items", mine_items.tobytes())
@@ -342,8 +374,9 @@ async def mine_vertical(ch: Channel, db: TransactionDB, *, min_support, min_conf
     universe, cnt = np.unique(all_items, return_counts=True)
     dup = universe[cnt > 1]
     if dup.size:  # public information: every party raises the same error
-        raise ProtocolError(f"item ids held by more than one party (e.g. {dup[:5].tolist()}): "
-                            "vertical partitions must split the items")
+        raise ProtocolError(
+            f"item ids held by more than one party (e.g. {dup[:5].tolist()}): vertical partitions must split the items"
+        )
     owner_of = np.full(int(universe.max()) + 1 if universe.size else 0, -1, dtype=np.int64)
     for pi, p in enumerate(ch.parties):
         owner_of[owned[p]] = pi
@@ -368,18 +401,27 @@ async def mine_vertical(ch: Channel, db: TransactionDB, *, min_support, min_conf
         t = clk.add("local_columns", t)
         shares = await product_count_shares(ch, vec, owners, tag=f"L{k}/product")
         t = clk.add("secure_product", t)
-        frequent = await secure_sum_threshold(ch, shares.view(np.int64), min_count, tag=f"L{k}/threshold",
-                                              bound_bits=bound)
+        frequent = await secure_sum_threshold(
+            ch, shares.view(np.int64), min_count, tag=f"L{k}/threshold", bound_bits=bound
+        )
         t = clk.add("secure_threshold", t)
         F = np.flatnonzero(frequent)
         glob = await secure_sum(ch, shares[F], tag=f"L{k}/counts")
         t = clk.add("secure_counts", t)
         res.rounds += 3
-        res.levels.append({"k": k, "candidates": int(cand.shape[0]), "cross_party": int((owners.sum(1) > 1).sum()),
-                           "frequent": int(F.size)})
+        res.levels.append(
+            {
+                "k": k,
+                "candidates": int(cand.shape[0]),
+                "cross_party": int((owners.sum(1) > 1).sum()),
+                "frequent": int(F.size),
+            }
+        )
         if progress:
-            progress(f"level {k}: {cand.shape[0]} candidates ({int((owners.sum(1) > 1).sum())} across parties), "
-                     f"{F.size} frequent")
+            progress(
+                f"level {k}: {cand.shape[0]} candidates ({int((owners.sum(1) > 1).sum())} across parties), "
+                f"{F.size} frequent"
+            )
         if F.size == 0:
             break
         levels[k] = (cand[F], glob.astype(np.int64))

@@ -30,8 +30,9 @@ import sys
 import tempfile
 import time
 import weakref
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .config import PeerInfo, write_config
 from .tls import Credentials, create_ca, issue_cert, load_credentials, validate_name
@@ -152,8 +153,10 @@ class LocalCluster:
                 ca=ca_cert,
                 peers={p.name: p.address for p in self.peers if p.name != n},
                 analysts=[ANALYST],
-                data={k: str(Path(v).resolve()) if isinstance(v, (str, os.PathLike)) else v
-                      for k, v in self._data.get(n, {}).items()},
+                data={
+                    k: str(Path(v).resolve()) if isinstance(v, (str, os.PathLike)) else v
+                    for k, v in self._data.get(n, {}).items()
+                },
                 limits=self._limits,
                 job_modules=self._job_modules,
             )
@@ -170,9 +173,21 @@ class LocalCluster:
         self._log_start[name] = log.tell()  # the ready line must come after this
         try:
             return subprocess.Popen(
-                [sys.executable, "-m", "parties.daemon", "--config", str(self.configs[name]),
-                 "--log-level", self._log_level, "--exit-with-parent"],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(ROOT),
+                [
+                    sys.executable,
+                    "-m",
+                    "parties.daemon",
+                    "--config",
+                    str(self.configs[name]),
+                    "--log-level",
+                    self._log_level,
+                    "--exit-with-parent",
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=str(ROOT),
                 start_new_session=True,
             )
         finally:
@@ -203,8 +218,10 @@ class LocalCluster:
                 elif p.poll() is not None:
                     raise ClusterError(f"daemon {n} exited with code {p.returncode}: {self._tail(n)}")
             if waiting and time.monotonic() > deadline:
-                raise ClusterError(f"daemons {sorted(waiting)} not ready after {self._start_timeout:g} s: "
-                                   + "; ".join(self._tail(n) for n in sorted(waiting)))
+                raise ClusterError(
+                    f"daemons {sorted(waiting)} not ready after {self._start_timeout:g} s: "
+                    + "; ".join(self._tail(n) for n in sorted(waiting))
+                )
             if waiting:
                 time.sleep(0.02)
         self._health_all(names)
@@ -231,7 +248,7 @@ class LocalCluster:
         return " | ".join(t) or "(no output)"
 
     # ------------------------------------------------------------------ public
-    def start(self) -> "LocalCluster":
+    def start(self) -> LocalCluster:
         """Create certificates and configs, start every daemon, wait until all answer Health."""
         t0 = time.perf_counter()
         try:
@@ -284,8 +301,14 @@ class LocalCluster:
     def party(self, name: str) -> PeerInfo:
         return next(p for p in self.peers if p.name == name)
 
-    async def arun_job(self, job: str, params: Mapping[str, Any] | None = None, timeout: float = 60.0,
-                       parties: Sequence[str] | None = None, **kw) -> dict[str, Any]:
+    async def arun_job(
+        self,
+        job: str,
+        params: Mapping[str, Any] | None = None,
+        timeout: float = 60.0,
+        parties: Sequence[str] | None = None,
+        **kw,
+    ) -> dict[str, Any]:
         """Run ``job`` on every party (or on ``parties``, in that order); see :func:`parties.client.run_job`."""
         from .client import run_job
 
@@ -293,20 +316,26 @@ class LocalCluster:
         peers = self.peers if parties is None else [self.party(n) for n in parties]
         return await run_job(peers, job, params or {}, creds=self.creds, timeout=timeout, **kw)
 
-    def run_job(self, job: str, params: Mapping[str, Any] | None = None, timeout: float = 60.0,
-                parties: Sequence[str] | None = None, **kw) -> dict[str, Any]:
+    def run_job(
+        self,
+        job: str,
+        params: Mapping[str, Any] | None = None,
+        timeout: float = 60.0,
+        parties: Sequence[str] | None = None,
+        **kw,
+    ) -> dict[str, Any]:
         """Synchronous :meth:`arun_job` (runs on :func:`parties.client.run_sync`'s shared loop)."""
         from .client import run_sync
 
         return run_sync(self.arun_job(job, params, timeout, parties, **kw))
 
-    def __enter__(self) -> "LocalCluster":
+    def __enter__(self) -> LocalCluster:
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    async def __aenter__(self) -> "LocalCluster":
+    async def __aenter__(self) -> LocalCluster:
         await asyncio.to_thread(self.start)
         return self
 

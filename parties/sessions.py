@@ -32,8 +32,8 @@ import logging
 import re
 import time
 from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Iterable
 
 from mpc.errors import PeerFailedError, ProtocolError, ProtocolTimeoutError
 
@@ -227,7 +227,7 @@ class Session:
     mailbox: Mailbox = field(init=False)
     task: asyncio.Task | None = None  # the running job
     # called once when the session fails (the daemon sends Abort to the peers)
-    on_fail: list[Callable[["Session", BaseException, str | None], None]] = field(default_factory=list)
+    on_fail: list[Callable[[Session, BaseException, str | None], None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.mailbox = Mailbox(self.limits.max_session_buffer_bytes)

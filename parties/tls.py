@@ -23,9 +23,9 @@ import datetime as _dt
 import ipaddress
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -58,9 +58,7 @@ class TLSError(Exception):
 def validate_name(name: str, what: str = "party name") -> str:
     """Return ``name`` if it is a valid party/analyst name, else raise :class:`TLSError`."""
     if not isinstance(name, str) or not _NAME_RE.match(name):
-        raise TLSError(
-            f"invalid {what} {name!r}: use 1-63 lowercase letters, digits and '-' (not at either end)"
-        )
+        raise TLSError(f"invalid {what} {name!r}: use 1-63 lowercase letters, digits and '-' (not at either end)")
     return name
 
 
@@ -113,7 +111,7 @@ def _load_key(pem: bytes, where: str):
 
 
 def _now() -> _dt.datetime:
-    return _dt.datetime.now(_dt.timezone.utc)
+    return _dt.datetime.now(_dt.UTC)
 
 
 def _key_pem(key) -> bytes:
@@ -139,9 +137,15 @@ def create_ca(ca_dir: str | os.PathLike, name: str = "ppdm local CA", days: int 
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(
-                digital_signature=True, content_commitment=False, key_encipherment=False,
-                data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
-                encipher_only=False, decipher_only=False,
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
             ),
             critical=True,
         )
@@ -216,18 +220,22 @@ def issue_cert(
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
-                digital_signature=True, content_commitment=False, key_encipherment=False,
-                data_encipherment=False, key_agreement=False, key_cert_sign=False, crl_sign=False,
-                encipher_only=False, decipher_only=False,
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=False,
+                crl_sign=False,
+                encipher_only=False,
+                decipher_only=False,
             ),
             critical=True,
         )
         .add_extension(x509.ExtendedKeyUsage(eku), critical=False)
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_cert.public_key()), critical=False
-        )
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_cert.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     out = Path(out_dir)
@@ -271,9 +279,7 @@ class Credentials:
         )
 
 
-def load_credentials(
-    cert: str | os.PathLike, key: str | os.PathLike, ca: str | os.PathLike
-) -> Credentials:
+def load_credentials(cert: str | os.PathLike, key: str | os.PathLike, ca: str | os.PathLike) -> Credentials:
     """Load and check an identity: files readable, PEM, key matches certificate, certificate signed by the CA."""
     cert_pem = read_file(cert, "certificate")
     key_pem = read_file(key, "private key")

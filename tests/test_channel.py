@@ -42,7 +42,9 @@ def test_big_endian_input_is_normalized():
     np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("bad", [b"", b"\x01\x00\x00\x00", pack_arrays(np.arange(4))[:-3], pack_arrays(np.arange(4)) + b"x"])
+@pytest.mark.parametrize(
+    "bad", [b"", b"\x01\x00\x00\x00", pack_arrays(np.arange(4))[:-3], pack_arrays(np.arange(4)) + b"x"]
+)
 def test_malformed_payload_is_a_protocol_error(bad):
     with pytest.raises(ProtocolError):
         unpack_arrays(bad)

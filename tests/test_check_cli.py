@@ -12,10 +12,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from pycanon import anonymity as pycanon
 
 from parties.cli import main
-
-from pycanon import anonymity as pycanon  # noqa: E402  (the oracle: required, never skipped)
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "anonymize" / "data"
@@ -38,8 +37,17 @@ def test_check_json_matches_pycanon(capsys, tmp_path):
     df.index = np.arange(len(df))[::-1] * 7  # an index pycanon would trip over; we must not
     rel = tmp_path / "rel.csv"
     df.to_csv(rel, sep=",", index=False)
-    code, out, err = run(capsys, rel, "--qi", "age,sex,race,marital-status", "--sensitive", "salary-class,occupation",
-                         "--json", "--c", "2")
+    code, out, err = run(
+        capsys,
+        rel,
+        "--qi",
+        "age,sex,race,marital-status",
+        "--sensitive",
+        "salary-class,occupation",
+        "--json",
+        "--c",
+        "2",
+    )
     assert code == 0, err
     rep = json.loads(out)
     fresh = df.reset_index(drop=True)
@@ -58,8 +66,17 @@ def test_check_table_output_and_hierarchies(capsys):
     code, out, err = run(capsys, SUBSET, "--qi", QIS, "--sensitive", "salary-class", "--hierarchies", DATA)
     assert code == 0, err
     assert "k = 1" in out and "l distinct = 1" in out and "EMD(hierarchical)" in out and "NCP" in out
-    code, out, _ = run(capsys, SUBSET, "--qi", "sex,race", "--sensitive", "education",
-                       "--hierarchy", f"education={DATA / 'adult_hierarchy_education.csv'}", "--json")
+    code, out, _ = run(
+        capsys,
+        SUBSET,
+        "--qi",
+        "sex,race",
+        "--sensitive",
+        "education",
+        "--hierarchy",
+        f"education={DATA / 'adult_hierarchy_education.csv'}",
+        "--json",
+    )
     rep = json.loads(out)
     t = rep["sensitive_attributes"]["education"]["t"]
     assert code == 0 and 0 <= t["emd_hierarchical"] <= t["emd_equal"] + 1e-12
@@ -85,8 +102,9 @@ def test_check_full_adult_is_fast(capsys):
     assert rep["seconds"] < 1.0  # measured ~0.1 s on the 2-core CI machine
 
 
-@pytest.mark.parametrize("case", ["unknown_column", "empty_file", "nan_in_qi", "bad_hierarchy", "missing_file",
-                                  "value_not_in_hierarchy"])
+@pytest.mark.parametrize(
+    "case", ["unknown_column", "empty_file", "nan_in_qi", "bad_hierarchy", "missing_file", "value_not_in_hierarchy"]
+)
 def test_check_bad_input_one_line(capsys, tmp_path, case):
     args = [SUBSET, "--qi", "age,sex", "--sensitive", "salary-class"]
     if case == "unknown_column":
@@ -123,11 +141,33 @@ def test_check_bad_input_one_line(capsys, tmp_path, case):
 
 def test_check_subprocess():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = subprocess.run([sys.executable, "-m", "parties.cli", "check", str(SUBSET), "--qi", "sex,race",
-                        "--sensitive", "salary-class", "--json"], capture_output=True, text=True, env=env, cwd=ROOT,
-                       timeout=60)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "parties.cli",
+            "check",
+            str(SUBSET),
+            "--qi",
+            "sex,race",
+            "--sensitive",
+            "salary-class",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["rows"] == 3016
-    p = subprocess.run([sys.executable, "-m", "parties.cli", "check", str(SUBSET), "--qi", "nope"],
-                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    p = subprocess.run(
+        [sys.executable, "-m", "parties.cli", "check", str(SUBSET), "--qi", "nope"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "unknown column" in p.stderr

@@ -17,8 +17,13 @@ MUSHROOM_40 = "62b84f800484f4d59ebb499e2d11c768"  # reference_counts.json, mushr
 
 
 def ppdm(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "parties.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "-m", "parties.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+    )
 
 
 def fp_of(res: dict) -> str:
@@ -27,14 +32,18 @@ def fp_of(res: dict) -> str:
         levels.setdefault(len(it["items"]), []).append((it["items"], it["count"]))
     import numpy as np
 
-    lv = {k: (np.array([i for i, _ in v], dtype=np.int64), np.array([c for _, c in v], dtype=np.int64))
-          for k, v in levels.items()}
+    lv = {
+        k: (np.array([i for i, _ in v], dtype=np.int64), np.array([c for _, c in v], dtype=np.int64))
+        for k, v in levels.items()
+    }
     return fingerprint(FrequentItemsets(lv, res["transactions"], 1))
 
 
 def rules_of(res: dict) -> dict:
-    return {(tuple(r["antecedent"]), tuple(r["consequent"])): (r["support"], round(r["confidence"], 12))
-            for r in res["rules"]}
+    return {
+        (tuple(r["antecedent"]), tuple(r["consequent"])): (r["support"], round(r["confidence"], 12))
+        for r in res["rules"]
+    }
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +59,9 @@ def central():
 @pytest.mark.daemons
 @pytest.mark.parametrize("split,n", [("horizontal", 3), ("vertical", 2)])
 def test_mine_local_equals_centralized(central, split, n):
-    r = ppdm("mine", "--local", n, "--split", split, MUSHROOM, "--min-support", "0.4", "--min-confidence", "0.9",
-             "--json")
+    r = ppdm(
+        "mine", "--local", n, "--split", split, MUSHROOM, "--min-support", "0.4", "--min-confidence", "0.9", "--json"
+    )
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
     assert fp_of(res) == MUSHROOM_40
@@ -61,15 +71,18 @@ def test_mine_local_equals_centralized(central, split, n):
     assert proto["rounds"] > 0 and proto["bytes_total"] > 0 and proto["revealed"]
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["mine", "no-such-file.dat"], "no such file"),
-    (["mine", MUSHROOM, "--min-support", "0"], "(0, 1]"),
-    (["mine", MUSHROOM, "--min-support", "1.5"], "(0, 1]"),
-    (["mine", MUSHROOM, "--min-support", "abc"], "must be a number"),
-    (["mine", "--local", "3", MUSHROOM], "--split"),
-    (["mine", "--parties", "nope.toml", "--split", "horizontal"], "cannot read"),
-    (["bench", "mpc", "--only", "nonsense"], "unknown operation"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["mine", "no-such-file.dat"], "no such file"),
+        (["mine", MUSHROOM, "--min-support", "0"], "(0, 1]"),
+        (["mine", MUSHROOM, "--min-support", "1.5"], "(0, 1]"),
+        (["mine", MUSHROOM, "--min-support", "abc"], "must be a number"),
+        (["mine", "--local", "3", MUSHROOM], "--split"),
+        (["mine", "--parties", "nope.toml", "--split", "horizontal"], "cannot read"),
+        (["bench", "mpc", "--only", "nonsense"], "unknown operation"),
+    ],
+)
 def test_bad_input_is_one_clear_line(args, needle):
     r = ppdm(*args)
     assert r.returncode != 0
@@ -102,8 +115,15 @@ def test_bench_mpc_quick_json():
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)["results"]
     assert {row["operation"] for row in rows} == {
-        "base_ot", "ot_extension", "ot_1_of_n", "secure_sum", "secure_sum_threshold", "dot_product", "set_union",
-        "intersection_cardinality"}
+        "base_ot",
+        "ot_extension",
+        "ot_1_of_n",
+        "secure_sum",
+        "secure_sum_threshold",
+        "dot_product",
+        "set_union",
+        "intersection_cardinality",
+    }
     for row in rows:
         assert row["correct"] is True, row
         assert row["seconds"] > 0 and row["per_second"] > 0 and row["bytes"] > 0
@@ -121,8 +141,22 @@ def test_demo_runs_and_agrees():
 
 @pytest.mark.daemons
 def test_mine_local_private_counts_all_candidates(central):
-    r = ppdm("mine", "--local", 3, "--split", "horizontal", MUSHROOM, "--min-support", "0.4", "--min-confidence",
-             "0.9", "--private-counts", "--candidates", "all", "--json")
+    r = ppdm(
+        "mine",
+        "--local",
+        3,
+        "--split",
+        "horizontal",
+        MUSHROOM,
+        "--min-support",
+        "0.4",
+        "--min-confidence",
+        "0.9",
+        "--private-counts",
+        "--candidates",
+        "all",
+        "--json",
+    )
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
     assert {tuple(i["items"]) for i in res["itemsets"]} == {tuple(i["items"]) for i in central["itemsets"]}

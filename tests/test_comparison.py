@@ -27,7 +27,7 @@ def run_catching(fn, a, b):
         role = ch.parties.index(ch.me)
         try:
             return await fn(ch, ch.parties[1 - role], v, role)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             return e
 
     return run_parties(2, party, [a, b], timeout=10)
@@ -35,7 +35,9 @@ def run_catching(fn, a, b):
 
 def operand(bits, signed):
     lo, hi = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
-    return st.one_of(st.sampled_from([lo, hi, lo + 1 if lo < hi else lo, hi - 1 if hi > lo else hi, 0]), st.integers(lo, hi))
+    return st.one_of(
+        st.sampled_from([lo, hi, lo + 1 if lo < hi else lo, hi - 1 if hi > lo else hi, 0]), st.integers(lo, hi)
+    )
 
 
 def as_array(vals, bits, signed):
@@ -49,7 +51,9 @@ def test_compare_reveal_equals_less_than(data, bits, signed, n):
     pairs += [(v, v) for v, _ in pairs[:3]]  # equality is never "less"
     a = as_array([p[0] for p in pairs], bits, signed)
     b = as_array([p[1] for p in pairs], bits, signed)
-    out = two(lambda ch, peer, v, role: compare_reveal(ch, peer, v, bits=bits, role=role, tag="cmp", signed=signed), a, b)
+    out = two(
+        lambda ch, peer, v, role: compare_reveal(ch, peer, v, bits=bits, role=role, tag="cmp", signed=signed), a, b
+    )
     expect = np.array([x < y for x, y in pairs], bool)
     for res in out.values():
         assert res.dtype == bool
@@ -135,8 +139,16 @@ def test_mismatches_fail_on_both_parties():
 
 def test_bad_inputs_are_refused():
     with pytest.raises(ValueError, match="< 2\\^4"):
-        two(lambda ch, peer, v, role: millionaires(ch, peer, v, bits=4, role=role, tag="b"), np.array([16]), np.array([1]))
+        two(
+            lambda ch, peer, v, role: millionaires(ch, peer, v, bits=4, role=role, tag="b"),
+            np.array([16]),
+            np.array([1]),
+        )
     with pytest.raises(ValueError, match="signed"):
-        two(lambda ch, peer, v, role: millionaires(ch, peer, v, bits=8, role=role, tag="b"), np.array([-1]), np.array([1]))
+        two(
+            lambda ch, peer, v, role: millionaires(ch, peer, v, bits=8, role=role, tag="b"),
+            np.array([-1]),
+            np.array([1]),
+        )
     with pytest.raises(ValueError, match="role"):
         two(lambda ch, peer, v, role: millionaires(ch, peer, v, bits=8, role=2, tag="b"), np.array([1]), np.array([1]))

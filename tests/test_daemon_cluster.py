@@ -40,8 +40,9 @@ def test_ping_all_four(cluster):
 
 def test_exchange_large_messages_are_chunked(cluster):
     size = 5 * CHUNK_BYTES + 12345  # > the 4 MiB default gRPC limit, not a multiple of the chunk
-    res = cluster.run_job("exchange", {"size": size, "rounds": 1, "tags": 2}, timeout=60,
-                          parties=["alice", "bob", "carol"])
+    res = cluster.run_job(
+        "exchange", {"size": size, "rounds": 1, "tags": 2}, timeout=60, parties=["alice", "bob", "carol"]
+    )
     check_digests(res, 2)
     assert res["alice"]["bytes_sent"] == 2 * 2 * size
 
@@ -52,8 +53,9 @@ def test_exchange_many_tags_four_parties(cluster):
 
 
 def test_fifo_per_sender_and_tag(cluster):
-    res = cluster.run_job("exchange", {"size": 64, "rounds": 2, "tags": 25, "fifo": True}, timeout=60,
-                          parties=["bob", "dave"])
+    res = cluster.run_job(
+        "exchange", {"size": 64, "rounds": 2, "tags": 25, "fifo": True}, timeout=60, parties=["bob", "dave"]
+    )
     check_digests(res, 50)  # digests compared in order: any reordering fails
 
 
@@ -65,10 +67,18 @@ def test_empty_messages(cluster):
 def test_two_concurrent_sessions_do_not_mix(cluster):
     async def both():
         # the same tags in both sessions, overlapping parties, different random bytes
-        a = cluster.arun_job("exchange", {"size": 2000, "rounds": 4, "tags": 8, "fifo": True, "seed": 1},
-                             timeout=60, parties=["alice", "bob", "carol"])
-        b = cluster.arun_job("exchange", {"size": 2000, "rounds": 4, "tags": 8, "fifo": True, "seed": 2},
-                             timeout=60, parties=["carol", "bob", "alice", "dave"])
+        a = cluster.arun_job(
+            "exchange",
+            {"size": 2000, "rounds": 4, "tags": 8, "fifo": True, "seed": 1},
+            timeout=60,
+            parties=["alice", "bob", "carol"],
+        )
+        b = cluster.arun_job(
+            "exchange",
+            {"size": 2000, "rounds": 4, "tags": 8, "fifo": True, "seed": 2},
+            timeout=60,
+            parties=["carol", "bob", "alice", "dave"],
+        )
         return await asyncio.gather(a, b)
 
     ra, rb = run_sync(both())
@@ -136,8 +146,9 @@ def test_session_deadline(cluster):
 
 def test_busy_event_loop_is_not_a_dead_peer(cluster):
     # bob holds its event loop for 2.5 s (longer than a Health ping's deadline): slow is not dead
-    res = cluster.run_job("exchange", {"size": 1000, "rounds": 1, "stall_at": "bob", "stall": 2.5},
-                          timeout=30, parties=["alice", "bob"])
+    res = cluster.run_job(
+        "exchange", {"size": 1000, "rounds": 1, "stall_at": "bob", "stall": 2.5}, timeout=30, parties=["alice", "bob"]
+    )
     check_digests(res, 1)
 
 

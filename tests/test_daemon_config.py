@@ -29,13 +29,18 @@ def test_ca_and_party_certificates(ca, tmp_path):
     assert c.subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)[0].value == "alice"
     san = c.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert set(san.get_values_for_type(x509.DNSName)) == {"alice", "localhost", "alice.example.org"}
-    assert set(san.get_values_for_type(x509.IPAddress)) == {ipaddress.ip_address("127.0.0.1"),
-                                                            ipaddress.ip_address("10.0.0.5")}
+    assert set(san.get_values_for_type(x509.IPAddress)) == {
+        ipaddress.ip_address("127.0.0.1"),
+        ipaddress.ip_address("10.0.0.5"),
+    }
     creds = load_credentials(cert, key, ca_cert)
     assert creds.name == "alice"
     a_cert, _ = issue_cert(ca_cert, ca_key, "analyst", tmp_path / "an", server=False)
-    eku = x509.load_pem_x509_certificate(a_cert.read_bytes()).extensions.get_extension_for_class(
-        x509.ExtendedKeyUsage).value
+    eku = (
+        x509.load_pem_x509_certificate(a_cert.read_bytes())
+        .extensions.get_extension_for_class(x509.ExtendedKeyUsage)
+        .value
+    )
     assert list(eku) == [x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]
 
 
@@ -109,7 +114,7 @@ def test_config_parses_and_resolves_paths(tmp_path):
     [
         (lambda d: d.pop("party"), "missing table \\[party\\]"),
         (lambda d: d["party"].pop("listen"), "missing key party.listen"),
-        (lambda d: d["party"].update(listen="nohost"), "party.listen: expected \"host:port\""),
+        (lambda d: d["party"].update(listen="nohost"), 'party.listen: expected "host:port"'),
         (lambda d: d["party"].update(listen="h:99999"), "party.listen.*port 0-65535"),
         (lambda d: d["party"].update(name="Alice"), "party.name: invalid party name"),
         (lambda d: d["party"].update(colour="red"), "unknown key party.colour"),
@@ -141,9 +146,17 @@ def test_config_file_errors(tmp_path):
 def test_write_config_roundtrip_and_cert_name_check(ca, tmp_path):
     ca_cert, ca_key = ca
     issue_cert(ca_cert, ca_key, "bob", tmp_path / "alice")  # the wrong certificate for alice
-    p = write_config(tmp_path / "alice" / "party.toml", name="alice", listen="127.0.0.1:1", cert="bob.pem",
-                     key="bob.key", ca=ca_cert, peers={"bob": "127.0.0.1:2"}, data={"tx": "t.dat"},
-                     limits={"max_sessions": 2})
+    p = write_config(
+        tmp_path / "alice" / "party.toml",
+        name="alice",
+        listen="127.0.0.1:1",
+        cert="bob.pem",
+        key="bob.key",
+        ca=ca_cert,
+        peers={"bob": "127.0.0.1:2"},
+        data={"tx": "t.dat"},
+        limits={"max_sessions": 2},
+    )
     cfg = load_config(p)
     assert cfg.limits.max_sessions == 2 and cfg.path == p.resolve()
     assert tomllib.loads(p.read_text())["peers"]["bob"]["address"] == "127.0.0.1:2"
@@ -196,8 +209,10 @@ def test_builtin_jobs_on_memory_network():
 
     async def main():
         net = MemoryNetwork(["a", "b", "c"])
-        ctxs = [jobs.JobContext(name=n, ch=net.channel(n), params={"size": 1000, "rounds": 2, "tags": 2})
-                for n in net.parties]
+        ctxs = [
+            jobs.JobContext(name=n, ch=net.channel(n), params={"size": 1000, "rounds": 2, "tags": 2})
+            for n in net.parties
+        ]
         return await asyncio.gather(*(jobs.get_job("exchange")(c) for c in ctxs))
 
     res = {r["party"]: r for r in asyncio.run(main())}
@@ -222,10 +237,24 @@ def test_cli_party_init(tmp_path, monkeypatch, capsys):
     from parties.cli import main
 
     monkeypatch.chdir(tmp_path)
-    assert main(["party", "init", "--name", "alice", "--listen", "127.0.0.1:7001",
-                 "--peer", "bob=127.0.0.1:7002", "--data", "transactions=a.dat"]) == 0
-    assert main(["party", "init", "--name", "bob", "--listen", "127.0.0.1:7002",
-                 "--peer", "alice=127.0.0.1:7001"]) == 0
+    assert (
+        main(
+            [
+                "party",
+                "init",
+                "--name",
+                "alice",
+                "--listen",
+                "127.0.0.1:7001",
+                "--peer",
+                "bob=127.0.0.1:7002",
+                "--data",
+                "transactions=a.dat",
+            ]
+        )
+        == 0
+    )
+    assert main(["party", "init", "--name", "bob", "--listen", "127.0.0.1:7002", "--peer", "alice=127.0.0.1:7001"]) == 0
     cfg = load_config(tmp_path / "alice" / "party.toml")
     assert cfg.credentials().name == "alice" and cfg.peers["bob"].address == "127.0.0.1:7002"
     assert cfg.data["transactions"] == str(tmp_path / "alice" / "a.dat")

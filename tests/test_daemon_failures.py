@@ -49,8 +49,10 @@ def test_survivors_detect_the_dead_peer_themselves(make_cluster):
     sid = new_session_id()
 
     async def scenario():
-        tasks = {p.name: asyncio.create_task(start_job(p, sid, "exchange", LONG, NAMES, creds=c.creds,
-                                                       timeout=TIMEOUT)) for p in c.peers}
+        tasks = {
+            p.name: asyncio.create_task(start_job(p, sid, "exchange", LONG, NAMES, creds=c.creds, timeout=TIMEOUT))
+            for p in c.peers
+        }
         killed_at = await kill_later(c, "bob", 1.0)
         out = {}
         for n in ("alice", "carol"):
@@ -93,5 +95,7 @@ def test_sigterm_stops_a_daemon_cleanly_and_aborts_its_sessions(make_cluster):
 def test_a_daemon_that_cannot_start_is_one_clear_error():
     from parties.local_cluster import ClusterError, LocalCluster
 
-    with pytest.raises(ClusterError, match="daemon alice exited with code 1: .*job module 'ppdm_no_such_jobs' not found"):
+    with pytest.raises(
+        ClusterError, match="daemon alice exited with code 1: .*job module 'ppdm_no_such_jobs' not found"
+    ):
         LocalCluster(["alice"], job_modules=["ppdm_no_such_jobs"]).start()

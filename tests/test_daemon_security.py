@@ -19,8 +19,9 @@ MAX_BUF = 6 << 20
 
 @pytest.fixture(scope="module")
 def cluster():
-    with LocalCluster(["alice", "bob", "carol"],
-                      limits={"max_message_bytes": MAX_MSG, "max_session_buffer_bytes": MAX_BUF}) as c:
+    with LocalCluster(
+        ["alice", "bob", "carol"], limits={"max_message_bytes": MAX_MSG, "max_session_buffer_bytes": MAX_BUF}
+    ) as c:
         yield c
 
 
@@ -29,8 +30,9 @@ def call(cluster, creds: Credentials, target: str, method: str, request, *, name
 
     async def go():
         opts = [("grpc.ssl_target_name_override", name or target)]
-        async with grpc.aio.secure_channel(cluster.party(target).address, creds.channel_credentials(),
-                                           options=opts) as ch:
+        async with grpc.aio.secure_channel(
+            cluster.party(target).address, creds.channel_credentials(), options=opts
+        ) as ch:
             stub = pb_grpc.PartyStub(ch)
             return await getattr(stub, method)(request, timeout=10)
 
@@ -63,8 +65,13 @@ def test_certificate_from_another_ca_is_refused(cluster, tmp_path):
     forged = Credentials("bob", cert.read_bytes(), key.read_bytes(), real_ca)
     code, details = code_of(cluster, forged, "alice", "Health", pb.HealthRequest())
     assert code == grpc.StatusCode.UNAVAILABLE  # the TLS handshake fails: no RPC is served
-    code, _ = code_of(cluster, forged, "alice", "Deliver",
-                      chunks(pb.Chunk(header=pb.MessageHeader(session="s", tag="t", total_length=1), data=b"x")))
+    code, _ = code_of(
+        cluster,
+        forged,
+        "alice",
+        "Deliver",
+        chunks(pb.Chunk(header=pb.MessageHeader(session="s", tag="t", total_length=1), data=b"x")),
+    )
     assert code == grpc.StatusCode.UNAVAILABLE
     assert_still_serving(cluster)
 
@@ -77,8 +84,10 @@ def test_valid_certificate_of_a_stranger_is_refused(cluster, tmp_path):
     assert code_of(cluster, mallory, "alice", "Deliver", deliver)[0] == grpc.StatusCode.PERMISSION_DENIED
     req = pb.StartJobRequest(session="s1", job="ping", parties=["alice", "bob"])
     assert code_of(cluster, mallory, "alice", "StartJob", req)[0] == grpc.StatusCode.PERMISSION_DENIED
-    assert code_of(cluster, mallory, "alice", "Abort", pb.AbortRequest(session="s1"))[0] == \
-        grpc.StatusCode.PERMISSION_DENIED
+    assert (
+        code_of(cluster, mallory, "alice", "Abort", pb.AbortRequest(session="s1"))[0]
+        == grpc.StatusCode.PERMISSION_DENIED
+    )
     assert code_of(cluster, mallory, "alice", "Health", pb.HealthRequest())[0] == grpc.StatusCode.PERMISSION_DENIED
     assert "'mallory' is not a configured peer" in cluster.log("alice")
 
@@ -86,8 +95,9 @@ def test_valid_certificate_of_a_stranger_is_refused(cluster, tmp_path):
 def test_roles_are_separate(cluster):
     # a peer may not start jobs; the analyst may not deliver protocol messages
     req = pb.StartJobRequest(session="s2", job="ping", parties=["alice", "bob"])
-    assert code_of(cluster, cluster.credentials("bob"), "alice", "StartJob", req)[0] == \
-        grpc.StatusCode.PERMISSION_DENIED
+    assert (
+        code_of(cluster, cluster.credentials("bob"), "alice", "StartJob", req)[0] == grpc.StatusCode.PERMISSION_DENIED
+    )
     deliver = chunks(pb.Chunk(header=pb.MessageHeader(session="s2", tag="t", total_length=1), data=b"x"))
     assert code_of(cluster, cluster.creds, "alice", "Deliver", deliver)[0] == grpc.StatusCode.PERMISSION_DENIED
 
@@ -96,6 +106,7 @@ def test_a_party_cannot_answer_in_another_partys_name(cluster):
     # alice's daemon (and certificate) reached under the name "bob": the TLS name check fails
     code, details = code_of(cluster, cluster.credentials("carol"), "alice", "Health", pb.HealthRequest(), name="bob")
     assert code == grpc.StatusCode.UNAVAILABLE
+
     # the same through the daemons' own peer connections (PeerPool)
     async def via_pool():
         pool = PeerPool(cluster.credentials("carol"), {"bob": PeerInfo("bob", cluster.party("alice").address)})
@@ -119,8 +130,9 @@ def bob(cluster):
 
 
 def test_oversized_chunk_is_refused(cluster):
-    big = pb.Chunk(header=pb.MessageHeader(session="big1", tag="t", total_length=2 * CHUNK_BYTES),
-                   data=bytes(2 * CHUNK_BYTES))
+    big = pb.Chunk(
+        header=pb.MessageHeader(session="big1", tag="t", total_length=2 * CHUNK_BYTES), data=bytes(2 * CHUNK_BYTES)
+    )
     assert code_of(cluster, bob(cluster), "alice", "Deliver", chunks(big))[0] == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert_still_serving(cluster)
 
@@ -133,7 +145,9 @@ def test_oversized_message_is_refused_from_its_header(cluster):
 
 def test_session_buffer_is_bounded(cluster):
     def message(n):
-        yield pb.Chunk(header=pb.MessageHeader(session="buf1", tag="t", total_length=n), data=bytes(min(n, CHUNK_BYTES)))
+        yield pb.Chunk(
+            header=pb.MessageHeader(session="buf1", tag="t", total_length=n), data=bytes(min(n, CHUNK_BYTES))
+        )
         for off in range(CHUNK_BYTES, n, CHUNK_BYTES):
             yield pb.Chunk(data=bytes(min(CHUNK_BYTES, n - off)))
 
@@ -148,17 +162,34 @@ def test_session_buffer_is_bounded(cluster):
     [
         ([pb.Chunk(data=b"abc")], grpc.StatusCode.INVALID_ARGUMENT, "header"),
         ([], grpc.StatusCode.INVALID_ARGUMENT, "empty"),
-        ([pb.Chunk(header=pb.MessageHeader(session="m1", tag="t", total_length=10), data=b"12345")],
-         grpc.StatusCode.INVALID_ARGUMENT, "ended after 5 of 10"),
-        ([pb.Chunk(header=pb.MessageHeader(session="m2", tag="t", total_length=3), data=b"12345")],
-         grpc.StatusCode.INVALID_ARGUMENT, "longer than"),
-        ([pb.Chunk(header=pb.MessageHeader(session="m3", tag="t", total_length=2), data=b"1"),
-          pb.Chunk(header=pb.MessageHeader(session="m3", tag="t", total_length=2), data=b"2")],
-         grpc.StatusCode.INVALID_ARGUMENT, "header repeated"),
-        ([pb.Chunk(header=pb.MessageHeader(session="bad id/..", tag="t", total_length=1), data=b"1")],
-         grpc.StatusCode.INVALID_ARGUMENT, "invalid session id"),
-        ([pb.Chunk(header=pb.MessageHeader(session="m4", tag="", total_length=1), data=b"1")],
-         grpc.StatusCode.INVALID_ARGUMENT, "invalid tag"),
+        (
+            [pb.Chunk(header=pb.MessageHeader(session="m1", tag="t", total_length=10), data=b"12345")],
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "ended after 5 of 10",
+        ),
+        (
+            [pb.Chunk(header=pb.MessageHeader(session="m2", tag="t", total_length=3), data=b"12345")],
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "longer than",
+        ),
+        (
+            [
+                pb.Chunk(header=pb.MessageHeader(session="m3", tag="t", total_length=2), data=b"1"),
+                pb.Chunk(header=pb.MessageHeader(session="m3", tag="t", total_length=2), data=b"2"),
+            ],
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "header repeated",
+        ),
+        (
+            [pb.Chunk(header=pb.MessageHeader(session="bad id/..", tag="t", total_length=1), data=b"1")],
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "invalid session id",
+        ),
+        (
+            [pb.Chunk(header=pb.MessageHeader(session="m4", tag="", total_length=1), data=b"1")],
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "invalid tag",
+        ),
     ],
     ids=["no-header", "empty", "truncated", "too-long", "header-twice", "bad-session", "bad-tag"],
 )
@@ -175,11 +206,13 @@ VALID_FIRST = pb.Chunk(header=pb.MessageHeader(session="g1", tag="t", total_leng
 def test_garbage_bytes_are_refused(cluster, stream):
     async def go():
         async with grpc.aio.secure_channel(
-            cluster.party("alice").address, bob(cluster).channel_credentials(),
+            cluster.party("alice").address,
+            bob(cluster).channel_credentials(),
             options=[("grpc.ssl_target_name_override", "alice")],
         ) as ch:
-            raw = ch.stream_unary("/ppdm.v1.Party/Deliver", request_serializer=lambda b: b,
-                                  response_deserializer=lambda b: b)
+            raw = ch.stream_unary(
+                "/ppdm.v1.Party/Deliver", request_serializer=lambda b: b, response_deserializer=lambda b: b
+            )
             return await raw(iter(stream), timeout=5)
 
     with pytest.raises(grpc.aio.AioRpcError) as ei:

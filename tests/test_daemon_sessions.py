@@ -119,7 +119,7 @@ def test_mailbox_bounds_bytes_including_reservations():
 
 def test_mailbox_bounds_message_count():
     m = Mailbox(1 << 20, max_messages=3)
-    for i in range(3):
+    for _i in range(3):
         m.reserve(1)
         m.put("bob", "t", b"x", reserved=1)
     with pytest.raises(BufferFull, match="unread messages"):

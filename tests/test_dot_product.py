@@ -71,7 +71,9 @@ def test_signed_results_and_wrap_around():
 
 def test_shares_alone_are_not_the_product():
     x, y = np.arange(1000), np.ones(1000, np.int64)
-    out = two(lambda ch, peer, v, role: dot_products(ch, peer, np.tile(v, (64, 1)), role=role, tag="sh", reveal=False), x, y)
+    out = two(
+        lambda ch, peer, v, role: dot_products(ch, peer, np.tile(v, (64, 1)), role=role, tag="sh", reveal=False), x, y
+    )
     assert np.all(out["p0"] + out["p1"] == 999 * 1000 // 2)
     for share in out.values():
         assert not np.any(share == 999 * 1000 // 2)
@@ -83,7 +85,7 @@ def test_mismatches_fail_on_both_parties():
         me = ch.parties.index(ch.me)
         try:
             return await dot_products(ch, ch.parties[1 - me], v, role=me if role is None else role, tag="m", bits=bits)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             return e
 
     out = run_parties(2, dp, [np.ones((2, 3), int), np.ones((2, 4), int)], timeout=10)
@@ -96,7 +98,9 @@ def test_mismatches_fail_on_both_parties():
 
 def test_out_of_range_y_is_refused():
     with pytest.raises(ValueError, match="2\\^1"):
-        two(lambda ch, peer, v, role: dot_product(ch, peer, v, role=role, tag="r"), np.ones(3, int), np.array([0, 2, 1]))
+        two(
+            lambda ch, peer, v, role: dot_product(ch, peer, v, role=role, tag="r"), np.ones(3, int), np.array([0, 2, 1])
+        )
     with pytest.raises(TypeError, match="integer"):
         two(lambda ch, peer, v, role: dot_product(ch, peer, v, role=role, tag="r"), np.ones(3), np.ones(3))
 

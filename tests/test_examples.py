@@ -11,7 +11,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.mark.parametrize("script", sorted(p.name for p in (REPO / "examples").glob("*.py")))
 def test_example_runs(script):
-    r = subprocess.run([sys.executable, str(REPO / "examples" / script)], capture_output=True, text=True,
-                       timeout=300, cwd=REPO)
+    r = subprocess.run(
+        [sys.executable, str(REPO / "examples" / script)], capture_output=True, text=True, timeout=300, cwd=REPO
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert r.stdout.strip()

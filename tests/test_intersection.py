@@ -28,7 +28,7 @@ def run_catching(sets, fn):
     async def wrap(ch, s):
         try:
             return await fn(ch, s)
-        except Exception as e:  # noqa: BLE001 — the test inspects it
+        except Exception as e:
             return e
 
     return run_parties(len(sets), wrap, sets, timeout=10)
@@ -124,9 +124,7 @@ def test_set_larger_than_pad_fails_everywhere():
 
 
 def test_receivers_mismatch_everywhere():
-    res = run_catching(
-        [[b"a"], [b"a"]], lambda ch, s: intersection_cardinality(ch, s, receivers=[ch.me])
-    )
+    res = run_catching([[b"a"], [b"a"]], lambda ch, s: intersection_cardinality(ch, s, receivers=[ch.me]))
     assert all(isinstance(e, InputMismatchError) for e in res.values())
 
 

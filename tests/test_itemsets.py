@@ -21,8 +21,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from anonymize.itemsets import (
-    TransactionDB, apriori, apriori_gen, association_rules, count_support, eclat, fingerprint,
-    frequent_itemsets, item_columns, itemset_columns, min_count_for, parse_fimi, popcount, read_fimi,
+    TransactionDB,
+    apriori,
+    apriori_gen,
+    association_rules,
+    count_support,
+    eclat,
+    fingerprint,
+    frequent_itemsets,
+    item_columns,
+    itemset_columns,
+    min_count_for,
+    parse_fimi,
+    popcount,
+    read_fimi,
     unpack_columns,
 )
 from anonymize.itemsets._engine import mine_bitsets
@@ -35,13 +47,40 @@ FIMI = ROOT.parent / "shared" / "data" / "fimi"  # present in CI next to the clo
 # md5 of the sorted "i1 i2 ... ik:count" lines joined by "\n").
 REFERENCE = {
     ("mushroom", 0.5): (4062, 153, "21235e4fcab19b42f2650f5048447cb5", {1: 13, 2: 41, 3: 56, 4: 35, 5: 8}),
-    ("mushroom", 0.4): (3250, 565, "62b84f800484f4d59ebb499e2d11c768",
-                        {1: 21, 2: 97, 3: 185, 4: 170, 5: 76, 6: 15, 7: 1}),
-    ("mushroom", 0.3): (2438, 2735, "ae0edb024989451641141956d540ae07",
-                        {1: 28, 2: 163, 3: 455, 4: 725, 5: 712, 6: 441, 7: 169, 8: 38, 9: 4}),
-    ("mushroom", 0.2): (1625, 53583, "b7f1a7eef953a4e245d2d2e5d94f698b",
-                        {1: 43, 2: 376, 3: 1472, 4: 3559, 5: 6267, 6: 8802, 7: 10151, 8: 9488, 9: 7010,
-                         10: 4004, 11: 1729, 12: 546, 13: 119, 14: 16, 15: 1}),
+    ("mushroom", 0.4): (
+        3250,
+        565,
+        "62b84f800484f4d59ebb499e2d11c768",
+        {1: 21, 2: 97, 3: 185, 4: 170, 5: 76, 6: 15, 7: 1},
+    ),
+    ("mushroom", 0.3): (
+        2438,
+        2735,
+        "ae0edb024989451641141956d540ae07",
+        {1: 28, 2: 163, 3: 455, 4: 725, 5: 712, 6: 441, 7: 169, 8: 38, 9: 4},
+    ),
+    ("mushroom", 0.2): (
+        1625,
+        53583,
+        "b7f1a7eef953a4e245d2d2e5d94f698b",
+        {
+            1: 43,
+            2: 376,
+            3: 1472,
+            4: 3559,
+            5: 6267,
+            6: 8802,
+            7: 10151,
+            8: 9488,
+            9: 7010,
+            10: 4004,
+            11: 1729,
+            12: 546,
+            13: 119,
+            14: 16,
+            15: 1,
+        },
+    ),
     ("retail", 0.01): (882, 159, "c5b18fd01368d2c8b8c89b81daeb4cea", {1: 70, 2: 58, 3: 25, 4: 6}),
     ("T10I4D100K", 0.01): (1000, 385, "8228ae4639e9a3e25162b01acd1b11ef", {1: 375, 2: 9, 3: 1}),
 }
@@ -61,6 +100,7 @@ def check_reference(result, key):
 
 
 # --------------------------------------------------------------------------- reference data
+
 
 @pytest.mark.parametrize("minsup", [0.5, 0.4, 0.3, 0.2])
 def test_mushroom_reference_fingerprints(mushroom, minsup):
@@ -103,6 +143,7 @@ def test_fimi_reference_one_percent(name):
 
 # --------------------------------------------------------------------------- thresholds
 
+
 def test_min_count_is_exact_decimal():
     assert min_count_for(0.7, 3196) == 2238  # 0.7·3196 = 2237.2
     assert min_count_for(0.005, 100000) == 500  # exactly 500, not 501
@@ -138,8 +179,9 @@ def test_threshold_arguments():
 
 def test_tiny_support_on_tiny_data_gives_every_subset():
     fi = frequent_itemsets([[3, 1, 2], [2, 2]], 1e-6)
-    assert fi.to_dict() == {frozenset(c): (2 if c == (2,) else 1)
-                            for r in (1, 2, 3) for c in itertools.combinations((1, 2, 3), r)}
+    assert fi.to_dict() == {
+        frozenset(c): (2 if c == (2,) else 1) for r in (1, 2, 3) for c in itertools.combinations((1, 2, 3), r)
+    }
     assert fi.by_length() == {1: 3, 2: 3, 3: 1} and fi.max_len == 3
 
 
@@ -162,6 +204,7 @@ def test_boundary_count_is_frequent():
 
 # --------------------------------------------------------------------------- reading
 
+
 def test_parse_fimi_whitespace_blank_lines_duplicates(tmp_path):
     p = tmp_path / "x.dat"
     p.write_bytes(b"3 1 2 \n\n 5\t7\r\n2 2 2\n\n9 1")  # trailing blanks, tab, CRLF, no final newline
@@ -172,13 +215,16 @@ def test_parse_fimi_whitespace_blank_lines_duplicates(tmp_path):
     assert db.item_support().tolist() == [2, 2, 1, 1, 1, 1]
 
 
-@pytest.mark.parametrize("text,line,token", [
-    (b"1 2\n3 x4\n", 2, "x4"),
-    (b"1 2\n\n3 -4\n", 3, "-4"),
-    (b"1.5\n", 1, "1.5"),
-    (b"1 2\n3 4\n5 1234567890123456789012\n", 3, "1234567890123456789012"),
-    ("1 2\n7 \u0663\n".encode(), 2, "\u0663"),
-])
+@pytest.mark.parametrize(
+    "text,line,token",
+    [
+        (b"1 2\n3 x4\n", 2, "x4"),
+        (b"1 2\n\n3 -4\n", 3, "-4"),
+        (b"1.5\n", 1, "1.5"),
+        (b"1 2\n3 4\n5 1234567890123456789012\n", 3, "1234567890123456789012"),
+        ("1 2\n7 \u0663\n".encode(), 2, "\u0663"),
+    ],
+)
 def test_parse_fimi_bad_token(tmp_path, text, line, token):
     p = tmp_path / "bad.dat"
     p.write_bytes(text)
@@ -228,7 +274,9 @@ def test_onehot_with_names_keeps_labels():
     assert got == {frozenset({"milk"}): 3, frozenset({"bread"}): 3, frozenset({"milk", "bread"}): 2}
     rules = association_rules(fi, 0.6).to_frame()
     assert set(zip(rules["antecedents"], rules["consequents"])) == {
-        (frozenset({"milk"}), frozenset({"bread"})), (frozenset({"bread"}), frozenset({"milk"}))}
+        (frozenset({"milk"}), frozenset({"bread"})),
+        (frozenset({"bread"}), frozenset({"milk"})),
+    }
     with pytest.raises(ValueError, match="0/1"):
         TransactionDB.from_onehot(pd.DataFrame({"a": [0, 2]}))
 
@@ -246,10 +294,12 @@ def test_vertical_partition_columns(mushroom):
     items = mushroom.items
     mine = rng.random(items.size) < 0.5
     txs = mushroom.transactions()
-    a = TransactionDB.from_transactions([[i for i in t if i in set(items[mine].tolist())] for t in txs],
-                                        items=items[mine])
-    b = TransactionDB.from_transactions([[i for i in t if i not in set(items[mine].tolist())] for t in txs],
-                                        items=items[~mine])
+    a = TransactionDB.from_transactions(
+        [[i for i in t if i in set(items[mine].tolist())] for t in txs], items=items[mine]
+    )
+    b = TransactionDB.from_transactions(
+        [[i for i in t if i not in set(items[mine].tolist())] for t in txs], items=items[~mine]
+    )
     cands = [list(s) for s, _ in frequent_itemsets(mushroom, 0.4)] + [[1, 2], []]
     va = itemset_columns(a, cands, missing="ignore")
     vb = itemset_columns(b, cands, missing="ignore")
@@ -263,6 +313,7 @@ def test_vertical_partition_columns(mushroom):
 
 
 # --------------------------------------------------------------------------- brute force oracles
+
 
 def brute_force(txs, min_count, max_len=None):
     sets = [frozenset(t) for t in txs]
@@ -298,10 +349,13 @@ def test_miners_match_brute_force(txs, frac):
     min_count = max(1, math.ceil(frac * n))
     want = brute_force(txs, min_count)
     db = TransactionDB.from_transactions(txs)
-    for got in (frequent_itemsets(db, min_count=min_count), apriori(db, min_count=min_count),
-                eclat(db, min_count=min_count, memory_budget=256),
-                mine_bitsets(db, min_count, dedupe=True, level2="vertical"),
-                mine_bitsets(db, min_count, dedupe=False, level2="horizontal", memory_budget=64)):
+    for got in (
+        frequent_itemsets(db, min_count=min_count),
+        apriori(db, min_count=min_count),
+        eclat(db, min_count=min_count, memory_budget=256),
+        mine_bitsets(db, min_count, dedupe=True, level2="vertical"),
+        mine_bitsets(db, min_count, dedupe=False, level2="horizontal", memory_budget=64),
+    ):
         assert got.to_dict() == want
         assert fingerprint(got) == fingerprint(want)
     capped = frequent_itemsets(db, min_count=min_count, max_len=2).to_dict()
@@ -337,10 +391,13 @@ def test_miners_match_brute_force_on_dense_data(txs, frac):
     min_count = max(1, math.ceil(frac * len(txs)))
     want = {frozenset(s): c for s, c in subset_counts(txs).items() if c >= min_count}
     db = TransactionDB.from_transactions(txs)
-    for got in (frequent_itemsets(db, min_count=min_count), apriori(db, min_count=min_count),
-                eclat(db, min_count=min_count, memory_budget=128),
-                mine_bitsets(db, min_count, dedupe=True, level2="horizontal", memory_budget=64),
-                mine_bitsets(db, min_count, dedupe=False, level2="vertical")):
+    for got in (
+        frequent_itemsets(db, min_count=min_count),
+        apriori(db, min_count=min_count),
+        eclat(db, min_count=min_count, memory_budget=128),
+        mine_bitsets(db, min_count, dedupe=True, level2="horizontal", memory_budget=64),
+        mine_bitsets(db, min_count, dedupe=False, level2="vertical"),
+    ):
         assert got.to_dict() == want
 
 
@@ -369,8 +426,7 @@ def test_apriori_gen_matches_definition(sets):
     fk = {tuple(sorted(s)) for s in sets}
     got = apriori_gen(list(fk)) if fk else apriori_gen(np.zeros((0, 3), np.int64))
     universe = sorted({i for s in fk for i in s})
-    want = [c for c in itertools.combinations(universe, 4)
-            if all(tuple(x for x in c if x != d) in fk for d in c)]
+    want = [c for c in itertools.combinations(universe, 4) if all(tuple(x for x in c if x != d) in fk for d in c)]
     assert [tuple(r) for r in got.tolist()] == sorted(want)
 
 
@@ -399,7 +455,6 @@ def test_rule_confidence_threshold_is_exact():
 
 # --------------------------------------------------------------------------- mlxtend oracle
 
-import mlxtend  # noqa: E402  (the oracle: required, never skipped)
 from mlxtend.frequent_patterns import apriori as mx_apriori  # noqa: E402
 from mlxtend.frequent_patterns import association_rules as mx_rules  # noqa: E402
 from mlxtend.frequent_patterns import fpgrowth as mx_fpgrowth  # noqa: E402
@@ -413,8 +468,11 @@ def mlxtend_itemsets(db, min_count, algo):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(txs=st.lists(st.lists(st.sampled_from(ITEM_IDS), max_size=9), min_size=1, max_size=90),
-       frac=st.floats(0.02, 0.7), conf=st.sampled_from([0.25, 0.5, 0.6, 0.8]))
+@given(
+    txs=st.lists(st.lists(st.sampled_from(ITEM_IDS), max_size=9), min_size=1, max_size=90),
+    frac=st.floats(0.02, 0.7),
+    conf=st.sampled_from([0.25, 0.5, 0.6, 0.8]),
+)
 def test_itemsets_and_rules_match_mlxtend(txs, frac, conf):
     db = TransactionDB.from_transactions(txs)
     if db.items.size == 0:

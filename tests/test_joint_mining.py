@@ -62,8 +62,9 @@ def as_dict(fi):
 
 def run_h(parts, minsup, n_items, minconf=None, candidates="union"):
     async def f(ch, db):
-        return await mine_horizontal(ch, db, min_support=minsup, min_confidence=minconf, n_items=n_items,
-                                     candidates=candidates)
+        return await mine_horizontal(
+            ch, db, min_support=minsup, min_confidence=minconf, n_items=n_items, candidates=candidates
+        )
 
     return run_parties(len(parts), f, parts, timeout=120)
 
@@ -81,19 +82,25 @@ transactions_st = st.lists(
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(transactions_st, st.integers(2, 4), st.sampled_from(["0.1", "0.25", "0.5", "1"]),
-       st.sampled_from(["union", "all", "auto"]), st.data())
+@given(
+    transactions_st,
+    st.integers(2, 4),
+    st.sampled_from(["0.1", "0.25", "0.5", "1"]),
+    st.sampled_from(["union", "all", "auto"]),
+    st.data(),
+)
 def test_horizontal_equals_brute_force(txs, n_parties, minsup, candidates, data):
     cuts = sorted(data.draw(st.lists(st.integers(0, len(txs)), min_size=n_parties - 1, max_size=n_parties - 1)))
     bounds = [0, *cuts, len(txs)]  # uneven partitions, possibly empty
-    parts = [TransactionDB.from_transactions(txs[bounds[i]:bounds[i + 1]]) for i in range(n_parties)]
+    parts = [TransactionDB.from_transactions(txs[bounds[i] : bounds[i + 1]]) for i in range(n_parties)]
     res = run_h(parts, minsup, n_items=8, minconf=0.5, candidates=candidates)
     want = brute_force(txs, minsup, 8)
     for r in res.values():
         assert as_dict(r.frequent) == want
         assert r.frequent.n_transactions == len(txs)
-        assert {(x, y): (c, round(f, 12)) for (x, y, c, f) in r.rules} == \
-            {k: (c, round(f, 12)) for k, (c, f) in brute_rules(want, 0.5).items()}
+        assert {(x, y): (c, round(f, 12)) for (x, y, c, f) in r.rules} == {
+            k: (c, round(f, 12)) for k, (c, f) in brute_rules(want, 0.5).items()
+        }
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -193,7 +200,6 @@ def test_vertical_overlapping_items_refused():
         run_v(parts, "0.5")
 
 
-
 SHARED_FIMI = REPO.parent / "shared" / "data" / "fimi"
 
 
@@ -201,8 +207,11 @@ SHARED_FIMI = REPO.parent / "shared" / "data" / "fimi"
 def test_horizontal_retail_reference():
     import json
 
-    ref = next(lv for lv in json.loads((SHARED_FIMI / "reference_counts.json").read_text())["levels"]
-               if lv["dataset"] == "retail" and lv["minsup"] == 0.01)
+    ref = next(
+        lv
+        for lv in json.loads((SHARED_FIMI / "reference_counts.json").read_text())["levels"]
+        if lv["dataset"] == "retail" and lv["minsup"] == 0.01
+    )
     db = read_fimi(SHARED_FIMI / "retail.dat")
     res = run_h(split_horizontal(db, 3), "0.01", n_items=int(db.items.max()) + 1)
     assert fingerprint(res["p0"].frequent) == ref["fingerprint_md5"]
@@ -215,8 +224,7 @@ def test_horizontal_rules_by_secure_threshold_without_counts(txs, n_parties, min
     parts = split_horizontal(TransactionDB.from_transactions(txs), n_parties)
 
     async def f(ch, db):
-        return await mine_horizontal(ch, db, min_support="0.2", min_confidence=minconf, n_items=8,
-                                     reveal_counts=False)
+        return await mine_horizontal(ch, db, min_support="0.2", min_confidence=minconf, n_items=8, reveal_counts=False)
 
     res = run_parties(n_parties, f, parts, timeout=120)
     want = brute_force(txs, "0.2", 8)

@@ -38,29 +38,82 @@ def test_init_analyst_serve_mine(tmp_path):
     for i, share in enumerate(split_horizontal(db, 2)):
         write_fimi(share, tmp_path / f"part{i}.dat")
     pa, pb = free_port(), free_port()
-    run(["party", "init", "--name", "alice", "--listen", f"127.0.0.1:{pa}", "--peer", f"bob=127.0.0.1:{pb}",
-         "--data", f"transactions={tmp_path / 'part0.dat'}"], tmp_path)
-    run(["party", "init", "--name", "bob", "--listen", f"127.0.0.1:{pb}", "--peer", f"alice=127.0.0.1:{pa}",
-         "--data", f"transactions={tmp_path / 'part1.dat'}"], tmp_path)
+    run(
+        [
+            "party",
+            "init",
+            "--name",
+            "alice",
+            "--listen",
+            f"127.0.0.1:{pa}",
+            "--peer",
+            f"bob=127.0.0.1:{pb}",
+            "--data",
+            f"transactions={tmp_path / 'part0.dat'}",
+        ],
+        tmp_path,
+    )
+    run(
+        [
+            "party",
+            "init",
+            "--name",
+            "bob",
+            "--listen",
+            f"127.0.0.1:{pb}",
+            "--peer",
+            f"alice=127.0.0.1:{pa}",
+            "--data",
+            f"transactions={tmp_path / 'part1.dat'}",
+        ],
+        tmp_path,
+    )
     run(["party", "analyst", "--party", f"alice=127.0.0.1:{pa}", "--party", f"bob=127.0.0.1:{pb}"], tmp_path)
     assert oct((tmp_path / "alice" / "alice.key").stat().st_mode & 0o777) == "0o600"
-    procs = [subprocess.Popen(PPDM + ["party", "serve", "--config", f"{n}/party.toml"], cwd=tmp_path,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-             for n in ("alice", "bob")]
+    procs = [
+        subprocess.Popen(
+            PPDM + ["party", "serve", "--config", f"{n}/party.toml"],
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        for n in ("alice", "bob")
+    ]
     try:
         deadline = time.monotonic() + 30
         while True:
-            st = subprocess.run(PPDM + ["party", "status", "--config", "alice/party.toml", "--json"], cwd=tmp_path,
-                                capture_output=True, text=True)
+            st = subprocess.run(
+                PPDM + ["party", "status", "--config", "alice/party.toml", "--json"],
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+            )
             if st.returncode == 0:
                 break
             assert time.monotonic() < deadline, st.stdout + st.stderr
             time.sleep(0.3)
-        r = run(["mine", "--parties", "analyst/analyst.toml", "--split", "horizontal", "--n-items", "120",
-                 "--min-support", "0.5", "--json"], tmp_path)
+        r = run(
+            [
+                "mine",
+                "--parties",
+                "analyst/analyst.toml",
+                "--split",
+                "horizontal",
+                "--n-items",
+                "120",
+                "--min-support",
+                "0.5",
+                "--json",
+            ],
+            tmp_path,
+        )
         res = json.loads(r.stdout)
-        central = json.loads(run(["mine", REPO / "anonymize" / "data" / "mushroom.dat", "--min-support", "0.5",
-                                  "--json"], tmp_path).stdout)
+        central = json.loads(
+            run(
+                ["mine", REPO / "anonymize" / "data" / "mushroom.dat", "--min-support", "0.5", "--json"], tmp_path
+            ).stdout
+        )
         assert res["itemsets"] == central["itemsets"] and len(res["itemsets"]) == 153
         assert res["protocol"]["parties"] == ["alice", "bob"]
     finally:

@@ -108,7 +108,9 @@ def test_tccr_hash_vectorized_equals_definition_and_depends_on_tweak():
 def test_base_ot_random_and_chosen():
     rng = np.random.default_rng(3)
     c = bits(rng, 128)
-    (k0, k1), k = two(lambda ch: base_ot_send(ch, "bob", 128, tag="b"), lambda ch: base_ot_recv(ch, "alice", c, tag="b"))
+    (k0, k1), k = two(
+        lambda ch: base_ot_send(ch, "bob", 128, tag="b"), lambda ch: base_ot_recv(ch, "alice", c, tag="b")
+    )
     np.testing.assert_array_equal(k, np.where(c[:, None], k1, k0))
     assert (k != np.where(c[:, None], k0, k1)).any(axis=1).all()
     assert len({r.tobytes() for r in np.concatenate([k0, k1])}) == 256
@@ -138,7 +140,9 @@ def test_128_base_ots_are_fast():
 @given(n=sizes, seed=st.integers(0, 2**32 - 1))
 def test_random_ot(n, seed):
     c = bits(np.random.default_rng(seed), n)
-    (m0, m1), k = two(lambda ch: random_ot_send(ch, "bob", n, tag="r"), lambda ch: random_ot_recv(ch, "alice", c, tag="r"))
+    (m0, m1), k = two(
+        lambda ch: random_ot_send(ch, "bob", n, tag="r"), lambda ch: random_ot_recv(ch, "alice", c, tag="r")
+    )
     assert m0.shape == m1.shape == k.shape == (n, 16) and k.dtype == np.uint8
     np.testing.assert_array_equal(k, np.where(c[:, None], m1, m0))
     assert (k != np.where(c[:, None], m0, m1)).any(axis=1).all()  # not the other key
@@ -148,7 +152,9 @@ def test_random_ot(n, seed):
 def test_random_ot_keys_look_uniform():
     n = 4000
     c = bits(np.random.default_rng(5), n)
-    (m0, m1), _ = two(lambda ch: random_ot_send(ch, "bob", n, tag="r"), lambda ch: random_ot_recv(ch, "alice", c, tag="r"))
+    (m0, m1), _ = two(
+        lambda ch: random_ot_send(ch, "bob", n, tag="r"), lambda ch: random_ot_recv(ch, "alice", c, tag="r")
+    )
     for m in (m0, m1, m0 ^ m1):
         frac = np.unpackbits(m).mean()
         assert abs(frac - 0.5) < 0.01  # 64,000 bits: ~0.002 standard deviation
@@ -171,7 +177,9 @@ def test_correlated_ot(n, seed):
     rng = np.random.default_rng(seed)
     c = bits(rng, n)
     d = rng.integers(0, 2**64, n, dtype=np.uint64, endpoint=False)
-    r, got = two(lambda ch: correlated_ot_send(ch, "bob", d, tag="x"), lambda ch: correlated_ot_recv(ch, "alice", c, tag="x"))
+    r, got = two(
+        lambda ch: correlated_ot_send(ch, "bob", d, tag="x"), lambda ch: correlated_ot_recv(ch, "alice", c, tag="x")
+    )
     assert r.dtype == got.dtype == np.uint64 and r.shape == got.shape == (n,)
     np.testing.assert_array_equal(got, r + c.astype(np.uint64) * d)  # wraps mod 2^64
 
@@ -180,7 +188,9 @@ def test_correlated_ot(n, seed):
 @given(n=sizes, seed=st.integers(0, 2**32 - 1))
 def test_random_bit_ot(n, seed):
     c = bits(np.random.default_rng(seed), n)
-    (b0, b1), got = two(lambda ch: random_bit_ot_send(ch, "bob", n, tag="t"), lambda ch: random_bit_ot_recv(ch, "alice", c, tag="t"))
+    (b0, b1), got = two(
+        lambda ch: random_bit_ot_send(ch, "bob", n, tag="t"), lambda ch: random_bit_ot_recv(ch, "alice", c, tag="t")
+    )
     assert b0.dtype == got.dtype == np.uint8 and set(np.unique(np.concatenate([b0, b1, got]))) <= {0, 1}
     np.testing.assert_array_equal(got, np.where(c, b1, b0))
 
@@ -190,7 +200,9 @@ def test_several_slabs():
     rng = np.random.default_rng(6)
     c = bits(rng, n)
     d = rng.integers(0, 2**64, n, dtype=np.uint64, endpoint=False)
-    r, got = two(lambda ch: correlated_ot_send(ch, "bob", d, tag="x"), lambda ch: correlated_ot_recv(ch, "alice", c, tag="x"))
+    r, got = two(
+        lambda ch: correlated_ot_send(ch, "bob", d, tag="x"), lambda ch: correlated_ot_recv(ch, "alice", c, tag="x")
+    )
     np.testing.assert_array_equal(got, r + c.astype(np.uint64) * d)
     m0, m1 = (rng.integers(0, 256, (n, 17), dtype=np.uint8) for _ in range(2))
     _, got = two(lambda ch: ot_send(ch, "bob", m0, m1, tag="c"), lambda ch: ot_recv(ch, "alice", c, 17, tag="c"))
@@ -200,8 +212,8 @@ def test_several_slabs():
     c16 = rng.integers(0, 16, t)
     for b in (None, 2):
         _, got = two(
-            lambda ch: ot_1_of_n_send(ch, "bob", msgs, tag="n", bits=b),
-            lambda ch: ot_1_of_n_recv(ch, "alice", c16, 16, 1, tag="n", bits=b),
+            lambda ch: ot_1_of_n_send(ch, "bob", msgs, tag="n", bits=b),  # noqa: B023
+            lambda ch: ot_1_of_n_recv(ch, "alice", c16, 16, 1, tag="n", bits=b),  # noqa: B023
         )
         np.testing.assert_array_equal(got, msgs[np.arange(t), c16])
 
@@ -283,7 +295,9 @@ def test_concurrent_calls_both_directions_scopes_and_base_ot_reuse(monkeypatch):
     for i in range(6):
         snd, rcv = (r["alice"][i], r["bob"][i]) if i % 2 == 0 else (r["bob"][i], r["alice"][i])
         np.testing.assert_array_equal(rcv, np.where(cs[i][:, None], snd[1], snd[0]))
-    assert sorted(calls) == sorted([f"{ote._BASE_TAG}/alice>bob", f"{ote._BASE_TAG}/bob>alice"])  # once per ordered pair
+    assert sorted(calls) == sorted(
+        [f"{ote._BASE_TAG}/alice>bob", f"{ote._BASE_TAG}/bob>alice"]
+    )  # once per ordered pair
 
 
 def test_three_parties_pairwise_without_the_third():
@@ -341,7 +355,9 @@ def test_1_of_n(n, N, L, seed):
     rng = np.random.default_rng(seed)
     msgs = rng.integers(0, 256, (n, N, L), dtype=np.uint8)
     c = rng.integers(0, N, n)
-    _, got = two(lambda ch: ot_1_of_n_send(ch, "bob", msgs, tag="n"), lambda ch: ot_1_of_n_recv(ch, "alice", c, N, L, tag="n"))
+    _, got = two(
+        lambda ch: ot_1_of_n_send(ch, "bob", msgs, tag="n"), lambda ch: ot_1_of_n_recv(ch, "alice", c, N, L, tag="n")
+    )
     assert got.shape == (n, L) and got.dtype == np.uint8
     np.testing.assert_array_equal(got, msgs[np.arange(n), c])
 

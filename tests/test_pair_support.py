@@ -9,8 +9,10 @@ from anonymize.itemsets import TransactionDB, count_support
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.lists(st.integers(0, 25), max_size=8), max_size=120),
-       st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30)).filter(lambda p: p[0] != p[1]), max_size=200))
+@given(
+    st.lists(st.lists(st.integers(0, 25), max_size=8), max_size=120),
+    st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30)).filter(lambda p: p[0] != p[1]), max_size=200),
+)
 def test_pair_pass_equals_bitsets(txs, pairs):
     db = TransactionDB.from_transactions(txs)
     pairs = np.array(pairs, dtype=np.int64).reshape(-1, 2)

@@ -24,11 +24,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pycanon import anonymity as pycanon
 
 from anonymize.errors import AnonymizeError
 from anonymize.publish import (
-    DistinctLDiversity, EncodedTable, EntropyLDiversity, Hierarchy, KAnonymity, RecursiveCLDiversity, Schema,
+    DistinctLDiversity,
+    EncodedTable,
+    EntropyLDiversity,
+    Hierarchy,
+    KAnonymity,
+    RecursiveCLDiversity,
+    Schema,
     TCloseness,
 )
 from anonymize.publish import metrics as M
@@ -40,8 +48,6 @@ from anonymize.publish.io import read_hierarchies, read_table
 from anonymize.publish.lattice import Lattice, exhaustive, lattice_nodes
 from anonymize.publish.mondrian import mondrian
 from anonymize.publish.samarati import samarati
-
-from pycanon import anonymity as pycanon  # noqa: E402  (the oracle: required, never skipped)
 
 DATA = Path(__file__).resolve().parents[1] / "anonymize" / "data"
 QIS = ["age", "sex", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
@@ -59,8 +65,11 @@ def adult():
 # ---------------------------------------------------------------- oracles
 def released(res, qis):
     """Non-suppressed rows of a release with a fresh index, QIs as text (what pycanon sees)."""
-    df = res.df.loc[~res.suppressed_mask].reset_index(drop=True) if len(res.df) == len(res.suppressed_mask) \
+    df = (
+        res.df.loc[~res.suppressed_mask].reset_index(drop=True)
+        if len(res.df) == len(res.suppressed_mask)
         else res.df.reset_index(drop=True)
+    )
     df = df.copy()
     for c in qis:
         df[c] = df[c].astype(str)
@@ -71,7 +80,7 @@ def recursive_ok(df, qis, sens, c, l):
     """Eq. 20.11 transcribed: in every class r_1 < c (r_l + … + r_m), counts sorted descending."""
     for _, g in df.groupby(qis):
         r = sorted(g[sens].value_counts().tolist(), reverse=True)
-        if not r[0] < c * sum(r[l - 1:]):
+        if not r[0] < c * sum(r[l - 1 :]):
             return False
     return True
 
@@ -86,7 +95,9 @@ def assert_models(df, qis, sens, models):
             got = pycanon.entropy_l_diversity(df, qis, [sens])
             # pycanon floors exp(H); a class exactly at the bound may floor one below l
             if got < math.floor(m.l):
-                ent = min(-sum(p * math.log(p) for p in g[sens].value_counts(normalize=True)) for _, g in df.groupby(qis))
+                ent = min(
+                    -sum(p * math.log(p) for p in g[sens].value_counts(normalize=True)) for _, g in df.groupby(qis)
+                )
                 assert math.exp(ent) >= m.l - 1e-9
         elif isinstance(m, RecursiveCLDiversity):
             c_p, l_p = pycanon.recursive_c_l_diversity(df, qis, [sens])
@@ -109,7 +120,7 @@ MODELS = {
 @pytest.mark.parametrize("model", list(MODELS))
 def test_every_algorithm_and_model_checked_by_pycanon(adult, algorithm, model):
     models = MODELS[model]
-    sup = 0.0 if model == "t" else 0.04   # t against the released distribution needs no suppression
+    sup = 0.0 if model == "t" else 0.04  # t against the released distribution needs no suppression
     res = anonymize_table(adult, algorithm=algorithm, models=models, max_suppression=sup, n_queries=0)
     assert res.suppressed_mask.sum() <= math.floor(sup * adult.n + 1e-9)
     df = released(res, QIS)
@@ -135,8 +146,11 @@ def test_chosen_node_metrics_match_core_metrics(adult):
 
 
 def test_full_domain_searches_agree_on_adult_subset(adult):
-    for models, sup in [([KAnonymity(5)], 0.05), ([KAnonymity(2), EntropyLDiversity(1.5)], 0.03),
-                        ([KAnonymity(2), TCloseness(0.2)], 0.04)]:
+    for models, sup in [
+        ([KAnonymity(5)], 0.05),
+        ([KAnonymity(2), EntropyLDiversity(1.5)], 0.03),
+        ([KAnonymity(2), TCloseness(0.2)], 0.04),
+    ]:
         ex = exhaustive(Lattice(adult, models, sup))
         want = sorted(x.levels for x in ex.nodes)
         assert sorted(x.levels for x in incognito(Lattice(adult, models, sup)).nodes) == want
@@ -297,8 +311,13 @@ def test_mondrian_t_closeness_emd_within_t_by_pycanon(adult):
 def test_mondrian_numeric_sensitive_t_ordered_emd():
     rng = np.random.default_rng(3)
     n = 400
-    df = pd.DataFrame({"age": rng.integers(20, 70, n), "zip": rng.integers(0, 30, n).astype(str),
-                       "salary": rng.integers(1, 10, n) * 1000})
+    df = pd.DataFrame(
+        {
+            "age": rng.integers(20, 70, n),
+            "zip": rng.integers(0, 30, n).astype(str),
+            "salary": rng.integers(1, 10, n) * 1000,
+        }
+    )
     table = EncodedTable.encode(df, Schema(["age", "zip"], ["salary"]))
     res = anonymize_table(table, algorithm="mondrian", models=[KAnonymity(4), TCloseness(0.15)], n_queries=0)
     out = released(res, ["age", "zip"])
@@ -312,7 +331,7 @@ def test_mondrian_mean_output_and_whole_table_failure(adult):
     means = pd.Series(ages).groupby(res.class_id).transform("mean").to_numpy()
     assert np.allclose(res.df["age"].to_numpy(dtype=float), means)
     with pytest.raises(AnonymizeError, match="whole table"):
-        mondrian(adult, [DistinctLDiversity(3)])   # salary-class has only 2 values
+        mondrian(adult, [DistinctLDiversity(3)])  # salary-class has only 2 values
 
 
 def test_mondrian_hierarchy_labels(adult):
@@ -329,16 +348,20 @@ def test_mondrian_hierarchy_labels(adult):
 # ---------------------------------------------------------------- textbook (seed 000)
 def _textbook():
     """Seed 000 Table 20.1 (reconstructed): SSN, Age, ZIP, Disease; Fig. 20.1 hierarchies."""
-    df = pd.DataFrame({
-        "SSN": ["012-345-6789", "823-627-9231", "987-654-3210", "382-827-8264", "847-872-7276", "422-061-0089"],
-        "Age": [24, 37, 26, 38, 36, 25],
-        "ZIP": ["10598", "90210", "10547", "90345", "90127", "10503"],
-        "Disease": ["HIV", "Hepatitis C", "HIV", "Diabetes", "Diabetes", "HIV"],
-    })
-    age = Hierarchy.from_rows("Age", [[str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "0-49", "*"]
-                                      for a in range(20, 50)], numeric=True)
-    zips = Hierarchy.from_rows("ZIP", [[z, z[:4] + "*", ("105**" if z.startswith("105") else "90***"), "*"]
-                                       for z in df["ZIP"]])
+    df = pd.DataFrame(
+        {
+            "SSN": ["012-345-6789", "823-627-9231", "987-654-3210", "382-827-8264", "847-872-7276", "422-061-0089"],
+            "Age": [24, 37, 26, 38, 36, 25],
+            "ZIP": ["10598", "90210", "10547", "90345", "90127", "10503"],
+            "Disease": ["HIV", "Hepatitis C", "HIV", "Diabetes", "Diabetes", "HIV"],
+        }
+    )
+    age = Hierarchy.from_rows(
+        "Age", [[str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "0-49", "*"] for a in range(20, 50)], numeric=True
+    )
+    zips = Hierarchy.from_rows(
+        "ZIP", [[z, z[:4] + "*", ("105**" if z.startswith("105") else "90***"), "*"] for z in df["ZIP"]]
+    )
     return df, {"Age": age, "ZIP": zips}
 
 
@@ -347,12 +370,17 @@ def test_textbook_table_20_3_is_the_minimal_3_anonymous_release():
     schema = Schema(["Age", "ZIP"], ["Disease"], identifiers=["SSN"])
     for alg in ("incognito", "flash", "samarati"):
         res = anonymize_table(df, schema, hs, algorithm=alg, models=[KAnonymity(3)], n_queries=0)
-        assert res.levels == {"Age": 1, "ZIP": 2}                      # <A1, Z2>
-        assert [x.levels for x in res.search.nodes] == [(1, 2)]        # the only minimal node
-        assert "SSN" not in res.df.columns                             # identifiers are dropped
-        assert res.df[["Age", "ZIP"]].values.tolist() == [             # Table 20.3
-            ["20-29", "105**"], ["30-39", "90***"], ["20-29", "105**"],
-            ["30-39", "90***"], ["30-39", "90***"], ["20-29", "105**"]]
+        assert res.levels == {"Age": 1, "ZIP": 2}  # <A1, Z2>
+        assert [x.levels for x in res.search.nodes] == [(1, 2)]  # the only minimal node
+        assert "SSN" not in res.df.columns  # identifiers are dropped
+        assert res.df[["Age", "ZIP"]].values.tolist() == [  # Table 20.3
+            ["20-29", "105**"],
+            ["30-39", "90***"],
+            ["20-29", "105**"],
+            ["30-39", "90***"],
+            ["30-39", "90***"],
+            ["20-29", "105**"],
+        ]
         classes = res.class_id
         assert classes[0] == classes[2] == classes[5] and classes[1] == classes[3] == classes[4]
 
@@ -363,20 +391,27 @@ def test_textbook_linkage_attack_and_homogeneity():
     all have HIV (§20.3.2): the release is 3-anonymous but only 1-diverse; 2-diversity forces a
     coarser release."""
     df, hs = _textbook()
-    voters = pd.DataFrame({"Name": ["Joy", "Sue", "William", "Ann", "Bob", "Carl", "Dee"],
-                           "Age": [24, 26, 37, 38, 36, 25, 29],
-                           "ZIP": ["10598", "10547", "90210", "90345", "90127", "10503", "10598"]})
+    voters = pd.DataFrame(
+        {
+            "Name": ["Joy", "Sue", "William", "Ann", "Bob", "Carl", "Dee"],
+            "Age": [24, 26, 37, 38, 36, 25, 29],
+            "ZIP": ["10598", "10547", "90210", "90345", "90127", "10503", "10598"],
+        }
+    )
     raw = df.merge(voters, on=["Age", "ZIP"])
     assert raw.loc[raw["Disease"] == "Hepatitis C", "Name"].tolist() == ["William"]
     schema = Schema(["Age", "ZIP"], ["Disease"], identifiers=["SSN"])
     res = anonymize_table(df, schema, hs, algorithm="incognito", models=[KAnonymity(3)], n_queries=0)
-    gen_v = voters.assign(Age=[f"{a // 10 * 10}-{a // 10 * 10 + 9}" for a in voters["Age"]],
-                          ZIP=[("105**" if z.startswith("105") else "90***") for z in voters["ZIP"]])
+    gen_v = voters.assign(
+        Age=[f"{a // 10 * 10}-{a // 10 * 10 + 9}" for a in voters["Age"]],
+        ZIP=[("105**" if z.startswith("105") else "90***") for z in voters["ZIP"]],
+    )
     linked = res.df.reset_index().merge(gen_v, on=["Age", "ZIP"])
     assert linked.groupby("index")["Name"].nunique().min() >= 3
     assert res.metrics["achieved"]["sensitive_attributes"]["Disease"]["l_distinct"] == 1
-    res2 = anonymize_table(df, schema, hs, algorithm="incognito", models=[KAnonymity(3), DistinctLDiversity(2)],
-                           n_queries=0)
+    res2 = anonymize_table(
+        df, schema, hs, algorithm="incognito", models=[KAnonymity(3), DistinctLDiversity(2)], n_queries=0
+    )
     assert sum(res2.levels.values()) > 3
     assert pycanon.l_diversity(released(res2, ["Age", "ZIP"]), ["Age", "ZIP"], ["Disease"]) >= 2
 
@@ -387,16 +422,17 @@ def test_suppression_budget_and_star_rows(adult):
     n_sup = int(res.suppressed_mask.sum())
     assert 0 < n_sup <= int(0.05 * adult.n)
     assert (res.df.loc[res.suppressed_mask, QIS] == "*").all().all()
-    assert (res.df[SENS] == adult.df[SENS]).all()          # sensitive values are released as they are
-    dropped = anonymize_table(adult, algorithm="flash", models=[KAnonymity(5)], max_suppression=0.05,
-                              suppressed_rows="drop", n_queries=0)
+    assert (res.df[SENS] == adult.df[SENS]).all()  # sensitive values are released as they are
+    dropped = anonymize_table(
+        adult, algorithm="flash", models=[KAnonymity(5)], max_suppression=0.05, suppressed_rows="drop", n_queries=0
+    )
     assert len(dropped.df) == adult.n - n_sup
 
 
 def test_datafly_generalizes_most_distinct_first(adult):
     lat = Lattice(adult, [KAnonymity(5)], 0.02)
     d = datafly(lat)
-    assert d.stats["steps"][0]["attribute"] == "age"       # 72 distinct ages, the most
+    assert d.stats["steps"][0]["attribute"] == "age"  # 72 distinct ages, the most
     assert d.chosen.ok and d.chosen.suppressed <= lat.max_sup
 
 
@@ -415,4 +451,4 @@ def test_errors(adult):
     with pytest.raises(AnonymizeError, match="no full-domain|no generalization"):
         flash(Lattice(adult, [RecursiveCLDiversity(1.01, 2)], 0.0))
     with pytest.raises(AnonymizeError):
-        build_models(k=2, l=2, l_variant="recursive")      # needs c
+        build_models(k=2, l=2, l_variant="recursive")  # needs c

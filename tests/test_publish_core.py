@@ -18,18 +18,27 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pycanon import anonymity as pycanon
 
 from anonymize.errors import AnonymizeError
 from anonymize.publish import (
-    DistinctLDiversity, EncodedTable, EntropyLDiversity, Hierarchy, KAnonymity, RecursiveCLDiversity, Schema,
-    TCloseness, all_ok, class_stats, equivalence_classes,
+    DistinctLDiversity,
+    EncodedTable,
+    EntropyLDiversity,
+    Hierarchy,
+    KAnonymity,
+    RecursiveCLDiversity,
+    Schema,
+    TCloseness,
+    all_ok,
+    class_stats,
+    equivalence_classes,
 )
 from anonymize.publish import metrics as M
 from anonymize.publish.io import read_hierarchies, read_table, sniff_delimiter, write_table
 from anonymize.publish.models import emd_hierarchical, emd_ordered, kl_divergence, variational
-
-from pycanon import anonymity as pycanon  # noqa: E402  (the oracle: required, never skipped)
 
 DATA = Path(__file__).resolve().parents[1] / "anonymize" / "data"
 ARX_FILES = sorted(glob.glob(str(DATA / "adult_hierarchy_*.csv")))
@@ -88,8 +97,8 @@ def test_age_hierarchy_numeric_ranges_ignore_label_quirk(hier):
     assert h.numeric and h.height == 4 and h.n_leaves == 100
     lv1 = h.maps[1][h.encode([17])[0]]
     lo, hi = h.node_range(1)
-    assert h.labels[1][lv1] == "15-19"          # ARX's shifted label
-    assert (lo[lv1], hi[lv1]) == (16, 20)       # the ages it really holds
+    assert h.labels[1][lv1] == "15-19"  # ARX's shifted label
+    assert (lo[lv1], hi[lv1]) == (16, 20)  # the ages it really holds
     assert hier["education"].height == 3 and not hier["education"].numeric
 
 
@@ -132,8 +141,15 @@ def test_interval_masking_flat():
 
 
 def test_auto_hierarchies_and_encode_errors():
-    df = pd.DataFrame({"id": [1, 2, 3, 4], "age": [30, 41, 52, 30], "zip": ["47677", "47602", "47678", "47677"],
-                       "sex": ["M", "F", "M", "F"], "d": ["a", "b", "a", "c"]})
+    df = pd.DataFrame(
+        {
+            "id": [1, 2, 3, 4],
+            "age": [30, 41, 52, 30],
+            "zip": ["47677", "47602", "47678", "47677"],
+            "sex": ["M", "F", "M", "F"],
+            "d": ["a", "b", "a", "c"],
+        }
+    )
     t = EncodedTable.encode(df, Schema(["age", "zip", "sex"], ["d"], identifiers=["id"]))
     assert "id" not in t.df.columns and t.n == 4
     assert [h.numeric for h in t.hierarchies] == [True, False, False]
@@ -217,12 +233,14 @@ small_tables = st.integers(0, 2**31 - 1).map(lambda s: np.random.default_rng(s))
 
 def _random_table(rng):
     n = int(rng.integers(2, 40))
-    df = pd.DataFrame({
-        "a": rng.choice(["x", "y", "z"], n),
-        "b": rng.integers(0, 3, n),
-        "s": rng.choice(["p", "q", "r", "u"], n, p=[0.5, 0.2, 0.2, 0.1]),
-        "v": rng.integers(0, 6, n) * 10,
-    })
+    df = pd.DataFrame(
+        {
+            "a": rng.choice(["x", "y", "z"], n),
+            "b": rng.integers(0, 3, n),
+            "s": rng.choice(["p", "q", "r", "u"], n, p=[0.5, 0.2, 0.2, 0.1]),
+            "v": rng.integers(0, 6, n) * 10,
+        }
+    )
     # shuffled, non-contiguous index: must not matter to us (pycanon gets a fresh one)
     df.index = rng.permutation(np.arange(100, 100 + 3 * n, 3))
     return df
@@ -239,8 +257,9 @@ def test_random_tables_against_pycanon(rng):
     assert rep["k"] == pycanon.k_anonymity(fresh, qi)
     assert s["l_distinct"] == pycanon.l_diversity(fresh, qi, ["s"])
     e_ref = pycanon.entropy_l_diversity(fresh, qi, ["s"])  # int(exp(H)): 1.9999999999999998 -> 1
-    assert s["l_entropy_floor"] == e_ref or (e_ref == s["l_entropy_floor"] - 1
-                                             and abs(s["l_entropy"] - s["l_entropy_floor"]) < 1e-9)
+    assert s["l_entropy_floor"] == e_ref or (
+        e_ref == s["l_entropy_floor"] - 1 and abs(s["l_entropy"] - s["l_entropy_floor"]) < 1e-9
+    )
     assert math.isclose(s["t"]["emd"], pycanon.t_closeness(fresh, qi, ["s"]), abs_tol=1e-12)
     if v["distinct_values"] > 1:  # pycanon divides by m - 1
         assert math.isclose(v["t"]["emd"], pycanon.t_closeness(fresh, qi, ["v"]), abs_tol=1e-12)
@@ -257,7 +276,7 @@ def _recursive_ref(groups, c, l):
     """Eq. 20.11 transcribed: every class has r_1 < c * (r_l + ... + r_m), counts sorted descending."""
     for counts in groups:
         r = sorted(counts, reverse=True)
-        if not r[0] < c * sum(r[l - 1:]):
+        if not r[0] < c * sum(r[l - 1 :]):
             return False
     return True
 
@@ -281,8 +300,16 @@ def test_models_monotone_under_generalization(rng):
     t = EncodedTable.encode(df, Schema(["a", "b"], ["s", "v"]))
     fine_id, Cf = equivalence_classes(t.qi_codes)
     coarse_id, Cc = equivalence_classes(t.qi_codes[:, :1])  # drop b = generalize it to *
-    models = [KAnonymity(2), DistinctLDiversity(2), EntropyLDiversity(1.7), RecursiveCLDiversity(2, 2),
-              TCloseness(0.3), TCloseness(0.3, "variational"), TCloseness(0.5, "kl"), TCloseness(0.3, attribute="v")]
+    models = [
+        KAnonymity(2),
+        DistinctLDiversity(2),
+        EntropyLDiversity(1.7),
+        RecursiveCLDiversity(2, 2),
+        TCloseness(0.3),
+        TCloseness(0.3, "variational"),
+        TCloseness(0.5, "kl"),
+        TCloseness(0.3, attribute="v"),
+    ]
     fine, coarse = class_stats(t, fine_id, Cf), class_stats(t, coarse_id, Cc)
     parent = np.zeros(Cf, dtype=np.int64)
     parent[fine_id] = coarse_id
@@ -312,18 +339,25 @@ def test_li_et_al_ordered_emd_example():
     P2 = np.array([[0, 0, 0, 1, 0, 1, 0, 0, 1]]) / 3
     assert math.isclose(emd_ordered(P1, Q)[0], 0.375)
     assert math.isclose(emd_ordered(P2, Q)[0], 1 / 6)
-    assert math.isclose(variational(P1, Q)[0], 2 / 3)   # eq. 20.13
+    assert math.isclose(variational(P1, Q)[0], 2 / 3)  # eq. 20.13
 
 
 def _lp_emd(p, q, D):
     from scipy.optimize import linprog
+
     m = len(p)
     A = []
     b = []
-    for i in range(m):   # outflow of i = p_i
-        row = np.zeros((m, m)); row[i, :] = 1; A.append(row.ravel()); b.append(p[i])
-    for j in range(m):   # inflow of j = q_j
-        row = np.zeros((m, m)); row[:, j] = 1; A.append(row.ravel()); b.append(q[j])
+    for i in range(m):  # outflow of i = p_i
+        row = np.zeros((m, m))
+        row[i, :] = 1
+        A.append(row.ravel())
+        b.append(p[i])
+    for j in range(m):  # inflow of j = q_j
+        row = np.zeros((m, m))
+        row[:, j] = 1
+        A.append(row.ravel())
+        b.append(q[j])
     res = linprog(D.ravel(), A_eq=np.array(A), b_eq=np.array(b), bounds=(0, None), method="highs")
     return res.fun
 
@@ -331,13 +365,15 @@ def _lp_emd(p, q, D):
 @pytest.mark.parametrize("name", ["education", "native-country", "workclass", "age"])
 def test_hierarchical_emd_against_linear_program(hier, name):
     import scipy  # noqa: F401  (oracle: required)
+
     h = hier[name]
     rng = np.random.default_rng(7)
     leaf = np.sort(rng.choice(h.n_leaves, size=min(h.n_leaves, 9), replace=False))
     m = len(leaf)
     # ground distance: level of the lowest common ancestor / height (Li et al. 2007)
-    D = np.array([[h.level_of_span(np.array([min(a, b)]), np.array([max(a, b)]))[0] / h.height
-                   for b in leaf] for a in leaf])
+    D = np.array(
+        [[h.level_of_span(np.array([min(a, b)]), np.array([max(a, b)]))[0] / h.height for b in leaf] for a in leaf]
+    )
     Q = rng.dirichlet(np.ones(m))
     P = rng.dirichlet(np.ones(m) * 0.5, size=4)
     ours = emd_hierarchical(P, Q, h, leaf)
@@ -347,6 +383,7 @@ def test_hierarchical_emd_against_linear_program(hier, name):
 
 def test_ordered_emd_against_linear_program():
     import scipy  # noqa: F401  (oracle: required)
+
     rng = np.random.default_rng(3)
     m = 7
     D = np.abs(np.subtract.outer(np.arange(m), np.arange(m))) / (m - 1)
@@ -361,6 +398,7 @@ def test_ordered_emd_against_linear_program():
 
 def test_kl_matches_scipy():
     import scipy.stats as stats_mod  # oracle: required
+
     rng = np.random.default_rng(5)
     Q = rng.dirichlet(np.ones(5))
     P = rng.dirichlet(np.ones(5), size=3)
@@ -371,8 +409,9 @@ def test_kl_matches_scipy():
 
 
 def test_tcloseness_hierarchical_with_sensitive_hierarchy(subset, hier):
-    t = EncodedTable.encode(subset, Schema(["age", "sex"], ["education"]),
-                            {"age": hier["age"], "education": hier["education"]})
+    t = EncodedTable.encode(
+        subset, Schema(["age", "sex"], ["education"]), {"age": hier["age"], "education": hier["education"]}
+    )
     cid, C = equivalence_classes(t.generalized_codes([3, 1]))
     stats = class_stats(t, cid, C)
     d = TCloseness(0.2, ground="hierarchical").distances(stats)
@@ -384,34 +423,50 @@ def test_tcloseness_hierarchical_with_sensitive_hierarchy(subset, hier):
 
 
 # ------------------------------------------------------------------ textbook examples
-T11 = pd.DataFrame({  # seed 004 Table 1-1 (medical table; disease is sensitive)
-    "id": [f"t{i}" for i in range(1, 10)],
-    "age": [41, 40, 41, 44, 44, 45, 41, 42, 43],
-    "sex": ["F", "F", "M", "M", "M", "M", "M", "M", "F"],
-    "zip": ["734562", "734552", "734532", "734555", "734555", "734532", "734561", "734533", "734553"],
-    "disease": ["insomnia", "heart", "insomnia", "heart", "insomnia", "heart", "flu", "flu", "flu"],
-})
+T11 = pd.DataFrame(
+    {  # seed 004 Table 1-1 (medical table; disease is sensitive)
+        "id": [f"t{i}" for i in range(1, 10)],
+        "age": [41, 40, 41, 44, 44, 45, 41, 42, 43],
+        "sex": ["F", "F", "M", "M", "M", "M", "M", "M", "F"],
+        "zip": ["734562", "734552", "734532", "734555", "734555", "734532", "734561", "734533", "734553"],
+        "disease": ["insomnia", "heart", "insomnia", "heart", "insomnia", "heart", "flu", "flu", "flu"],
+    }
+)
 
 
 def _seed004_release(groups):
     rows = []
     for (age, sex, zp), ids in groups:
         for i in ids:
-            rows.append({"id": i, "age": age, "sex": sex, "zip": zp,
-                         "disease": T11.set_index("id").loc[i, "disease"]})
+            rows.append({"id": i, "age": age, "sex": sex, "zip": zp, "disease": T11.set_index("id").loc[i, "disease"]})
     return pd.DataFrame(rows)
 
 
 def test_seed004_tables():
     q = ["age", "sex", "zip"]
     rep = M.measure_release(T11, q, ["disease"], ["id"])
-    assert rep["k"] == 1                                   # Frank (45, M, 734532) is unique: linkage attack
-    t13 = _seed004_release([(("40-41", "*", "7345*"), ["t1", "t2", "t7"]), (("44-45", "M", "7345*"), ["t4", "t5", "t6"]),
-                            (("41-43", "*", "7345*"), ["t3", "t8", "t9"])])
-    t14 = _seed004_release([(("40-41", "*", "7345*"), ["t1", "t2", "t3"]), (("44-45", "M", "7345*"), ["t4", "t5", "t6"]),
-                            (("41-43", "*", "7345*"), ["t7", "t8", "t9"])])
-    t15 = _seed004_release([(("40-41", "*", "7345*"), ["t1", "t2", "t7"]), (("43-44", "*", "73455*"), ["t4", "t5", "t9"]),
-                            (("41-45", "M", "73453*"), ["t3", "t6", "t8"])])
+    assert rep["k"] == 1  # Frank (45, M, 734532) is unique: linkage attack
+    t13 = _seed004_release(
+        [
+            (("40-41", "*", "7345*"), ["t1", "t2", "t7"]),
+            (("44-45", "M", "7345*"), ["t4", "t5", "t6"]),
+            (("41-43", "*", "7345*"), ["t3", "t8", "t9"]),
+        ]
+    )
+    t14 = _seed004_release(
+        [
+            (("40-41", "*", "7345*"), ["t1", "t2", "t3"]),
+            (("44-45", "M", "7345*"), ["t4", "t5", "t6"]),
+            (("41-43", "*", "7345*"), ["t7", "t8", "t9"]),
+        ]
+    )
+    t15 = _seed004_release(
+        [
+            (("40-41", "*", "7345*"), ["t1", "t2", "t7"]),
+            (("43-44", "*", "73455*"), ["t4", "t5", "t9"]),
+            (("41-45", "M", "73453*"), ["t3", "t6", "t8"]),
+        ]
+    )
     for tab, k, l in [(t13, 3, 2), (t14, 3, 1), (t15, 3, 3)]:
         r = M.measure_release(tab, q, ["disease"], ["id"])
         assert (r["k"], r["sensitive_attributes"]["disease"]["l_distinct"]) == (k, l)
@@ -426,9 +481,14 @@ def test_seed000_table_20_3_facts():
     """§20.3.1/§20.3.2: Table 20.3 has two classes, rows {1,3,6} and {2,4,5}, so k = 3; rows 1, 3, 6 all
     have HIV, so the table is only 1-diverse. (The tables are images in the seed; only these facts are
     stated in its text, the other diseases here are placeholders.)"""
-    rel = pd.DataFrame({"index": [1, 2, 3, 4, 5, 6], "age": ["A", "B", "A", "B", "B", "A"],
-                        "zip": ["Z", "W", "Z", "W", "W", "Z"],
-                        "disease": ["HIV", "other-1", "HIV", "other-2", "other-3", "HIV"]})
+    rel = pd.DataFrame(
+        {
+            "index": [1, 2, 3, 4, 5, 6],
+            "age": ["A", "B", "A", "B", "B", "A"],
+            "zip": ["Z", "W", "Z", "W", "W", "Z"],
+            "disease": ["HIV", "other-1", "HIV", "other-2", "other-3", "HIV"],
+        }
+    )
     r = M.measure_release(rel, ["age", "zip"], ["disease"], ["index"])
     assert r["k"] == 3 and r["classes"]["classes"] == 2
     assert r["sensitive_attributes"]["disease"]["l_distinct"] == 1
@@ -447,7 +507,7 @@ def test_full_domain_metrics_bottom_and_top(table):
     assert M.query_error(table, *bottom, n_queries=50)["mean_relative_error"] < 1e-12
     qe = M.query_error(table, *top, n_queries=50, seed=3)
     assert qe["mean_relative_error"] > 0 and qe["n_queries"] == 50
-    assert qe == M.query_error(table, *top, n_queries=50, seed=3)         # seeded
+    assert qe == M.query_error(table, *top, n_queries=50, seed=3)  # seeded
     cid, C = equivalence_classes(table.generalized_codes(table.heights))
     il = M.il_total(table, cid, C, *top)
     assert il["total_il"] > 0
@@ -457,7 +517,9 @@ def test_full_domain_metrics_bottom_and_top(table):
 
 def test_il_total_seed004_by_hand():
     df = pd.DataFrame({"age": [20, 30, 40, 50], "sex": ["M", "F", "M", "M"], "s": list("abab")})
-    t = EncodedTable.encode(df, Schema(["age", "sex"], ["s"]), {"age": Hierarchy.intervals("age", df["age"], (10, 20, 40))})
+    t = EncodedTable.encode(
+        df, Schema(["age", "sex"], ["s"]), {"age": Hierarchy.intervals("age", df["age"], (10, 20, 40))}
+    )
     cid = np.array([0, 0, 1, 1])
     lo, hi = M.class_boxes(t, cid, 2)
     # class 0: ages 20..30 -> 10/30, sex {M,F} -> 2/2; class 1: ages 40..50 -> 10/30, sex {M} -> 1/2

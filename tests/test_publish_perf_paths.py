@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from anonymize.errors import AnonymizeError
 from anonymize.publish import EncodedTable, Hierarchy, KAnonymity, Schema
@@ -34,8 +35,9 @@ HYP = settings(max_examples=30, deadline=None, derandomize=True, suppress_health
 
 
 # ------------------------------------------------------------------ references (the replaced code)
-def reference_query_error(table, lo, hi, suppressed=None, n_queries=500, dims=None, selectivity=0.05, seed=0,
-                          sensitive=True):
+def reference_query_error(
+    table, lo, hi, suppressed=None, n_queries=500, dims=None, selectivity=0.05, seed=0, sensitive=True
+):
     """Every query scans every row (the implementation before the fast path)."""
     lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
     n, q = table.qi_codes.shape
@@ -66,7 +68,7 @@ def reference_query_error(table, lo, hi, suppressed=None, n_queries=500, dims=No
             ind = np.zeros(L, dtype=bool)
             if h.numeric:
                 s = int(rng.integers(0, L - m + 1))
-                ind[s:s + m] = True
+                ind[s : s + m] = True
             else:
                 ind[rng.choice(L, size=m, replace=False)] = True
             cum = np.r_[0, np.cumsum(ind)]
@@ -87,8 +89,15 @@ def reference_query_error(table, lo, hi, suppressed=None, n_queries=500, dims=No
     if not errs:
         raise AnonymizeError("query_error: no query with a non-zero answer; raise the selectivity")
     e = np.asarray(errs)
-    return {"mean_relative_error": float(e.mean()), "median_relative_error": float(np.median(e)),
-            "n_queries": len(errs), "dims": dims, "sensitive": use_sens, "selectivity": selectivity, "seed": seed}
+    return {
+        "mean_relative_error": float(e.mean()),
+        "median_relative_error": float(np.median(e)),
+        "n_queries": len(errs),
+        "dims": dims,
+        "sensitive": use_sens,
+        "selectivity": selectivity,
+        "seed": seed,
+    }
 
 
 def reference_il_total(table, class_id, n_classes, lo, hi, suppressed=None):
@@ -164,14 +173,16 @@ def mixed_table(n, seed=0, n_sens=5, wide=False):
     """Numeric (interval hierarchies) and categorical (masking / flat) QIs; ``wide`` adds a QI
     with ~n distinct values so nearly every original row is distinct."""
     rng = np.random.default_rng(seed)
-    df = pd.DataFrame({
-        "age": rng.integers(17, 91, n),
-        "hours": rng.integers(1, 100, n),
-        "zip": [str(10000 + 7 * int(i)) for i in rng.integers(0, 300, n)],
-        "sex": rng.choice(["M", "F"], n),
-        "race": rng.choice(list("abcde"), n, p=[0.6, 0.2, 0.1, 0.07, 0.03]),
-        "s": rng.integers(0, n_sens, n),
-    })
+    df = pd.DataFrame(
+        {
+            "age": rng.integers(17, 91, n),
+            "hours": rng.integers(1, 100, n),
+            "zip": [str(10000 + 7 * int(i)) for i in rng.integers(0, 300, n)],
+            "sex": rng.choice(["M", "F"], n),
+            "race": rng.choice(list("abcde"), n, p=[0.6, 0.2, 0.1, 0.07, 0.03]),
+            "s": rng.integers(0, n_sens, n),
+        }
+    )
     qis = ["age", "hours", "zip", "sex", "race"]
     if wide:
         df["income"] = rng.integers(0, 10 * n, n)
@@ -182,10 +193,17 @@ def mixed_table(n, seed=0, n_sens=5, wide=False):
 def narrow_table(n, seed=0):
     """Few distinct original rows (the grouped, weighted path of the true answers)."""
     rng = np.random.default_rng(seed)
-    df = pd.DataFrame({"age": rng.integers(20, 30, n), "sex": rng.choice(["M", "F"], n),
-                       "race": rng.choice(list("abcde"), n), "s": rng.choice(["x", "y", "z", "w"], n)})
-    return EncodedTable.encode(df, Schema(["age", "sex", "race"], ["s"]),
-                               {"age": Hierarchy.intervals("age", df["age"], (2, 4, 8))})
+    df = pd.DataFrame(
+        {
+            "age": rng.integers(20, 30, n),
+            "sex": rng.choice(["M", "F"], n),
+            "race": rng.choice(list("abcde"), n),
+            "s": rng.choice(["x", "y", "z", "w"], n),
+        }
+    )
+    return EncodedTable.encode(
+        df, Schema(["age", "sex", "race"], ["s"]), {"age": Hierarchy.intervals("age", df["age"], (2, 4, 8))}
+    )
 
 
 def releases(table, seed=0):
@@ -201,11 +219,14 @@ def releases(table, seed=0):
 
 
 # ------------------------------------------------------------------ query_error
-@pytest.mark.parametrize("make", [lambda: mixed_table(3000, 1), lambda: mixed_table(3000, 2, wide=True),
-                                  lambda: narrow_table(5000, 3)], ids=["mixed", "wide", "narrow"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda: mixed_table(3000, 1), lambda: mixed_table(3000, 2, wide=True), lambda: narrow_table(5000, 3)],
+    ids=["mixed", "wide", "narrow"],
+)
 def test_query_error_matches_row_scan(make):
     table = make()
-    for name, lo, hi, sup in releases(table):
+    for _name, lo, hi, sup in releases(table):
         for kw in ({}, {"sensitive": False}, {"dims": 1, "seed": 4}, {"dims": 9, "selectivity": 0.3, "seed": 1}):
             want = reference_query_error(table, lo, hi, sup, n_queries=90, **kw)
             assert_same_result(M.query_error(table, lo, hi, sup, n_queries=90, **kw), want)
@@ -215,8 +236,9 @@ def test_query_error_several_passes_and_redraws():
     table = mixed_table(2000, 5)
     lo, hi = M.boxes_from_levels(table, [1] * table.q)
     # 200 queries: four 64-query passes (the last one partial)
-    assert_same_result(M.query_error(table, lo, hi, n_queries=200, seed=7),
-                       reference_query_error(table, lo, hi, n_queries=200, seed=7))
+    assert_same_result(
+        M.query_error(table, lo, hi, n_queries=200, seed=7), reference_query_error(table, lo, hi, n_queries=200, seed=7)
+    )
     # tiny selectivity: many queries have act = 0 and are redrawn, in the same order
     want = reference_query_error(table, lo, hi, n_queries=70, selectivity=1e-4, seed=2)
     got = M.query_error(table, lo, hi, n_queries=70, selectivity=1e-4, seed=2)
@@ -234,36 +256,55 @@ def test_query_error_many_sensitive_values():
     assert len(table.sens_values[0]) * 4000 > M._DENSE_SPAN
     lo, hi = M.boxes_from_levels(table, [0] * table.q)
     for sup in (None, np.arange(table.n) % 7 == 0):
-        assert_same_result(M.query_error(table, lo, hi, sup, n_queries=60, selectivity=0.3),
-                           reference_query_error(table, lo, hi, sup, n_queries=60, selectivity=0.3))
+        assert_same_result(
+            M.query_error(table, lo, hi, sup, n_queries=60, selectivity=0.3),
+            reference_query_error(table, lo, hi, sup, n_queries=60, selectivity=0.3),
+        )
 
 
-@pytest.mark.parametrize("make,grouped", [(lambda: narrow_table(70_000, 8), True),
-                                         (lambda: mixed_table(70_000, 9, wide=True), False)],
-                         ids=["grouped", "all-distinct"])
+@pytest.mark.parametrize(
+    "make,grouped",
+    [(lambda: narrow_table(70_000, 8), True), (lambda: mixed_table(70_000, 9, wide=True), False)],
+    ids=["grouped", "all-distinct"],
+)
 def test_query_error_large_table_sampling_decision(make, grouped, monkeypatch):
     """Above 65,536 rows a sample decides whether grouping the original rows pays; both ways
     give the row scan's answers."""
     table = make()
     calls = []
     real = M._bit_counts
-    monkeypatch.setattr(M, "_bit_counts", lambda mask, n_bits, weights: calls.append(weights is not None)
-                        or real(mask, n_bits, weights))
+    monkeypatch.setattr(
+        M, "_bit_counts", lambda mask, n_bits, weights: calls.append(weights is not None) or real(mask, n_bits, weights)
+    )
     r = mondrian(table, [KAnonymity(5)])
     lo, hi = M.class_boxes(table, r.class_id, r.n_classes)
     sup = np.arange(table.n) % 11 == 0
-    assert_same_result(M.query_error(table, lo, hi, sup, n_queries=100, seed=3),
-                       reference_query_error(table, lo, hi, sup, n_queries=100, seed=3))
+    assert_same_result(
+        M.query_error(table, lo, hi, sup, n_queries=100, seed=3),
+        reference_query_error(table, lo, hi, sup, n_queries=100, seed=3),
+    )
     assert calls and set(calls) == {grouped}  # weighted (grouped original rows) or not
 
 
 @HYP
-@given(n=st.integers(1, 60), seed=st.integers(0, 10_000), levels_seed=st.integers(0, 100),
-       dims=st.integers(1, 4), sens=st.booleans(), sup_rate=st.sampled_from([0.0, 0.2, 1.0]))
+@given(
+    n=st.integers(1, 60),
+    seed=st.integers(0, 10_000),
+    levels_seed=st.integers(0, 100),
+    dims=st.integers(1, 4),
+    sens=st.booleans(),
+    sup_rate=st.sampled_from([0.0, 0.2, 1.0]),
+)
 def test_query_error_random_small_tables(n, seed, levels_seed, dims, sens, sup_rate):
     rng = np.random.default_rng(seed)
-    df = pd.DataFrame({"a": rng.integers(0, 12, n), "b": rng.choice(list("pqrstu"), n),
-                       "c": rng.integers(-5, 5, n), "s": rng.integers(0, 3, n)})
+    df = pd.DataFrame(
+        {
+            "a": rng.integers(0, 12, n),
+            "b": rng.choice(list("pqrstu"), n),
+            "c": rng.integers(-5, 5, n),
+            "s": rng.integers(0, 3, n),
+        }
+    )
     table = EncodedTable.encode(df, Schema(["a", "b", "c"], ["s"]), {"a": Hierarchy.intervals("a", df["a"], (2, 4))})
     lrng = np.random.default_rng(levels_seed)
     lv = [int(lrng.integers(0, h.height + 1)) for h in table.hierarchies]
@@ -292,8 +333,9 @@ def test_default_query_count_is_200_at_every_size():
     assert {auto_queries(n) for n in (10, 100_000, 100_001, 1_000_000, 10_000_000)} == {200}
     rng = np.random.default_rng(0)
     n = 120_000
-    df = pd.DataFrame({"age": rng.integers(17, 91, n), "sex": rng.choice(["M", "F"], n),
-                       "s": rng.choice(["x", "y", "z"], n)})
+    df = pd.DataFrame(
+        {"age": rng.integers(17, 91, n), "sex": rng.choice(["M", "F"], n), "s": rng.choice(["x", "y", "z"], n)}
+    )
     res = anonymize_table(df, Schema(["age", "sex"], ["s"]), algorithm="flash", models=[KAnonymity(5)])
     assert res.metrics["query_error"]["n_queries"] == 200
 
@@ -305,8 +347,9 @@ def test_il_total_matches_pairs_unique():
         r = mondrian(table, [KAnonymity(4)])
         lo, hi = M.class_boxes(table, r.class_id, r.n_classes)
         for sup in (None, rng.random(table.n) < 0.1, np.ones(table.n, dtype=bool)):
-            assert M.il_total(table, r.class_id, r.n_classes, lo, hi, sup) == \
-                reference_il_total(table, r.class_id, r.n_classes, lo, hi, sup)
+            assert M.il_total(table, r.class_id, r.n_classes, lo, hi, sup) == reference_il_total(
+                table, r.class_id, r.n_classes, lo, hi, sup
+            )
         for lv in ([0] * table.q, table.heights, [min(1, h.height) for h in table.hierarchies]):
             lo, hi = M.boxes_from_levels(table, lv)
             cid, C = equivalence_classes(table.generalized_codes(lv))
@@ -325,20 +368,23 @@ def test_distinct_per_class_both_ways():
 
 
 # ------------------------------------------------------------------ Hierarchy.intervals
-@pytest.mark.parametrize("values,widths", [
-    ([17, 23, 38, 90, 45], (5, 10, 20)),
-    (np.linspace(0, 1000, 50), None),
-    (np.random.default_rng(1).integers(-500, 500, 2000), None),
-    (np.random.default_rng(2).integers(0, 250_001, 50_000), None),
-    (np.random.default_rng(3).normal(0, 1e6, 3000), None),
-    (np.random.default_rng(4).random(1000) * 7, (0.5, 1.0, 2.0)),
-    (np.random.default_rng(5).integers(0, 100, 500), (3, 9, 27)),
-    ([5], None),
-    ([0, 1], (7,)),
-    ([1.5, 2.5, 1e7 + 0.5, 1e7 + 1.5], (1, 2)),
-    (np.random.default_rng(6).integers(0, 2**40, 500), None),
-    ([1.0, 2.0, 3.0], (1.5, 3)),
-])
+@pytest.mark.parametrize(
+    "values,widths",
+    [
+        ([17, 23, 38, 90, 45], (5, 10, 20)),
+        (np.linspace(0, 1000, 50), None),
+        (np.random.default_rng(1).integers(-500, 500, 2000), None),
+        (np.random.default_rng(2).integers(0, 250_001, 50_000), None),
+        (np.random.default_rng(3).normal(0, 1e6, 3000), None),
+        (np.random.default_rng(4).random(1000) * 7, (0.5, 1.0, 2.0)),
+        (np.random.default_rng(5).integers(0, 100, 500), (3, 9, 27)),
+        ([5], None),
+        ([0, 1], (7,)),
+        ([1.5, 2.5, 1e7 + 0.5, 1e7 + 1.5], (1, 2)),
+        (np.random.default_rng(6).integers(0, 2**40, 500), None),
+        ([1.0, 2.0, 3.0], (1.5, 3)),
+    ],
+)
 def test_intervals_same_as_per_leaf_labels(values, widths):
     assert_same_hierarchy(Hierarchy.intervals("x", values, widths=widths), reference_intervals("x", values, widths))
 
@@ -362,20 +408,38 @@ def test_numeric_groups_that_are_not_intervals_stay_categorical():
 
 # ------------------------------------------------------------------ package exports
 def test_public_api_exports():
-    import anonymize.publish as pub
     import types
 
+    import anonymize.publish as pub
     from anonymize.publish.anonymizer import AnonymizationResult, build_models
 
     assert len(pub.__all__) == len(set(pub.__all__))
     for name in pub.__all__:
         assert hasattr(pub, name), name
-    for name in ("anonymize_table", "build_models", "AnonymizationResult", "KAnonymity", "DistinctLDiversity",
-                 "EntropyLDiversity", "RecursiveCLDiversity", "TCloseness", "Schema", "EncodedTable", "Hierarchy",
-                 "read_table", "write_table", "read_hierarchies", "measure_release", "Lattice"):
+    for name in (
+        "anonymize_table",
+        "build_models",
+        "AnonymizationResult",
+        "KAnonymity",
+        "DistinctLDiversity",
+        "EntropyLDiversity",
+        "RecursiveCLDiversity",
+        "TCloseness",
+        "Schema",
+        "EncodedTable",
+        "Hierarchy",
+        "read_table",
+        "write_table",
+        "read_hierarchies",
+        "measure_release",
+        "Lattice",
+    ):
         assert name in pub.__all__, name
-    assert (pub.anonymize_table, pub.build_models, pub.AnonymizationResult) == (anonymize_table, build_models,
-                                                                              AnonymizationResult)
+    assert (pub.anonymize_table, pub.build_models, pub.AnonymizationResult) == (
+        anonymize_table,
+        build_models,
+        AnonymizationResult,
+    )
     # the algorithm modules stay modules (their functions are not re-exported under the same names)
     import anonymize.publish.mondrian  # noqa: F401
 
@@ -383,9 +447,19 @@ def test_public_api_exports():
         assert isinstance(getattr(pub, mod), types.ModuleType), mod
 
 
-@pytest.mark.parametrize("module", ["anonymize.publish", "anonymize.publish.anonymizer", "anonymize.publish.mondrian",
-                                    "anonymize.publish.flash", "anonymize.publish.metrics", "anonymize.publish.table",
-                                    "anonymize.publish.io", "anonymize.cli_anonymize"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "anonymize.publish",
+        "anonymize.publish.anonymizer",
+        "anonymize.publish.mondrian",
+        "anonymize.publish.flash",
+        "anonymize.publish.metrics",
+        "anonymize.publish.table",
+        "anonymize.publish.io",
+        "anonymize.cli_anonymize",
+    ],
+)
 def test_no_import_cycle(module):
     """Each module imports first in a fresh interpreter, then the package's star import works."""
     code = f"import {module}\nfrom anonymize.publish import *\nprint(len(anonymize_table.__name__))"

@@ -30,7 +30,7 @@ def run_catching(n, fn, inputs):
     async def wrap(ch, x):
         try:
             return await fn(ch, x)
-        except Exception as e:  # noqa: BLE001 — the test inspects it
+        except Exception as e:
             return e
 
     return run_parties(n, wrap, inputs, timeout=10)
@@ -207,7 +207,9 @@ def test_threshold_equals_plain_comparison(data, n_parties, m):
     small = st.integers(-(2**58), 2**58)
     xs = [np.array(data.draw(st.lists(small, min_size=m, max_size=m)), np.int64) for _ in range(n_parties)]
     total = sum(x.astype(object) for x in xs) if m else np.zeros(0, object)
-    offsets = np.array(data.draw(st.lists(st.sampled_from([-1, 0, 1, -(2**61), 2**61, 12345]), min_size=m, max_size=m)), object)
+    offsets = np.array(
+        data.draw(st.lists(st.sampled_from([-1, 0, 1, -(2**61), 2**61, 12345]), min_size=m, max_size=m)), object
+    )
     thr = np.array(total + offsets if m else [], np.int64)  # thresholds at, just above and just below the sum
     out = run_parties(n_parties, lambda ch, x: secure_sum_threshold(ch, x, thr), xs)
     expect = np.array(total >= thr.astype(object), bool) if m else np.zeros(0, bool)
@@ -221,7 +223,9 @@ def test_threshold_is_inclusive_and_scalar_threshold():
     out = run_parties(3, lambda ch, x: secure_sum_threshold(ch, x, 10), xs)  # sums 10, 10, -8, 0
     for res in out.values():
         np.testing.assert_array_equal(res, [True, True, False, False])
-    out = run_parties(2, lambda ch, x: secure_sum_threshold(ch, x, np.array([-8, -7])), [np.array([-5, -5]), np.array([-3, -3])])
+    out = run_parties(
+        2, lambda ch, x: secure_sum_threshold(ch, x, np.array([-8, -7])), [np.array([-5, -5]), np.array([-3, -3])]
+    )
     np.testing.assert_array_equal(out["p1"], [True, False])
 
 

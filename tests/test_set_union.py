@@ -42,7 +42,7 @@ def run_catching(sets, fn):
     async def wrap(ch, s):
         try:
             return await fn(ch, s)
-        except Exception as e:  # noqa: BLE001 — the test inspects it
+        except Exception as e:
             return e
 
     return run_parties(len(sets), wrap, sets, timeout=10)

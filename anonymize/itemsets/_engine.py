@@ -96,8 +96,8 @@ def _dedupe_layout(tx, r, N, F, W, fdtype, force):
     wvec = np.empty(sum(words), dtype=fdtype)
     off = 0
     for b, m in enumerate(members):
-        virt[64 * off:64 * off + m.size] = onehot[m]
-        wvec[off:off + words[b]] = float(1 << b)
+        virt[64 * off : 64 * off + m.size] = onehot[m]
+        wvec[off : off + words[b]] = float(1 << b)
         off += words[b]
     packed = np.packbits(np.ascontiguousarray(virt.T), axis=1, bitorder="little")
     cols = packed.view("<u8").astype(np.uint64, copy=False)
@@ -145,11 +145,11 @@ def _pair_counts(lay: _Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     for g, L in enumerate(uniq_len.tolist()):
         if L < 2:
             continue
-        rows = by_len[bounds[g]:bounds[g + 1]]
+        rows = by_len[bounds[g] : bounds[g + 1]]
         a, b = np.triu_indices(L, 1)
         step = max(1, (1 << 22) // a.size)
         for s in range(0, rows.size, step):
-            sel = rows[s:s + step]
+            sel = rows[s : s + step]
             M = lay.row_ranks[lay.row_ptr[sel][:, None] + np.arange(L)].astype(code_t)
             if not weighted:
                 M.sort(axis=1)
@@ -208,15 +208,15 @@ class _Miner:
         cols = self.cols
         for s in range(0, i.size, step):
             if B is None:
-                rows = cand[s:s + step]
+                rows = cand[s : s + step]
                 X = cols[rows[:, 0]]
                 for c in range(1, rows.shape[1]):
                     X &= cols[rows[:, c]]
             else:
-                X = B[i[s:s + step]]
-                X &= B[j[s:s + step]]
+                X = B[i[s : s + step]]
+                X &= B[j[s : s + step]]
             c = np.bitwise_count(X).astype(self.wvec.dtype) @ self.wvec
-            counts[s:s + step] = c
+            counts[s : s + step] = c
             if keep_bits:
                 f = c >= minc
                 kept.append(X if f.all() else X[f])
@@ -237,7 +237,7 @@ class _Miner:
         keys = rnd[items].sum(axis=1, dtype=np.uint64)
         table = np.sort(keys)
         ck = keys[i] + rnd[cand[:, k]]
-        sub = ck[:, None] - rnd[cand[:, :k - 1]]
+        sub = ck[:, None] - rnd[cand[:, : k - 1]]
         pos = np.minimum(np.searchsorted(table, sub), table.size - 1)
         return (table[pos] == sub).all(axis=1)
 
@@ -282,8 +282,16 @@ class _Miner:
                 stack.append((new_items, newbits, prune_children, prune_children, None, None))
 
 
-def mine_bitsets(db: TransactionDB, min_count: int, *, max_len: int | None = None, prune: bool | str = "auto",
-                 dedupe: bool | str = "auto", level2: str = "auto", memory_budget: int = 256 << 20) -> FrequentItemsets:
+def mine_bitsets(
+    db: TransactionDB,
+    min_count: int,
+    *,
+    max_len: int | None = None,
+    prune: bool | str = "auto",
+    dedupe: bool | str = "auto",
+    level2: str = "auto",
+    memory_budget: int = 256 << 20,
+) -> FrequentItemsets:
     """All itemsets with count ≥ ``min_count``, by the level-wise bitset engine (see module docstring)."""
     N = db.n_transactions
     sup = db.item_support()

@@ -30,8 +30,7 @@ def n_words(n: int) -> int:
     return (int(n) + WORD_BITS - 1) // WORD_BITS
 
 
-def pack_columns(rows: np.ndarray, cols: np.ndarray, n_cols: int, n_rows: int, *,
-                 distinct: bool = False) -> np.ndarray:
+def pack_columns(rows: np.ndarray, cols: np.ndarray, n_cols: int, n_rows: int, *, distinct: bool = False) -> np.ndarray:
     """Pack occurrences ``(rows[i], cols[i])`` into ``n_cols`` bit columns over ``n_rows``.
 
     Returns a ``(n_cols, ceil(n_rows/64))`` uint64 array whose column ``c`` has bit
@@ -102,6 +101,6 @@ def popcount(bits: np.ndarray, word_weights: np.ndarray | None = None) -> np.nda
     w = np.ones(W) if word_weights is None else np.asarray(word_weights, dtype=np.float64)
     step = max(1, _CHUNK_WORDS // W)
     for s in range(0, n, step):
-        pc = np.bitwise_count(b[s:s + step])
-        out[s:s + step] = np.rint(pc.astype(np.float64) @ w)
+        pc = np.bitwise_count(b[s : s + step])
+        out[s : s + step] = np.rint(pc.astype(np.float64) @ w)
     return out.reshape(lead)

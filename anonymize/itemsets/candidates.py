@@ -9,7 +9,7 @@ with a few ``repeat``/``arange`` calls and no Python loop over rows.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -82,7 +82,7 @@ class RowIndex:
         table = np.asarray(table, dtype=np.int64)
         self._width = table.shape[1]
         top = int(table.max()) + 1 if table.size else 1
-        self._base = top if table.size and table.min() >= 0 and top ** self._width < (1 << 63) else None
+        self._base = top if table.size and table.min() >= 0 and top**self._width < (1 << 63) else None
         keys = self._key(table)
         self._order = np.argsort(keys, kind="stable")
         self._keys = keys[self._order]

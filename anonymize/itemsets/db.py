@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import operator
 import os
+from collections.abc import Iterable, Sequence
 from itertools import chain
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ __all__ = ["TransactionDB", "read_fimi", "parse_fimi", "as_transaction_db"]
 
 # byte classes: 0 invalid, 1 digit, 2 blank within a line, 3 newline
 _CLASS = np.zeros(256, dtype=np.uint8)
-_CLASS[ord("0"):ord("9") + 1] = 1
+_CLASS[ord("0") : ord("9") + 1] = 1
 _CLASS[[9, 11, 12, 13, 32]] = 2
 _CLASS[10] = 3
 _MAX_DIGITS = 18  # every 18-digit id fits int64
@@ -66,8 +67,14 @@ class TransactionDB:
 
     __slots__ = ("n_transactions", "items", "indptr", "indices", "labels", "_bits", "_support", "_rows")
 
-    def __init__(self, n_transactions: int, items: np.ndarray, indptr: np.ndarray, indices: np.ndarray,
-                 labels: Sequence[Any] | None = None) -> None:
+    def __init__(
+        self,
+        n_transactions: int,
+        items: np.ndarray,
+        indptr: np.ndarray,
+        indices: np.ndarray,
+        labels: Sequence[Any] | None = None,
+    ) -> None:
         self.n_transactions = int(n_transactions)
         self.items = np.asarray(items, dtype=np.int64)
         self.indptr = np.asarray(indptr, dtype=np.int64)
@@ -83,13 +90,19 @@ class TransactionDB:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_fimi(cls, path: str | os.PathLike) -> "TransactionDB":
+    def from_fimi(cls, path: str | os.PathLike) -> TransactionDB:
         """Read a FIMI ``.dat`` file (see :func:`read_fimi`)."""
         return read_fimi(path)
 
     @classmethod
-    def from_csr(cls, indptr: np.ndarray, item_ids: np.ndarray, *,
-                 items: np.ndarray | None = None, labels: Sequence[Any] | None = None) -> "TransactionDB":
+    def from_csr(
+        cls,
+        indptr: np.ndarray,
+        item_ids: np.ndarray,
+        *,
+        items: np.ndarray | None = None,
+        labels: Sequence[Any] | None = None,
+    ) -> TransactionDB:
         """Build from CSR offsets and raw item ids (any order, duplicates allowed).
 
         ``items`` optionally declares the item universe (ids that may occur in no
@@ -97,8 +110,13 @@ class TransactionDB:
         """
         indptr = np.asarray(indptr, dtype=np.int64)
         ids = np.asarray(item_ids, dtype=np.int64).ravel()
-        if indptr.ndim != 1 or indptr.size == 0 or indptr[0] != 0 or indptr[-1] != ids.size \
-                or (np.diff(indptr) < 0).any():
+        if (
+            indptr.ndim != 1
+            or indptr.size == 0
+            or indptr[0] != 0
+            or indptr[-1] != ids.size
+            or (np.diff(indptr) < 0).any()
+        ):
             raise ValueError("indptr must start at 0, be non-decreasing and end at len(item_ids)")
         if ids.size and ids.min() < 0:
             raise ValueError(f"item ids must be non-negative integers (got {int(ids.min())})")
@@ -116,8 +134,9 @@ class TransactionDB:
         return cls(n, universe, indptr, pos.astype(np.int32), labels)
 
     @classmethod
-    def from_transactions(cls, transactions: Iterable[Iterable[int]], *,
-                          items: Iterable[int] | None = None) -> "TransactionDB":
+    def from_transactions(
+        cls, transactions: Iterable[Iterable[int]], *, items: Iterable[int] | None = None
+    ) -> TransactionDB:
         """Build from an iterable of transactions, each an iterable of non-negative int ids.
 
         Duplicates within a transaction are dropped; order is irrelevant. Empty
@@ -127,8 +146,7 @@ class TransactionDB:
         txs = [t if isinstance(t, (list, tuple, set, frozenset, np.ndarray)) else list(t) for t in txs]
         lengths = np.fromiter(map(len, txs), dtype=np.int64, count=len(txs))
         try:
-            ids = np.fromiter(map(operator.index, chain.from_iterable(txs)), dtype=np.int64,
-                              count=int(lengths.sum()))
+            ids = np.fromiter(map(operator.index, chain.from_iterable(txs)), dtype=np.int64, count=int(lengths.sum()))
         except TypeError as exc:
             raise TypeError(f"transactions must hold integer item ids: {exc}") from None
         indptr = np.zeros(len(txs) + 1, dtype=np.int64)
@@ -137,7 +155,7 @@ class TransactionDB:
         return cls.from_csr(indptr, ids, items=universe)
 
     @classmethod
-    def from_onehot(cls, frame: Any) -> "TransactionDB":
+    def from_onehot(cls, frame: Any) -> TransactionDB:
         """Build from a one-hot pandas DataFrame (rows = transactions, bool or 0/1 columns).
 
         Columns named by non-negative integers become those item ids; otherwise item
@@ -188,8 +206,10 @@ class TransactionDB:
         return self.n_transactions
 
     def __repr__(self) -> str:
-        return (f"TransactionDB(n_transactions={self.n_transactions}, n_items={self.items.size}, "
-                f"occurrences={self.indices.size})")
+        return (
+            f"TransactionDB(n_transactions={self.n_transactions}, n_items={self.items.size}, "
+            f"occurrences={self.indices.size})"
+        )
 
     @property
     def n_words(self) -> int:
@@ -242,15 +262,14 @@ class TransactionDB:
         transactions ≈ 180 MB), so the miners pack only the columns they need.
         """
         if self._bits is None:
-            self._bits = pack_columns(self.rows, self.indices, self.items.size, self.n_transactions,
-                                      distinct=True)
+            self._bits = pack_columns(self.rows, self.indices, self.items.size, self.n_transactions, distinct=True)
         return self._bits
 
     def transactions(self) -> list[list[int]]:
         """The transactions as lists of item ids (ascending)."""
         ids = self.items[self.indices].tolist()
         p = self.indptr.tolist()
-        return [ids[p[t]:p[t + 1]] for t in range(self.n_transactions)]
+        return [ids[p[t] : p[t + 1]] for t in range(self.n_transactions)]
 
     def to_onehot(self) -> Any:
         """Dense one-hot pandas DataFrame (bool), columns = item ids (or labels)."""
@@ -261,7 +280,7 @@ class TransactionDB:
         cols = list(self.labels) if self.labels is not None else self.items.tolist()
         return pd.DataFrame(m, columns=cols)
 
-    def take(self, rows: np.ndarray | Sequence[int]) -> "TransactionDB":
+    def take(self, rows: np.ndarray | Sequence[int]) -> TransactionDB:
         """The sub-database of the given transactions (e.g. one party's horizontal share)."""
         rows = np.asarray(rows, dtype=np.int64)
         lengths = np.diff(self.indptr)[rows]
@@ -363,8 +382,9 @@ def _raise_bad_token(raw: bytes, at: int, name: str) -> None:
     token = raw[lo:hi].decode("utf-8", errors="replace")
     if len(token) > 40:
         token = token[:37] + "..."
-    raise ValueError(f"{name}, line {line}: {token!r} is not an item id (a non-negative integer "
-                     f"of at most {_MAX_DIGITS} digits)")
+    raise ValueError(
+        f"{name}, line {line}: {token!r} is not an item id (a non-negative integer of at most {_MAX_DIGITS} digits)"
+    )
 
 
 def read_fimi(path: str | os.PathLike) -> TransactionDB:

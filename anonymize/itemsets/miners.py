@@ -34,8 +34,14 @@ def _check_max_len(max_len: int | None) -> None:
         raise ValueError(f"max_len must be a positive integer or None (got {max_len!r})")
 
 
-def frequent_itemsets(data: Any, minsup: float | None = None, *, min_count: int | None = None,
-                      max_len: int | None = None, memory_budget: int = 256 << 20) -> FrequentItemsets:
+def frequent_itemsets(
+    data: Any,
+    minsup: float | None = None,
+    *,
+    min_count: int | None = None,
+    max_len: int | None = None,
+    memory_budget: int = 256 << 20,
+) -> FrequentItemsets:
     """All frequent itemsets of ``data`` with their support counts.
 
     ``data`` is a :class:`TransactionDB`, a FIMI file path, a one-hot DataFrame or
@@ -53,8 +59,9 @@ def frequent_itemsets(data: Any, minsup: float | None = None, *, min_count: int 
     return mine_bitsets(db, minc, max_len=max_len, prune="auto", memory_budget=memory_budget)
 
 
-def apriori(data: Any, minsup: float | None = None, *, min_count: int | None = None,
-            max_len: int | None = None) -> FrequentItemsets:
+def apriori(
+    data: Any, minsup: float | None = None, *, min_count: int | None = None, max_len: int | None = None
+) -> FrequentItemsets:
     """Apriori: level-wise mining with join + subset prune before counting.
 
     Agrawal & Srikant (1994), "Fast Algorithms for Mining Association Rules",
@@ -70,8 +77,14 @@ def apriori(data: Any, minsup: float | None = None, *, min_count: int | None = N
     return mine_bitsets(db, minc, max_len=max_len, prune=True, memory_budget=1 << 62)
 
 
-def eclat(data: Any, minsup: float | None = None, *, min_count: int | None = None,
-          max_len: int | None = None, memory_budget: int = 256 << 20) -> FrequentItemsets:
+def eclat(
+    data: Any,
+    minsup: float | None = None,
+    *,
+    min_count: int | None = None,
+    max_len: int | None = None,
+    memory_budget: int = 256 << 20,
+) -> FrequentItemsets:
     """Eclat: prefix-class joins with bitset (tidset) intersections, no subset pruning.
 
     Zaki (2000), "Scalable Algorithms for Association Mining", IEEE TKDE 12(3).

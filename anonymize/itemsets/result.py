@@ -8,7 +8,8 @@ rows lexicographic) with an aligned int64 count vector. Python objects
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -34,8 +35,13 @@ class FrequentItemsets:
 
     __slots__ = ("levels", "n_transactions", "min_count", "labels", "_index")
 
-    def __init__(self, levels: dict[int, tuple[np.ndarray, np.ndarray]], n_transactions: int, min_count: int,
-                 labels: dict | None = None) -> None:
+    def __init__(
+        self,
+        levels: dict[int, tuple[np.ndarray, np.ndarray]],
+        n_transactions: int,
+        min_count: int,
+        labels: dict | None = None,
+    ) -> None:
         self.levels = {k: v for k, v in sorted(levels.items()) if v[1].size}
         self.n_transactions = int(n_transactions)
         self.min_count = int(min_count)

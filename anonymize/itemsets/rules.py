@@ -19,7 +19,8 @@ integers, so 0.7 admits 7/10.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -49,8 +50,18 @@ class AssociationRules:
     ``lift`` (float64). Rules are ordered by size of Z, then Z, then mask.
     """
 
-    __slots__ = ("frequent", "size", "row", "mask", "count", "antecedent_count", "consequent_count",
-                 "confidence", "lift", "min_confidence")
+    __slots__ = (
+        "frequent",
+        "size",
+        "row",
+        "mask",
+        "count",
+        "antecedent_count",
+        "consequent_count",
+        "confidence",
+        "lift",
+        "min_confidence",
+    )
 
     def __init__(self, frequent: FrequentItemsets, size, row, mask, ante_count, cons_count, min_confidence):
         self.frequent = frequent
@@ -116,16 +127,18 @@ class AssociationRules:
         name = (lambda i: labels.get(i, i)) if labels else (lambda i: i)
         ante, cons = self._sides()
         n = max(self.frequent.n_transactions, 1)
-        return pd.DataFrame({
-            "antecedents": [frozenset(map(name, a)) for a in ante],
-            "consequents": [frozenset(map(name, c)) for c in cons],
-            "count": self.count,
-            "support": self.count / n,
-            "antecedent_support": self.antecedent_count / n,
-            "consequent_support": self.consequent_count / n,
-            "confidence": self.confidence,
-            "lift": self.lift,
-        })
+        return pd.DataFrame(
+            {
+                "antecedents": [frozenset(map(name, a)) for a in ante],
+                "consequents": [frozenset(map(name, c)) for c in cons],
+                "count": self.count,
+                "support": self.count / n,
+                "antecedent_support": self.antecedent_count / n,
+                "consequent_support": self.consequent_count / n,
+                "confidence": self.confidence,
+                "lift": self.lift,
+            }
+        )
 
 
 def _confident(cz: np.ndarray, ca: np.ndarray, frac, limit: int) -> np.ndarray:

@@ -16,10 +16,10 @@ Threshold rule: X is frequent iff ``count(X) >= ceil(minsup · N)``, with
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from fractions import Fraction
 from numbers import Real
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -79,8 +79,10 @@ def _as_itemset_list(itemsets: Iterable[Iterable[int]] | np.ndarray) -> list[np.
         if itemsets.ndim != 2:
             raise ValueError("an itemset array must be 2-D (one itemset per row)")
         return itemsets.astype(np.int64, copy=False)
-    return [np.fromiter(s, dtype=np.int64) if not isinstance(s, np.ndarray) else s.astype(np.int64).ravel()
-            for s in itemsets]
+    return [
+        np.fromiter(s, dtype=np.int64) if not isinstance(s, np.ndarray) else s.astype(np.int64).ravel()
+        for s in itemsets
+    ]
 
 
 def _grouped(db: TransactionDB, itemsets) -> Iterable[tuple[np.ndarray, np.ndarray]]:
@@ -105,7 +107,7 @@ def _and_reduce(cols: np.ndarray, idx: np.ndarray, n: int, W: int, step: int):
     if n % 64 and W:
         full[-1] = np.uint64((1 << (n % 64)) - 1)
     for s in range(0, idx.shape[0], step):
-        block = idx[s:s + step]
+        block = idx[s : s + step]
         if block.shape[1] == 0:
             yield slice(s, s + block.shape[0]), np.broadcast_to(full, (block.shape[0], W)).copy()
             continue
@@ -115,8 +117,9 @@ def _and_reduce(cols: np.ndarray, idx: np.ndarray, n: int, W: int, step: int):
         yield slice(s, s + block.shape[0]), X
 
 
-def itemset_columns(db: TransactionDB | object, itemsets: Iterable[Iterable[int]] | np.ndarray, *,
-                    missing: str = "empty") -> np.ndarray:
+def itemset_columns(
+    db: TransactionDB | object, itemsets: Iterable[Iterable[int]] | np.ndarray, *, missing: str = "empty"
+) -> np.ndarray:
     """Bit column of every itemset: AND of its items' columns, ``(len(itemsets), W)`` uint64.
 
     Bit t of row i is 1 iff transaction t contains every item of ``itemsets[i]``

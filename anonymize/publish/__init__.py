@@ -20,27 +20,57 @@ creates no cycle.
 """
 
 from ..errors import AnonymizeError
-from .hierarchy import Hierarchy
-from .table import EncodedTable, Schema, auto_hierarchy
-from .models import (
-    ClassStats, DistinctLDiversity, EntropyLDiversity, KAnonymity, PrivacyModel, RecursiveCLDiversity,
-    TCloseness, all_ok, class_stats, equivalence_classes, t_distances,
-)
-from .io import read_hierarchies, read_table, write_table
-from .metrics import measure_release
-from .lattice import Lattice, SearchResult
-from .mondrian import MondrianResult
 from .anonymizer import ALGORITHMS, AnonymizationResult, anonymize_table, build_models
+from .hierarchy import Hierarchy
+from .io import read_hierarchies, read_table, write_table
+from .lattice import Lattice, SearchResult
+from .metrics import measure_release
+from .models import (
+    ClassStats,
+    DistinctLDiversity,
+    EntropyLDiversity,
+    KAnonymity,
+    PrivacyModel,
+    RecursiveCLDiversity,
+    TCloseness,
+    all_ok,
+    class_stats,
+    equivalence_classes,
+    t_distances,
+)
+from .mondrian import MondrianResult
+from .table import EncodedTable, Schema, auto_hierarchy
 
 __all__ = [
     # one call: table -> measured release
-    "anonymize_table", "build_models", "AnonymizationResult", "ALGORITHMS",
+    "anonymize_table",
+    "build_models",
+    "AnonymizationResult",
+    "ALGORITHMS",
     # data model and I/O
-    "AnonymizeError", "read_table", "write_table", "read_hierarchies", "measure_release",
-    "Hierarchy", "EncodedTable", "Schema", "auto_hierarchy",
+    "AnonymizeError",
+    "read_table",
+    "write_table",
+    "read_hierarchies",
+    "measure_release",
+    "Hierarchy",
+    "EncodedTable",
+    "Schema",
+    "auto_hierarchy",
     # privacy models
-    "ClassStats", "class_stats", "equivalence_classes", "PrivacyModel", "KAnonymity",
-    "DistinctLDiversity", "EntropyLDiversity", "RecursiveCLDiversity", "TCloseness", "all_ok", "t_distances",
+    "ClassStats",
+    "class_stats",
+    "equivalence_classes",
+    "PrivacyModel",
+    "KAnonymity",
+    "DistinctLDiversity",
+    "EntropyLDiversity",
+    "RecursiveCLDiversity",
+    "TCloseness",
+    "all_ok",
+    "t_distances",
     # search algorithms
-    "Lattice", "SearchResult", "MondrianResult",
+    "Lattice",
+    "SearchResult",
+    "MondrianResult",
 ]

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -34,8 +34,16 @@ from . import metrics as M
 from .hierarchy import Hierarchy
 from .lattice import METRICS, Lattice, SearchResult
 from .models import (
-    DistinctLDiversity, EntropyLDiversity, KAnonymity, PrivacyModel, RecursiveCLDiversity, TCloseness,
-    class_entropy, class_stats, sorted_desc, t_distances,
+    DistinctLDiversity,
+    EntropyLDiversity,
+    KAnonymity,
+    PrivacyModel,
+    RecursiveCLDiversity,
+    TCloseness,
+    class_entropy,
+    class_stats,
+    sorted_desc,
+    t_distances,
 )
 from .recode import release_levels, release_partition
 from .table import EncodedTable, Schema
@@ -66,8 +74,15 @@ class AnonymizationResult:
     table: EncodedTable | None = field(default=None, repr=False)
 
 
-def build_models(k: int | None = None, l: float | None = None, l_variant: str = "distinct", c: float | None = None,
-                 t: float | None = None, t_distance: str = "emd", t_ground: str | None = None) -> list[PrivacyModel]:
+def build_models(
+    k: int | None = None,
+    l: float | None = None,
+    l_variant: str = "distinct",
+    c: float | None = None,
+    t: float | None = None,
+    t_distance: str = "emd",
+    t_ground: str | None = None,
+) -> list[PrivacyModel]:
     """Privacy models from the CLI-style parameters: k-anonymity (``k``), l-diversity (``l`` with
     ``l_variant`` distinct | entropy | recursive, the latter needing ``c``), t-closeness (``t`` with
     ``t_distance`` emd | variational | kl and an optional EMD ground distance)."""
@@ -134,17 +149,23 @@ def achieved_privacy(table: EncodedTable, class_id: np.ndarray, n_classes: int, 
         distinct = (hist > 0).sum(axis=1)
         ld = int(distinct.min())
         r = sorted_desc(hist)
-        tail = r[:, ld - 1:].sum(axis=1)
+        tail = r[:, ld - 1 :].sum(axis=1)
         numeric = np.issubdtype(np.asarray(table.sens_values[j]).dtype, np.number)
-        t = {"variational": float(t_distances(stats, j, "variational").max()),
-             "kl": float(t_distances(stats, j, "kl").max()),
-             "emd_equal": float(t_distances(stats, j, "emd", "equal").max()),
-             "emd_ordered": float(t_distances(stats, j, "emd", "ordered").max())}
+        t = {
+            "variational": float(t_distances(stats, j, "variational").max()),
+            "kl": float(t_distances(stats, j, "kl").max()),
+            "emd_equal": float(t_distances(stats, j, "emd", "equal").max()),
+            "emd_ordered": float(t_distances(stats, j, "emd", "ordered").max()),
+        }
         if name in table.sens_hierarchies:
             t["emd_hierarchical"] = float(t_distances(stats, j, "emd", "hierarchical").max())
         t["emd"] = t["emd_ordered"] if numeric else t["emd_equal"]
-        sens[name] = {"l_distinct": ld, "l_entropy": float(math.exp(class_entropy(hist).min())),
-                      "recursive_c_bound": float((r[:, 0] / np.maximum(tail, 1e-300)).max()), "t": t}
+        sens[name] = {
+            "l_distinct": ld,
+            "l_entropy": float(math.exp(class_entropy(hist).min())),
+            "recursive_c_bound": float((r[:, 0] / np.maximum(tail, 1e-300)).max()),
+            "t": t,
+        }
     out["sensitive_attributes"] = sens
     return out
 
@@ -173,11 +194,22 @@ def _metrics(table: EncodedTable, lo, hi, class_id, n_classes, suppressed, model
     return out
 
 
-def anonymize_table(table_or_df, schema: Schema | None = None, hierarchies: Mapping[str, Hierarchy] | None = None,
-                    algorithm: str = "flash", models: Sequence[PrivacyModel] | None = None,
-                    max_suppression: float = 0.0, *, metric: str = "ncp", mondrian_mode: str = "strict",
-                    numeric_output: str = "range", suppressed_rows: str = "star", n_queries: int | None = None,
-                    query_seed: int = 0, progress: Callable[[str], None] | None = None) -> AnonymizationResult:
+def anonymize_table(
+    table_or_df,
+    schema: Schema | None = None,
+    hierarchies: Mapping[str, Hierarchy] | None = None,
+    algorithm: str = "flash",
+    models: Sequence[PrivacyModel] | None = None,
+    max_suppression: float = 0.0,
+    *,
+    metric: str = "ncp",
+    mondrian_mode: str = "strict",
+    numeric_output: str = "range",
+    suppressed_rows: str = "star",
+    n_queries: int | None = None,
+    query_seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> AnonymizationResult:
     """Anonymize a table and measure the release.
 
     ``table_or_df`` — a DataFrame (with ``schema`` and optional ``hierarchies``; QIs without one get
@@ -214,6 +246,7 @@ def anonymize_table(table_or_df, schema: Schema | None = None, hierarchies: Mapp
     t = time.perf_counter()
     if algorithm == "mondrian":
         from .mondrian import mondrian
+
         res = mondrian(table, models, mode=mondrian_mode, progress=progress)
         class_id, n_classes = res.class_id, res.n_classes
         suppressed = np.zeros(table.n, dtype=bool)
@@ -264,8 +297,10 @@ def anonymize_table(table_or_df, schema: Schema | None = None, hierarchies: Mapp
             "mondrian_mode": mondrian_mode if algorithm == "mondrian" else None,
             "numeric_output": numeric_output,
             "suppressed_rows": suppressed_rows,
-            "hierarchies": {name: {"levels": h.height + 1, "leaves": h.n_leaves, "numeric": h.numeric}
-                            for name, h in zip(qis, table.hierarchies)},
+            "hierarchies": {
+                name: {"levels": h.height + 1, "leaves": h.n_leaves, "numeric": h.numeric}
+                for name, h in zip(qis, table.hierarchies)
+            },
         },
         "levels": levels,
         "metrics": metrics,
@@ -276,8 +311,10 @@ def anonymize_table(table_or_df, schema: Schema | None = None, hierarchies: Mapp
         report["chosen_node"] = search.chosen.as_dict()
         report["candidate_nodes"] = [x.as_dict() for x in search.nodes]
         report["candidate_nodes_kind"] = {
-            "incognito": "every minimal satisfying node", "flash": "every minimal satisfying node",
-            "samarati": "every satisfying node at the lowest height", "datafly": "the node Datafly reached",
+            "incognito": "every minimal satisfying node",
+            "flash": "every minimal satisfying node",
+            "samarati": "every satisfying node at the lowest height",
+            "datafly": "the node Datafly reached",
         }[algorithm]
     return AnonymizationResult(df, levels, suppressed, metrics, timings, report, class_id, search, table)
 

@@ -16,7 +16,7 @@ distinct values of a QI at a level is known from the encoding, so no pass over t
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import AnonymizeError
 from .lattice import Lattice, SearchResult, choose
@@ -39,9 +39,13 @@ def datafly(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None] |
         distinct = [lat.n_nodes[j][levels[j]] if levels[j] < lat.heights[j] else -1 for j in range(lat.q)]
         j = max(range(lat.q), key=lambda a: (distinct[a], -a))
         if distinct[j] < 0:
-            raise AnonymizeError("Datafly: every quasi-identifier is fully generalized and the privacy models still "
-                                 "fail within the suppression budget; relax k / l / t or allow more suppression")
-        steps.append({"attribute": lat.table.schema.qis[j], "distinct": distinct[j], "suppressed_before": info.suppressed})
+            raise AnonymizeError(
+                "Datafly: every quasi-identifier is fully generalized and the privacy models still "
+                "fail within the suppression budget; relax k / l / t or allow more suppression"
+            )
+        steps.append(
+            {"attribute": lat.table.schema.qis[j], "distinct": distinct[j], "suppressed_before": info.suppressed}
+        )
         levels[j] += 1
         if progress:
             progress(f"datafly: generalize '{lat.table.schema.qis[j]}' to level {levels[j]}")

@@ -31,10 +31,12 @@ from __future__ import annotations
 
 import heapq
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import AnonymizeError
-from .lattice import PASS as _PASS, FAIL as _FAIL, Lattice, LatticeGrid, NodeInfo, SearchResult, choose, tag_closure
+from .lattice import FAIL as _FAIL
+from .lattice import PASS as _PASS
+from .lattice import Lattice, LatticeGrid, NodeInfo, SearchResult, choose, tag_closure
 
 __all__ = ["flash", "minimal_scan"]
 
@@ -119,8 +121,11 @@ def flash(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None] | N
     if progress:
         progress(f"flash: {lat.n_evaluated - ev0} of {g.N} nodes checked")
     if exact:
-        minimal = [infos[i] for i in range(g.N)
-                   if tags[i] == _PASS and i in infos and not any(tags[p] == _PASS for p in g.pred[i])]
+        minimal = [
+            infos[i]
+            for i in range(g.N)
+            if tags[i] == _PASS and i in infos and not any(tags[p] == _PASS for p in g.pred[i])
+        ]
     else:
         minimal = minimal_scan(lat, g, [t == _PASS for t in tags])
     if not minimal:

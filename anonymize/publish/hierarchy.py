@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -120,8 +120,9 @@ class Hierarchy:
 
     # ------------------------------------------------------------------ build
     @classmethod
-    def from_rows(cls, name: str, rows: Sequence[Sequence[str]], numeric: bool | None = None,
-                  source: str | None = None) -> "Hierarchy":
+    def from_rows(
+        cls, name: str, rows: Sequence[Sequence[str]], numeric: bool | None = None, source: str | None = None
+    ) -> Hierarchy:
         """Build from ARX-style rows ``[leaf, level1, ..., top]`` (all strings).
 
         Validates: at least one row, all rows the same length, unique leaves,
@@ -136,14 +137,15 @@ class Hierarchy:
             if len(r) != width:
                 raise AnonymizeError(
                     f"{where}: row {i + 1} has {len(r)} columns, expected {width} like row 1 "
-                    "(ARX hierarchies need one column per level on every row)")
+                    "(ARX hierarchies need one column per level on every row)"
+                )
         if width < 1:
             raise AnonymizeError(f"{where}: rows have no columns")
         grid = np.array([[str(c).strip() for c in r] for r in rows], dtype=object)
         return cls._from_grid(name, grid, numeric, where)
 
     @classmethod
-    def _from_grid(cls, name: str, grid: np.ndarray, numeric: bool | None, where: str) -> "Hierarchy":
+    def _from_grid(cls, name: str, grid: np.ndarray, numeric: bool | None, where: str) -> Hierarchy:
         """:meth:`from_rows` after the row checks: ``grid`` is the ``(n_rows, levels)`` object array
         of stripped label strings."""
         leaf_lab = grid[:, 0]
@@ -169,7 +171,8 @@ class Hierarchy:
                 parents = sorted(set(grid[codes[h] == c, h + 1]))
                 raise AnonymizeError(
                     f"{where}: '{lab}' at level {h} has several parents at level {h + 1} "
-                    f"({', '.join(map(repr, parents[:3]))}); a hierarchy must be a tree")
+                    f"({', '.join(map(repr, parents[:3]))}); a hierarchy must be a tree"
+                )
         order = np.argsort(nums, kind="stable") if is_num else None
         if is_num and not cls._contiguous(codes[:, order]):
             is_num = False  # numeric leaves whose groups are not value intervals: treat as categorical
@@ -199,7 +202,7 @@ class Hierarchy:
         return True
 
     @classmethod
-    def read_arx(cls, path, name: str | None = None, numeric: bool | None = None) -> "Hierarchy":
+    def read_arx(cls, path, name: str | None = None, numeric: bool | None = None) -> Hierarchy:
         """Read an ARX CSV hierarchy (``;``, no header, one row per leaf, ``*`` last).
 
         ARX: ``Hierarchy.create(file, charset, ';')``. CRLF/LF and a missing
@@ -242,8 +245,9 @@ class Hierarchy:
         for r in rows:
             for c in r:
                 if ";" in c or "\n" in c or "\r" in c:
-                    raise AnonymizeError(f"hierarchy '{self.name}': label {c!r} contains ';' or a newline; "
-                                         "ARX CSV cannot store it")
+                    raise AnonymizeError(
+                        f"hierarchy '{self.name}': label {c!r} contains ';' or a newline; ARX CSV cannot store it"
+                    )
         text = "".join(";".join(r) + "\n" for r in rows)
         p = Path(path)
         tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
@@ -255,7 +259,7 @@ class Hierarchy:
                 tmp.unlink()
 
     @classmethod
-    def intervals(cls, name: str, values, widths: Sequence[float] | None = (5, 10, 20)) -> "Hierarchy":
+    def intervals(cls, name: str, values, widths: Sequence[float] | None = (5, 10, 20)) -> Hierarchy:
         """Automatic numeric hierarchy: value → width-w bands for each w → ``*``.
 
         Leaves are the distinct values. Each width must be a multiple of the
@@ -284,8 +288,10 @@ class Hierarchy:
         widths = [float(w) for w in widths]
         for a, b in zip(widths, widths[1:]):
             if a <= 0 or b / a != round(b / a):
-                raise AnonymizeError(f"hierarchy '{name}': widths {widths} must be positive and each a multiple "
-                                     "of the previous one so the bands nest")
+                raise AnonymizeError(
+                    f"hierarchy '{name}': widths {widths} must be positive and each a multiple "
+                    "of the previous one so the bands nest"
+                )
         base = math.floor(lo_v / widths[-1]) * widths[-1]
         lv = leaves.astype(np.float64)
         grid = np.empty((len(leaves), len(widths) + 2), dtype=object)
@@ -306,7 +312,7 @@ class Hierarchy:
         return h
 
     @classmethod
-    def masking(cls, name: str, values) -> "Hierarchy":
+    def masking(cls, name: str, values) -> Hierarchy:
         """Masking hierarchy for code-like strings (ZIP): mask one more trailing character per level.
 
         ``47677 → 4767* → 476** → 47*** → 4**** → *`` (seed 000 Fig. 20.2 uses
@@ -331,7 +337,7 @@ class Hierarchy:
         return cls.from_rows(name, rows, numeric=False)
 
     @classmethod
-    def flat(cls, name: str, values) -> "Hierarchy":
+    def flat(cls, name: str, values) -> Hierarchy:
         """Two-level hierarchy: every value → ``*`` (numeric values stay numeric)."""
         vals = pd.Series(np.asarray(values).ravel())
         if vals.isna().any():
@@ -405,14 +411,18 @@ class Hierarchy:
         s = s.reset_index(drop=True)
         if s.isna().any():
             i = int(np.argmax(s.isna().to_numpy()))
-            raise AnonymizeError(f"column '{col}' has {int(s.isna().sum())} missing value(s) (first at row {i + 1}); "
-                                 "quasi-identifiers must be complete")
+            raise AnonymizeError(
+                f"column '{col}' has {int(s.isna().sum())} missing value(s) (first at row {i + 1}); "
+                "quasi-identifiers must be complete"
+            )
         if self.numeric:
             num = pd.to_numeric(s, errors="coerce")
             bad = num.isna().to_numpy()
             if bad.any():
                 v = s[bad].iloc[0]
-                raise AnonymizeError(f"column '{col}': value {v!r} is not a number but hierarchy '{self.name}' is numeric")
+                raise AnonymizeError(
+                    f"column '{col}': value {v!r} is not a number but hierarchy '{self.name}' is numeric"
+                )
             x = num.to_numpy(dtype=np.float64)
             lv = self.leaves.astype(np.float64)
             pos = np.searchsorted(lv, x)
@@ -430,8 +440,10 @@ class Hierarchy:
             missing = pd.unique(np.asarray(s.to_numpy(), dtype=object)[~ok])
             more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
             shown = ", ".join(repr(_value_str(v)) for v in missing[:3])
-            raise AnonymizeError(f"column '{col}': value {shown}{more} not in hierarchy '{self.name}' "
-                                 f"({int((~ok).sum())} row(s)); add it to the hierarchy file")
+            raise AnonymizeError(
+                f"column '{col}': value {shown}{more} not in hierarchy '{self.name}' "
+                f"({int((~ok).sum())} row(s)); add it to the hierarchy file"
+            )
         return codes.astype(np.int32)
 
     def __repr__(self) -> str:
@@ -442,8 +454,12 @@ class Hierarchy:
         """Same name, kind, levels and the same leaf → ancestor-label rows."""
         if not isinstance(other, Hierarchy):
             return NotImplemented
-        return (self.name == other.name and self.numeric == other.numeric and self.height == other.height
-                and sorted(map(tuple, self.to_rows())) == sorted(map(tuple, other.to_rows())))
+        return (
+            self.name == other.name
+            and self.numeric == other.numeric
+            and self.height == other.height
+            and sorted(map(tuple, self.to_rows())) == sorted(map(tuple, other.to_rows()))
+        )
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -40,7 +40,7 @@ whatever its own status).
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -66,9 +66,11 @@ def incognito(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None]
     dims = [h + 2 for h in H]
     N = int(np.prod(dims, dtype=np.float64))
     if N > MAX_EXTENDED_NODES:
-        raise AnonymizeError(f"lattice too large for Incognito ({N:,} subset-lattice nodes); "
-                             "use fewer quasi-identifiers, shallower hierarchies, or --algorithm mondrian")
-    strides = [int(np.prod(dims[j + 1:], dtype=np.int64)) for j in range(q)]
+        raise AnonymizeError(
+            f"lattice too large for Incognito ({N:,} subset-lattice nodes); "
+            "use fewer quasi-identifiers, shallower hierarchies, or --algorithm mondrian"
+        )
+    strides = [int(np.prod(dims[j + 1 :], dtype=np.int64)) for j in range(q)]
     lv = np.indices(dims, dtype=np.int16).reshape(q, -1).T
     live = lv < np.array(D, dtype=np.int16)
     size = live.sum(axis=1)
@@ -83,17 +85,19 @@ def incognito(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None]
     info, _ = lat.evaluate(tuple(D), keep=False, metrics=False)
     passM[root] = info.ok_monotone
     if not info.ok_monotone:
-        raise AnonymizeError("no generalization satisfies the privacy models, even suppressing every "
-                             "quasi-identifier (the whole table is one class); relax k / l / t or allow more suppression")
+        raise AnonymizeError(
+            "no generalization satisfies the privacy models, even suppressing every "
+            "quasi-identifier (the whole table is one class); relax k / l / t or allow more suppression"
+        )
     minimal: list[NodeInfo] = []
     per_size: list[int] = []
     by_size = np.argsort(size, kind="stable")
     bounds = np.searchsorted(size[by_size], np.arange(q + 2))
     for i in range(1, q + 1):
         ev_i = lat.n_evaluated
-        idx = by_size[bounds[i]:bounds[i + 1]]
+        idx = by_size[bounds[i] : bounds[i + 1]]
         cand = np.ones(len(idx), dtype=bool)
-        for j in range(q):                                   # subset-closure pruning
+        for j in range(q):  # subset-closure pruning
             has = live[idx, j]
             proj = idx + (D[j] - lv[idx, j].astype(np.int64)) * strides[j]
             cand &= ~has | passM[proj]
@@ -144,8 +148,10 @@ def incognito(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None]
         lat.forget()
         per_size.append(lat.n_evaluated - ev_i)
         if progress:
-            progress(f"incognito: {i}/{q} attributes, {int(passM[idx].sum())} of {len(idx)} nodes satisfy, "
-                     f"{lat.n_evaluated - ev0} checked")
+            progress(
+                f"incognito: {i}/{q} attributes, {int(passM[idx].sum())} of {len(idx)} nodes satisfy, "
+                f"{lat.n_evaluated - ev0} checked"
+            )
     if not minimal:
         raise AnonymizeError("no full-domain generalization satisfies the privacy models within the suppression budget")
     minimal.sort(key=lambda x: (x.height, x.levels))

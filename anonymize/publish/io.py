@@ -78,7 +78,9 @@ def read_table(path, sep: str | None = None) -> pd.DataFrame:
         try:
             df = pd.read_parquet(p)
         except Exception as e:  # pyarrow raises many types
-            raise AnonymizeError(f"cannot read Parquet file {p}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+            raise AnonymizeError(
+                f"cannot read Parquet file {p}: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+            ) from None
         if len(df.columns) == 0:
             raise AnonymizeError(f"input file {p} has no columns")
         return df
@@ -91,7 +93,7 @@ def read_table(path, sep: str | None = None) -> pd.DataFrame:
         encoding = "utf-8-sig"
     except UnicodeDecodeError as e:
         if e.start > len(head) - 4:  # a multi-byte character cut by the 64 KiB sample
-            text_head = head[:e.start].decode("utf-8-sig")
+            text_head = head[: e.start].decode("utf-8-sig")
             encoding = "utf-8-sig"
         else:
             text_head = head.decode("latin-1")

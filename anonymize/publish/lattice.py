@@ -54,22 +54,42 @@ from __future__ import annotations
 
 import collections
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 import numpy as np
 
 from ..errors import AnonymizeError
 from .models import (
-    ClassStats, DistinctLDiversity, EntropyLDiversity, KAnonymity, PrivacyModel, RecursiveCLDiversity,
-    all_ok, equivalence_classes,
+    ClassStats,
+    DistinctLDiversity,
+    EntropyLDiversity,
+    KAnonymity,
+    PrivacyModel,
+    RecursiveCLDiversity,
+    all_ok,
+    equivalence_classes,
 )
 from .table import EncodedTable
 
 __all__ = [
-    "DROPPED", "FrequencySet", "NodeInfo", "Lattice", "cell_loss_tables", "metric_key", "METRICS",
-    "lattice_nodes", "minimal_of", "SearchResult", "choose", "LatticeGrid", "tag_closure", "MAX_NODES",
-    "PASS", "FAIL", "exhaustive",
+    "DROPPED",
+    "FrequencySet",
+    "NodeInfo",
+    "Lattice",
+    "cell_loss_tables",
+    "metric_key",
+    "METRICS",
+    "lattice_nodes",
+    "minimal_of",
+    "SearchResult",
+    "choose",
+    "LatticeGrid",
+    "tag_closure",
+    "MAX_NODES",
+    "PASS",
+    "FAIL",
+    "exhaustive",
 ]
 
 DROPPED = -1
@@ -131,8 +151,14 @@ class NodeInfo:
 
     def as_dict(self) -> dict:
         """JSON-ready summary (levels, height, suppressed rows, classes, DM, NCP)."""
-        return {"levels": list(map(int, self.levels)), "height": self.height, "suppressed": int(self.suppressed),
-                "classes": int(self.n_classes), "dm": float(self.dm), "ncp": float(self.ncp)}
+        return {
+            "levels": list(map(int, self.levels)),
+            "height": self.height,
+            "suppressed": int(self.suppressed),
+            "classes": int(self.n_classes),
+            "dm": float(self.dm),
+            "ncp": float(self.ncp),
+        }
 
 
 @dataclass
@@ -147,7 +173,7 @@ class SearchResult:
 
     algorithm: str
     nodes: list
-    chosen: "NodeInfo"
+    chosen: NodeInfo
     metric: str
     stats: dict = field(default_factory=dict)
 
@@ -157,7 +183,7 @@ class SearchResult:
         return tuple(int(x) for x in self.chosen.levels)
 
 
-def choose(lat: "Lattice", infos: Sequence["NodeInfo"], metric: str) -> "NodeInfo":
+def choose(lat: Lattice, infos: Sequence[NodeInfo], metric: str) -> NodeInfo:
     """Fill the metrics of ``infos`` (:meth:`Lattice.complete`) and return the node minimizing
     :func:`metric_key` (``infos`` must be non-empty)."""
     for i in infos:
@@ -241,9 +267,11 @@ class LatticeGrid:
         dims = [h + 1 for h in self.H]
         self.N = int(np.prod(dims, dtype=np.float64))
         if self.N > MAX_NODES:
-            raise AnonymizeError(f"lattice too large ({self.N:,} nodes); use fewer quasi-identifiers, "
-                                 "shallower hierarchies, or --algorithm mondrian")
-        self.strides = [int(np.prod(dims[j + 1:], dtype=np.int64)) for j in range(self.q)]
+            raise AnonymizeError(
+                f"lattice too large ({self.N:,} nodes); use fewer quasi-identifiers, "
+                "shallower hierarchies, or --algorithm mondrian"
+            )
+        self.strides = [int(np.prod(dims[j + 1 :], dtype=np.int64)) for j in range(self.q)]
         lv = np.indices(dims).reshape(self.q, -1).T
         self.levels = [tuple(r) for r in lv.tolist()]
         self.height = lv.sum(axis=1).tolist()
@@ -270,7 +298,6 @@ def tag_closure(tags: bytearray, start: int, value: int, nbrs) -> None:
             continue
         tags[x] = value
         stack.extend(y for y in nbrs[x] if tags[y] != value)
-
 
 
 def lattice_nodes(heights: Sequence[int]) -> np.ndarray:
@@ -330,8 +357,15 @@ class Lattice:
     #: cap on the rows of hub frequency sets kept (:meth:`hub`)
     hub_rows = 4_000_000
 
-    def __init__(self, table: EncodedTable, models: Sequence[PrivacyModel], max_suppression: float = 0.0,
-                 *, wide: bool | None = None, ncp_categorical: str = "height"):
+    def __init__(
+        self,
+        table: EncodedTable,
+        models: Sequence[PrivacyModel],
+        max_suppression: float = 0.0,
+        *,
+        wide: bool | None = None,
+        ncp_categorical: str = "height",
+    ):
         if not 0.0 <= float(max_suppression) <= 1.0:
             raise AnonymizeError(f"max suppression must be a fraction in [0, 1], got {max_suppression}")
         if not models:
@@ -361,8 +395,8 @@ class Lattice:
         self.monotone_models = self.models if self.exact_monotone else mono
         # --- compact codes per QI
         self.R: list[int] = []
-        self.lvmap: list[list[np.ndarray]] = []      # [j][l] compact leaf -> compact node
-        self.node_of: list[list[np.ndarray]] = []    # [j][l] compact node -> hierarchy node code
+        self.lvmap: list[list[np.ndarray]] = []  # [j][l] compact leaf -> compact node
+        self.node_of: list[list[np.ndarray]] = []  # [j][l] compact node -> hierarchy node code
         self.leaf_compact = np.empty((self.n, self.q), dtype=np.int64)
         for j, h in enumerate(table.hierarchies):
             col = table.qi_codes[:, j]
@@ -375,7 +409,7 @@ class Lattice:
                 uniq, cinv = np.unique(nodes, return_inverse=True)
                 lm.append(cinv.astype(np.int64))
                 no.append(uniq)
-            lm.append(np.zeros(len(present), dtype=np.int64))        # virtual 'dropped' level
+            lm.append(np.zeros(len(present), dtype=np.int64))  # virtual 'dropped' level
             no.append(np.zeros(1, dtype=np.int64))
             self.lvmap.append(lm)
             self.node_of.append(no)
@@ -403,7 +437,7 @@ class Lattice:
         self.V = off
         self.n_evaluated = 0
         self.rows_scanned = 0
-        self._cache: dict[tuple, int] = {}          # levels -> slot
+        self._cache: dict[tuple, int] = {}  # levels -> slot
         self._slots: list = []
         self._slot_lv = np.zeros((0, self.q), dtype=np.int16)
         self._slot_size = np.zeros(0, dtype=np.int64)
@@ -475,9 +509,13 @@ class Lattice:
             np.not_equal(sk[1:], sk[:-1], out=flag[1:])
             starts = np.flatnonzero(flag)
             new_codes = codes[order[starts]]
-            return FrequencySet(levels, None, np.add.reduceat(counts[order], starts),
-                                None if hist is None else np.add.reduceat(hist[order], starts, axis=0),
-                                codes=new_codes)
+            return FrequencySet(
+                levels,
+                None,
+                np.add.reduceat(counts[order], starts),
+                None if hist is None else np.add.reduceat(hist[order], starts, axis=0),
+                codes=new_codes,
+            )
         if presorted:
             sk = keys
             order = None
@@ -557,7 +595,7 @@ class Lattice:
         best = None
         for j in range(self.q):
             if levels[j] > 0:
-                slot = self._cache.get(levels[:j] + (levels[j] - 1,) + levels[j + 1:])
+                slot = self._cache.get(levels[:j] + (levels[j] - 1,) + levels[j + 1 :])
                 if slot is not None:
                     fs = self._slots[slot]
                     if best is None or fs.size < best.size:
@@ -587,7 +625,7 @@ class Lattice:
         if src is self.base:
             h = tuple(lv if lv > self.heights[j] else min(lv, 1) for j, lv in enumerate(levels))
             if any(lv <= self.heights[j] for j, lv in enumerate(h)):
-                src = self.hub(h)           # may be the node itself (levels in {0, 1, dropped})
+                src = self.hub(h)  # may be the node itself (levels in {0, 1, dropped})
         return src
 
     def hub(self, levels) -> FrequencySet:
@@ -603,13 +641,13 @@ class Lattice:
         if not dropped:
             src = self.base
         else:
-            parents = [levels[:j] + (min(1, self.heights[j]),) + levels[j + 1:] for j in dropped]
+            parents = [levels[:j] + (min(1, self.heights[j]),) + levels[j + 1 :] for j in dropped]
             have = [self._hubs[p] for p in parents if p in self._hubs]
             if have:
                 src = min(have, key=lambda f: f.size)
             else:
                 j = min(dropped, key=lambda a: (self.n_nodes[a][min(1, self.heights[a])], a))
-                src = self.hub(levels[:j] + (min(1, self.heights[j]),) + levels[j + 1:])
+                src = self.hub(levels[:j] + (min(1, self.heights[j]),) + levels[j + 1 :])
         fs = self.rollup(src, levels)
         if self._hub_rows + fs.size <= self.hub_rows:
             self._hubs[levels] = fs
@@ -630,9 +668,9 @@ class Lattice:
             if slot >= len(self._slot_size):
                 cap = max(64, 2 * len(self._slot_size))
                 lv = np.full((cap, self.q), _I16MAX, dtype=np.int16)
-                lv[:len(self._slot_lv)] = self._slot_lv
+                lv[: len(self._slot_lv)] = self._slot_lv
                 sz = np.full(cap, _I64MAX, dtype=np.int64)
-                sz[:len(self._slot_size)] = self._slot_size
+                sz[: len(self._slot_size)] = self._slot_size
                 self._slot_lv, self._slot_size = lv, sz
         self._slot_lv[slot] = fs.levels
         self._slot_size[slot] = fs.size
@@ -668,7 +706,7 @@ class Lattice:
         hists = []
         if fs.hist is not None:
             for s, off in enumerate(self.sens_offsets):
-                hists.append(fs.hist[:, off:off + len(self.table.sens_values[s])])
+                hists.append(fs.hist[:, off : off + len(self.table.sens_values[s])])
         return ClassStats(fs.counts, hists, self.table.global_dist(), self.table)
 
     def failing(self, fs: FrequencySet, models=None) -> np.ndarray:
@@ -691,8 +729,9 @@ class Lattice:
         mfail = self.failing(fs, self.monotone_models)
         return False, int(fs.counts[mfail].sum()) <= self.max_sup, fail
 
-    def evaluate(self, levels, *, keep: bool = True, metrics: bool = True,
-                 source: FrequencySet | None = None) -> tuple[NodeInfo, FrequencySet]:
+    def evaluate(
+        self, levels, *, keep: bool = True, metrics: bool = True, source: FrequencySet | None = None
+    ) -> tuple[NodeInfo, FrequencySet]:
         """Evaluate a node (internal levels): roll its frequency set up from the best cached
         specialization, check the models, and (``metrics``, for satisfying full-lattice nodes)
         compute DM and NCP. ``keep`` caches the frequency set as a later roll-up source."""
@@ -749,8 +788,12 @@ class Lattice:
         fc = fs.counts[fail]
         info.n_classes = int(len(fs.counts) - len(fc))
         sq_all = float(np.dot(fs.counts.astype(np.float64), fs.counts))
-        sub = FrequencySet(fs.levels, None if fs.keys is None else fs.keys[fail], fc,
-                           codes=None if fs.codes is None else fs.codes[fail])
+        sub = FrequencySet(
+            fs.levels,
+            None if fs.keys is None else fs.keys[fail],
+            fc,
+            codes=None if fs.codes is None else fs.codes[fail],
+        )
         info._pending = (sq_all, sub)
 
     def complete(self, info: NodeInfo) -> NodeInfo:
@@ -784,6 +827,7 @@ class Lattice:
             codes[:, j] = self.lvmap[j][levels[j]][self.leaf_compact[:, j]]
         cid, nc = equivalence_classes(codes)
         from .models import class_stats
+
         stats = class_stats(self.table, cid, nc)
         fail = ~all_ok(self.models, stats)
         return cid, fail
@@ -805,6 +849,7 @@ def exhaustive(lat: Lattice, metric: str = "ncp") -> SearchResult:
     as Incognito's and Flash's for non-monotone predicates); ``stats['satisfying']`` lists all
     satisfying levels."""
     import time
+
     t0 = time.perf_counter()
     ev0 = lat.n_evaluated
     g = LatticeGrid(lat.heights)
@@ -815,7 +860,7 @@ def exhaustive(lat: Lattice, metric: str = "ncp") -> SearchResult:
         if info.ok:
             ok[i] = 1
             infos[i] = info
-    below = bytearray(g.N)          # some satisfying node lies strictly below (any distance)
+    below = bytearray(g.N)  # some satisfying node lies strictly below (any distance)
     for i in sorted(range(g.N), key=lambda i: g.height[i]):
         below[i] = any(ok[p] or below[p] for p in g.pred[i])
     minimal = [infos[i] for i in infos if not below[i]]
@@ -823,7 +868,12 @@ def exhaustive(lat: Lattice, metric: str = "ncp") -> SearchResult:
         raise AnonymizeError("no full-domain generalization satisfies the privacy models within the suppression budget")
     minimal.sort(key=lambda x: (x.height, x.levels))
     chosen = choose(lat, minimal, metric)
-    stats = {"nodes_in_lattice": g.N, "checked": lat.n_evaluated - ev0,
-             "satisfying": sorted(infos[i].levels for i in infos), "satisfying_nodes": len(infos),
-             "minimal_nodes": len(minimal), "seconds": time.perf_counter() - t0}
+    stats = {
+        "nodes_in_lattice": g.N,
+        "checked": lat.n_evaluated - ev0,
+        "satisfying": sorted(infos[i].levels for i in infos),
+        "satisfying_nodes": len(infos),
+        "minimal_nodes": len(minimal),
+        "seconds": time.perf_counter() - t0,
+    }
     return SearchResult("exhaustive", minimal, chosen, metric, stats)

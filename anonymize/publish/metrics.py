@@ -39,14 +39,30 @@ import pandas as pd
 from ..errors import AnonymizeError
 from .hierarchy import Hierarchy, _value_str, canonical_strings
 from .models import (
-    class_entropy, emd_hierarchical, emd_ordered, equivalence_classes, kl_divergence, sorted_desc,
-    variational, _probs,
+    _probs,
+    class_entropy,
+    emd_hierarchical,
+    emd_ordered,
+    equivalence_classes,
+    kl_divergence,
+    sorted_desc,
+    variational,
 )
 from .table import EncodedTable
 
 __all__ = [
-    "boxes_from_levels", "class_boxes", "ncp", "gaacp_iloss", "il_total", "discernibility", "cdm",
-    "average_class_size", "query_error", "reidentification_risk", "measure_release", "summarize_classes",
+    "boxes_from_levels",
+    "class_boxes",
+    "ncp",
+    "gaacp_iloss",
+    "il_total",
+    "discernibility",
+    "cdm",
+    "average_class_size",
+    "query_error",
+    "reidentification_risk",
+    "measure_release",
+    "summarize_classes",
 ]
 
 
@@ -63,8 +79,9 @@ def boxes_from_levels(table: EncodedTable, levels) -> tuple[np.ndarray, np.ndarr
     return lo, hi
 
 
-def class_boxes(table: EncodedTable, class_id: np.ndarray, n_classes: int,
-                categorical: str = "node") -> tuple[np.ndarray, np.ndarray]:
+def class_boxes(
+    table: EncodedTable, class_id: np.ndarray, n_classes: int, categorical: str = "node"
+) -> tuple[np.ndarray, np.ndarray]:
     """Cells of a partition (Mondrian, clustering): per class and QI the min..max leaf code of its
     rows; for categorical QIs with ``categorical='node'`` widened to the lowest hierarchy node that
     covers them (their lowest common ancestor), as hierarchy-aware recoding publishes.
@@ -109,6 +126,7 @@ def _suppressed_mask(n, suppressed):
 
 # ---------------------------------------------------------------- information loss
 _DENSE_SPAN = 1 << 22  # flag / count tables up to this many entries (or a few per row) are cheaper than hashing
+
 
 def _cell_losses(table, lo, hi, categorical="height"):
     """(n, q) per-cell loss in [0, 1] (before suppression)."""
@@ -159,8 +177,10 @@ def ncp(table: EncodedTable, lo, hi, suppressed=None, categorical: str = "height
     cells = _cell_losses(table, lo, hi, categorical)
     cells[_suppressed_mask(table.n, suppressed)] = 1.0
     per = cells.mean(axis=0)
-    return {"ncp": float(per.mean()) if len(per) else 0.0,
-            "per_attribute": {name: float(v) for name, v in zip(table.schema.qis, per)}}
+    return {
+        "ncp": float(per.mean()) if len(per) else 0.0,
+        "per_attribute": {name: float(v) for name, v in zip(table.schema.qis, per)},
+    }
 
 
 def gaacp_iloss(table: EncodedTable, lo, hi, suppressed=None) -> float:
@@ -311,13 +331,22 @@ def _bit_counts(mask: np.ndarray, n_bits: int, weights) -> np.ndarray:
         if weights is not None:
             h = np.rint(h).astype(np.int64)
         m = min(16, n_bits - 16 * k)
-        out[16 * k:16 * k + m] = (h @ _WORD_BITS)[:m]
+        out[16 * k : 16 * k + m] = (h @ _WORD_BITS)[:m]
     return out
 
 
 # ---------------------------------------------------------------- query error
-def query_error(table: EncodedTable, lo, hi, suppressed=None, n_queries: int = 500, dims: int | None = None,
-                selectivity: float = 0.05, seed: int = 0, sensitive: bool = True) -> dict:
+def query_error(
+    table: EncodedTable,
+    lo,
+    hi,
+    suppressed=None,
+    n_queries: int = 500,
+    dims: int | None = None,
+    selectivity: float = 0.05,
+    seed: int = 0,
+    sensitive: bool = True,
+) -> dict:
     """Average relative error of random COUNT queries (seed 004 def. 1.4): mean |act − est| / act.
 
     Workload (LeFevre et al. 2006; Xiao & Tao 2006): each query ANDs predicates on ``dims``
@@ -358,8 +387,9 @@ def query_error(table: EncodedTable, lo, hi, suppressed=None, n_queries: int = 5
                 hj = np.where(sup, L - 1, hj)
             wj = hj - lj
             if n and (lj.min() < 0 or wj.min() < 0 or hj.max() >= L):
-                raise AnonymizeError(f"query_error: cells of '{h.name}' are not leaf-code ranges [lo, hi] "
-                                     f"within 0..{L - 1}")
+                raise AnonymizeError(
+                    f"query_error: cells of '{h.name}' are not leaf-code ranges [lo, hi] within 0..{L - 1}"
+                )
             yield lj, (int(lj.max()) + 1 if n else 1)
             yield wj, (int(wj.max()) + 1 if n else 1)
 
@@ -504,8 +534,15 @@ def query_error(table: EncodedTable, lo, hi, suppressed=None, n_queries: int = 5
     if not errs:
         raise AnonymizeError("query_error: no query with a non-zero answer; raise the selectivity")
     e = np.asarray(errs)
-    return {"mean_relative_error": float(e.mean()), "median_relative_error": float(np.median(e)),
-            "n_queries": len(errs), "dims": dims, "sensitive": use_sens, "selectivity": selectivity, "seed": seed}
+    return {
+        "mean_relative_error": float(e.mean()),
+        "median_relative_error": float(np.median(e)),
+        "n_queries": len(errs),
+        "dims": dims,
+        "sensitive": use_sens,
+        "selectivity": selectivity,
+        "seed": seed,
+    }
 
 
 # ---------------------------------------------------------------- risk
@@ -526,8 +563,14 @@ def reidentification_risk(sizes, population_sizes=None) -> dict:
     keep = f > 0
     f = f[keep]
     if len(f) == 0:
-        return {"prosecutor_max": 0.0, "prosecutor_avg": 0.0, "journalist_max": 0.0, "journalist_avg": 0.0,
-                "marketer": 0.0, "records_in_unique_classes": 0}
+        return {
+            "prosecutor_max": 0.0,
+            "prosecutor_avg": 0.0,
+            "journalist_max": 0.0,
+            "journalist_avg": 0.0,
+            "marketer": 0.0,
+            "records_in_unique_classes": 0,
+        }
     n = f.sum()
     F = f if population_sizes is None else np.maximum(np.asarray(population_sizes, dtype=np.float64)[keep], f)
     return {
@@ -546,8 +589,13 @@ def summarize_classes(sizes) -> dict:
     s = s[s > 0]
     if len(s) == 0:
         return {"classes": 0}
-    return {"classes": int(len(s)), "min": int(s.min()), "max": int(s.max()), "mean": float(s.mean()),
-            "median": float(np.median(s))}
+    return {
+        "classes": int(len(s)),
+        "min": int(s.min()),
+        "max": int(s.max()),
+        "mean": float(s.mean()),
+        "median": float(np.median(s)),
+    }
 
 
 # ---------------------------------------------------------------- measure a released table
@@ -568,6 +616,7 @@ def _parse_range(text: str):
     global _RANGE
     if _RANGE is None:
         import re
+
         num = r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
         _RANGE = re.compile(r"^\s*([\[(]?)\s*" + num + r"\s*(?:-|,|\.\.|~)\s*" + num + r"\s*([\])]?)\s*$")
     m = _RANGE.match(text)
@@ -610,14 +659,23 @@ def _label_cells(h: Hierarchy, inv: np.ndarray, uniq_raw, column: str):
         bad = uniq[lo < 0]
         if not h.numeric:
             more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
-            raise AnonymizeError(f"column '{column}': value {', '.join(repr(str(b)) for b in bad[:3])}{more} not in hierarchy "
-                                 f"'{h.name}' (at any level)")
+            raise AnonymizeError(
+                f"column '{column}': value {', '.join(repr(str(b)) for b in bad[:3])}{more} not in hierarchy "
+                f"'{h.name}' (at any level)"
+            )
         return None
     return lo[inv], hi[inv]
 
 
-def measure_release(df: pd.DataFrame, qis, sensitive=(), identifiers=(), hierarchies=None, c: float | None = None,
-                    population: pd.DataFrame | None = None) -> dict:
+def measure_release(
+    df: pd.DataFrame,
+    qis,
+    sensitive=(),
+    identifiers=(),
+    hierarchies=None,
+    c: float | None = None,
+    population: pd.DataFrame | None = None,
+) -> dict:
     """Measure a table *as released* (generalized values such as ``*`` or ``20-29`` are plain
     categories), like pycanon but vectorized and index-independent.
 
@@ -635,12 +693,15 @@ def measure_release(df: pd.DataFrame, qis, sensitive=(), identifiers=(), hierarc
     if len(df.columns) == 0 or len(df) == 0:
         raise AnonymizeError("the table has no rows")
     from .table import Schema
+
     Schema(qis, sensitive, identifiers).validate(df.columns)
     for col in qis + sensitive:
         na = df[col].isna().to_numpy()
         if na.any():
-            raise AnonymizeError(f"column '{col}' has {int(na.sum())} missing value(s) (first at data row "
-                                 f"{int(np.argmax(na)) + 1}); fill or drop them first")
+            raise AnonymizeError(
+                f"column '{col}' has {int(na.sum())} missing value(s) (first at data row "
+                f"{int(np.argmax(na)) + 1}); fill or drop them first"
+            )
     hierarchies = dict(hierarchies or {})
     n = len(df)
     qi_uniques: list = []
@@ -648,8 +709,13 @@ def measure_release(df: pd.DataFrame, qis, sensitive=(), identifiers=(), hierarc
     cid, C = equivalence_classes(codes)
     sizes = np.bincount(cid, minlength=C)
     k = int(sizes.min())
-    out: dict = {"rows": n, "quasi_identifiers": qis, "sensitive": sensitive,
-                 "classes": summarize_classes(sizes), "k": k}
+    out: dict = {
+        "rows": n,
+        "quasi_identifiers": qis,
+        "sensitive": sensitive,
+        "classes": summarize_classes(sizes),
+        "k": k,
+    }
     sens_out = {}
     for s in sensitive:
         col = df[s]
@@ -670,26 +736,36 @@ def measure_release(df: pd.DataFrame, qis, sensitive=(), identifiers=(), hierarc
         l_distinct = int(distinct.min())
         ent = class_entropy(hist)
         r = sorted_desc(hist)
-        tail = r[:, l_distinct - 1:].sum(axis=1)
+        tail = r[:, l_distinct - 1 :].sum(axis=1)
         c_bound = float((r[:, 0] / tail).max()) if l_distinct >= 1 else float("inf")
         rec = {"l": l_distinct, "c_bound": c_bound}
         if c is not None:
             best = 0
             for l_try in range(1, l_distinct + 1):
-                t_ = r[:, l_try - 1:].sum(axis=1)
+                t_ = r[:, l_try - 1 :].sum(axis=1)
                 if np.all(r[:, 0] < c * t_):
                     best = l_try
             rec["c"] = float(c)
             rec["l_at_c"] = best
         numeric_sens = np.issubdtype(np.asarray(values).dtype, np.number)
-        t = {"variational": float(variational(P, Q).max()), "kl": float(kl_divergence(P, Q).max()),
-             "emd_equal": float(variational(P, Q).max()), "emd_ordered": float(emd_ordered(P, Q).max())}
+        t = {
+            "variational": float(variational(P, Q).max()),
+            "kl": float(kl_divergence(P, Q).max()),
+            "emd_equal": float(variational(P, Q).max()),
+            "emd_ordered": float(emd_ordered(P, Q).max()),
+        }
         t["emd"] = t["emd_ordered"] if numeric_sens else t["emd_equal"]
         if h is not None:
             t["emd_hierarchical"] = float(emd_hierarchical(P, Q, h, present).max())
-        sens_out[s] = {"distinct_values": V, "l_distinct": l_distinct, "l_entropy": float(math.exp(ent.min())),
-                       "l_entropy_floor": int(math.floor(math.exp(ent.min()) + 1e-9)), "recursive": rec, "t": t,
-                       "ground_for_emd": "ordered" if numeric_sens else "equal"}
+        sens_out[s] = {
+            "distinct_values": V,
+            "l_distinct": l_distinct,
+            "l_entropy": float(math.exp(ent.min())),
+            "l_entropy_floor": int(math.floor(math.exp(ent.min()) + 1e-9)),
+            "recursive": rec,
+            "t": t,
+            "ground_for_emd": "ordered" if numeric_sens else "equal",
+        }
     out["sensitive_attributes"] = sens_out
     out["dm"] = discernibility(sizes)
     out["cdm"] = cdm(sizes)
@@ -699,7 +775,9 @@ def measure_release(df: pd.DataFrame, qis, sensitive=(), identifiers=(), hierarc
         missing = [q_ for q_ in qis if q_ not in population.columns]
         if missing:
             raise AnonymizeError(f"population table lacks quasi-identifier column(s): {', '.join(missing)}")
-        both = pd.concat([df[qis].apply(canonical_strings), population[qis].apply(canonical_strings)], ignore_index=True)
+        both = pd.concat(
+            [df[qis].apply(canonical_strings), population[qis].apply(canonical_strings)], ignore_index=True
+        )
         bcodes = _factorize_columns(both, qis)
         bid, BC = equivalence_classes(bcodes)
         pop_count = np.bincount(bid[n:], minlength=BC)
@@ -729,7 +807,6 @@ def measure_release(df: pd.DataFrame, qis, sensitive=(), identifiers=(), hierarc
         ncp_per[qname] = float(np.mean(loss))
     if ncp_per:
         vals_ = [v for v in ncp_per.values() if v is not None]
-        out["ncp"] = {"per_attribute": ncp_per,
-                      "ncp": float(np.mean(vals_)) if len(vals_) == len(qis) else None}
+        out["ncp"] = {"per_attribute": ncp_per, "ncp": float(np.mean(vals_)) if len(vals_) == len(qis) else None}
     out["seconds"] = time.perf_counter() - t0
     return out

@@ -34,8 +34,16 @@ from .hierarchy import Hierarchy
 from .table import EncodedTable
 
 __all__ = [
-    "equivalence_classes", "ClassStats", "class_stats", "PrivacyModel", "KAnonymity",
-    "DistinctLDiversity", "EntropyLDiversity", "RecursiveCLDiversity", "TCloseness", "all_ok",
+    "equivalence_classes",
+    "ClassStats",
+    "class_stats",
+    "PrivacyModel",
+    "KAnonymity",
+    "DistinctLDiversity",
+    "EntropyLDiversity",
+    "RecursiveCLDiversity",
+    "TCloseness",
+    "all_ok",
     "t_distances",
 ]
 
@@ -99,7 +107,7 @@ class ClassStats:
     def n_classes(self) -> int:
         return len(self.sizes)
 
-    def select(self, idx) -> "ClassStats":
+    def select(self, idx) -> ClassStats:
         """Stats of a subset of classes (index or bool mask)."""
         return ClassStats(self.sizes[idx], [h[idx] for h in self.sens_hist], self.global_dist, self.table)
 
@@ -256,7 +264,7 @@ class RecursiveCLDiversity(_SensitiveModel):
 
     def _ok(self, hist, stats, j):
         r = sorted_desc(hist)
-        tail = r[:, self.l - 1:].sum(axis=1)
+        tail = r[:, self.l - 1 :].sum(axis=1)
         return r[:, 0] < self.c * tail
 
     def describe(self):
@@ -310,7 +318,7 @@ def emd_hierarchical(P: np.ndarray, Q: np.ndarray, hierarchy: Hierarchy, leaf_of
     extra[:, leaf_of_value] = P - Q[None, :]
     cost = np.zeros(C)
     for h in range(1, H + 1):
-        parents = hierarchy.parents(h - 1)              # (n_{h-1},) non-decreasing
+        parents = hierarchy.parents(h - 1)  # (n_{h-1},) non-decreasing
         starts = np.flatnonzero(np.r_[True, parents[1:] != parents[:-1]])
         pos = np.add.reduceat(np.maximum(extra, 0.0), starts, axis=1)
         neg = np.add.reduceat(np.maximum(-extra, 0.0), starts, axis=1)
@@ -323,8 +331,9 @@ _DISTANCES = ("emd", "variational", "kl")
 _GROUNDS = ("equal", "ordered", "hierarchical")
 
 
-def t_distances(stats: ClassStats, j: int, distance: str = "emd", ground: str | None = None,
-                hierarchy: Hierarchy | None = None) -> np.ndarray:
+def t_distances(
+    stats: ClassStats, j: int, distance: str = "emd", ground: str | None = None, hierarchy: Hierarchy | None = None
+) -> np.ndarray:
     """Per-class distance between the class's distribution of sensitive attribute ``j`` and the
     table's (seed 000 eq. 20.12–20.14; Li et al. 2007). ``ground=None`` → ``ordered`` for numeric
     attributes, ``equal`` otherwise (what ARX and pycanon do)."""
@@ -369,8 +378,14 @@ class TCloseness(_SensitiveModel):
 
     name = "t-closeness"
 
-    def __init__(self, t: float, distance: str = "emd", ground: str | None = None,
-                 attribute: str | None = None, hierarchy: Hierarchy | None = None):
+    def __init__(
+        self,
+        t: float,
+        distance: str = "emd",
+        ground: str | None = None,
+        attribute: str | None = None,
+        hierarchy: Hierarchy | None = None,
+    ):
         if not t >= 0:
             raise AnonymizeError(f"t must be non-negative, got {t}")
         if distance not in _DISTANCES:
@@ -393,8 +408,13 @@ class TCloseness(_SensitiveModel):
         return (self.distances(stats) <= self.t + 1e-9) | (stats.sizes == 0)
 
     def describe(self):
-        return {"model": self.name, "t": self.t, "distance": self.distance, "ground": self.ground,
-                "attribute": self.attribute}
+        return {
+            "model": self.name,
+            "t": self.t,
+            "distance": self.distance,
+            "ground": self.ground,
+            "attribute": self.attribute,
+        }
 
 
 def all_ok(models, stats: ClassStats) -> np.ndarray:

@@ -45,8 +45,8 @@ segments — no recursion — and a round costs O(n·q), so the whole run is O(n
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -94,7 +94,9 @@ class _Checker:
         self.k = max([m.k for m in self.models if isinstance(m, KAnonymity)], default=1)
         if not self.k_only and table.sens_codes.shape[1] == 0:
             raise AnonymizeError("l-diversity / t-closeness need at least one sensitive attribute (--sensitive)")
-        self.sens = [np.ascontiguousarray(table.sens_codes[:, s]).astype(np.int64) for s in range(table.sens_codes.shape[1])]
+        self.sens = [
+            np.ascontiguousarray(table.sens_codes[:, s]).astype(np.int64) for s in range(table.sens_codes.shape[1])
+        ]
         self.V = [len(v) for v in table.sens_values]
         self.global_dist = table.global_dist() if not self.k_only else None
 
@@ -149,8 +151,13 @@ class _Attr:
         return ((under - 1) / (self.L - 1) if self.L > 1 else np.zeros(len(mn))), under
 
 
-def mondrian(table: EncodedTable, models: Sequence[PrivacyModel], mode: str = "strict",
-             progress: Callable[[str], None] | None = None, categorical_span: str = "height") -> MondrianResult:
+def mondrian(
+    table: EncodedTable,
+    models: Sequence[PrivacyModel],
+    mode: str = "strict",
+    progress: Callable[[str], None] | None = None,
+    categorical_span: str = "height",
+) -> MondrianResult:
     """Partition ``table`` with Mondrian so that every class satisfies every model in ``models``.
 
     ``mode``: ``'strict'`` or ``'relaxed'`` (numeric cuts; see module docstring).
@@ -176,8 +183,9 @@ def mondrian(table: EncodedTable, models: Sequence[PrivacyModel], mode: str = "s
     attrs = [_Attr(h, X[j], categorical_span) for j, h in enumerate(table.hierarchies)]
     act = np.arange(n, dtype=np.int64)
     if not chk.ok(np.zeros(n, dtype=np.int64), act, 1, np.array([n]))[0]:
-        raise AnonymizeError("the whole table does not satisfy the privacy models, so no partition can; "
-                             "relax k / l / t")
+        raise AnonymizeError(
+            "the whole table does not satisfy the privacy models, so no partition can; relax k / l / t"
+        )
     psize = np.array([n], dtype=np.int64)
     class_id = np.empty(n, dtype=np.int64)
     next_id = 0
@@ -198,7 +206,11 @@ def mondrian(table: EncodedTable, models: Sequence[PrivacyModel], mode: str = "s
             mins[j] = np.minimum.reduceat(v, pstart)
             maxs[j] = np.maximum.reduceat(v, pstart)
             spans[:, j], ties[:, j] = attrs[j].span(mins[j], maxs[j])
-        order = np.lexsort((np.broadcast_to(np.arange(q), (P, q)), -ties, -spans), axis=1) if q > 1 else np.zeros((P, 1), dtype=np.int64)
+        order = (
+            np.lexsort((np.broadcast_to(np.arange(q), (P, q)), -ties, -spans), axis=1)
+            if q > 1
+            else np.zeros((P, 1), dtype=np.int64)
+        )
         done = np.zeros(P, dtype=bool)
         new_rows, new_sizes = [], []
         for r in range(q):
@@ -215,8 +227,9 @@ def mondrian(table: EncodedTable, models: Sequence[PrivacyModel], mode: str = "s
                 if attrs[j].numeric:
                     ok, rows_out, sizes_out = _split_numeric(rows, seg, psize[sel], X[j], attrs[j], chk, mode)
                 else:
-                    ok, rows_out, sizes_out = _split_categorical(rows, seg, psize[sel], X[j], attrs[j], chk,
-                                                                  mins[j][sel], maxs[j][sel])
+                    ok, rows_out, sizes_out = _split_categorical(
+                        rows, seg, psize[sel], X[j], attrs[j], chk, mins[j][sel], maxs[j][sel]
+                    )
                 done[sel[ok]] = True
                 cuts[table.schema.qis[j]] += int(ok.sum())
                 new_rows.append(rows_out)
@@ -273,8 +286,8 @@ def _split_numeric(rows, seg, sizes, col, attr: _Attr, chk: _Checker, mode: str)
     starts = _seg_starts(sizes)
     mid = starts + (sizes - 1) // 2
     v = key_s[mid]
-    c_le = np.searchsorted(key_s, v, side="right") - starts      # rows ≤ median value
-    c_lt = np.searchsorted(key_s, v, side="left") - starts       # rows < median value
+    c_le = np.searchsorted(key_s, v, side="right") - starts  # rows ≤ median value
+    c_lt = np.searchsorted(key_s, v, side="left") - starts  # rows < median value
     half = sizes / 2.0
     a_first = np.abs(c_le - half) <= np.abs(c_lt - half)
     cand = [np.where(a_first, c_le, c_lt), np.where(a_first, c_lt, c_le)]
@@ -295,7 +308,7 @@ def _split_categorical(rows, seg, sizes, col, attr: _Attr, chk: _Checker, mn, mx
     """Cut every segment into the children of its values' lowest common ancestor (module docstring)."""
     B = len(sizes)
     L = attr.L
-    lev = attr.lca_level(mn, mx)                       # ≥ 1 since the span is > 0
+    lev = attr.lca_level(mn, mx)  # ≥ 1 since the span is > 0
     vals = col[rows].astype(np.int64)
     child_first = attr.first[lev[seg] - 1, vals]
     key = seg * L + child_first

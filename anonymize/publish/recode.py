@@ -35,7 +35,9 @@ def _check_options(numeric_output: str, suppressed_rows: str) -> None:
     if numeric_output not in NUMERIC_OUTPUTS:
         raise AnonymizeError(f"unknown numeric output '{numeric_output}' (use {' or '.join(NUMERIC_OUTPUTS)})")
     if suppressed_rows not in SUPPRESSED_ROWS:
-        raise AnonymizeError(f"unknown handling of suppressed rows '{suppressed_rows}' (use {' or '.join(SUPPRESSED_ROWS)})")
+        raise AnonymizeError(
+            f"unknown handling of suppressed rows '{suppressed_rows}' (use {' or '.join(SUPPRESSED_ROWS)})"
+        )
 
 
 def range_labels(values_lo: np.ndarray, values_hi: np.ndarray) -> np.ndarray:
@@ -67,11 +69,18 @@ def _assemble(table: EncodedTable, columns: dict, suppressed: np.ndarray, suppre
 
 def _full_domain_classes(table: EncodedTable, levels) -> tuple[np.ndarray, int]:
     from .models import equivalence_classes
+
     return equivalence_classes(table.generalized_codes(levels))
 
 
-def release_levels(table: EncodedTable, levels, suppressed: np.ndarray | None = None, *,
-                   numeric_output: str = "range", suppressed_rows: str = "star") -> pd.DataFrame:
+def release_levels(
+    table: EncodedTable,
+    levels,
+    suppressed: np.ndarray | None = None,
+    *,
+    numeric_output: str = "range",
+    suppressed_rows: str = "star",
+) -> pd.DataFrame:
     """Release of a full-domain node: QI ``j`` → hierarchy label at ``levels[j]``; numeric QIs with
     ``numeric_output='mean'`` → mean of the original values over the row's equivalence class;
     ``suppressed`` rows → ``*`` everywhere (or dropped)."""
@@ -93,9 +102,15 @@ def release_levels(table: EncodedTable, levels, suppressed: np.ndarray | None = 
     return _assemble(table, cols, suppressed, suppressed_rows)
 
 
-def release_partition(table: EncodedTable, class_id: np.ndarray, n_classes: int, *,
-                      numeric_output: str = "range", suppressed: np.ndarray | None = None,
-                      suppressed_rows: str = "star") -> pd.DataFrame:
+def release_partition(
+    table: EncodedTable,
+    class_id: np.ndarray,
+    n_classes: int,
+    *,
+    numeric_output: str = "range",
+    suppressed: np.ndarray | None = None,
+    suppressed_rows: str = "star",
+) -> pd.DataFrame:
     """Release of a partition (one class id per row): numeric QIs as ``lo-hi`` ranges of the class's
     values (or class means), categorical QIs as the label of the lowest hierarchy node covering the
     class's values; labels are built once per class and gathered per row."""

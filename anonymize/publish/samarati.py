@@ -22,7 +22,7 @@ and the reported height is the lowest the search found — ``stats['exact_prunin
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import AnonymizeError
 from .lattice import FAIL, PASS, Lattice, LatticeGrid, NodeInfo, SearchResult, choose, tag_closure
@@ -37,7 +37,7 @@ def samarati(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None] 
     ev0, rows0 = lat.n_evaluated, lat.rows_scanned
     g = LatticeGrid(lat.heights)
     exact = lat.exact_monotone
-    tags = bytearray(g.N)           # monotone-part tags (PASS only when exact)
+    tags = bytearray(g.N)  # monotone-part tags (PASS only when exact)
     result: dict[int, NodeInfo] = {}
     by_height: dict[int, list[int]] = {}
     for i in range(g.N):
@@ -72,9 +72,11 @@ def samarati(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None] 
         return found
 
     if not satisfied_at(hmax, all_nodes=False):
-        raise AnonymizeError("no generalization satisfies the privacy models within the suppression budget, "
-                             "even the most general one; relax k / l / t or allow more suppression")
-    lo, hi = 0, hmax                 # invariant: some node at height hi satisfies
+        raise AnonymizeError(
+            "no generalization satisfies the privacy models within the suppression budget, "
+            "even the most general one; relax k / l / t or allow more suppression"
+        )
+    lo, hi = 0, hmax  # invariant: some node at height hi satisfies
     probes = []
     while lo < hi:
         mid = (lo + hi) // 2

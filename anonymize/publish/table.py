@@ -48,11 +48,17 @@ class Schema:
         if not self.qis:
             raise AnonymizeError("no quasi-identifiers given (--qi)")
         seen: dict[str, str] = {}
-        for role, names in (("quasi-identifier", self.qis), ("sensitive", self.sensitive),
-                            ("identifier", self.identifiers), ("insensitive", self.insensitive)):
+        for role, names in (
+            ("quasi-identifier", self.qis),
+            ("sensitive", self.sensitive),
+            ("identifier", self.identifiers),
+            ("insensitive", self.insensitive),
+        ):
             for c in names:
                 if c not in cols:
-                    raise AnonymizeError(f"unknown column '{c}' (given as {role}); the table has: {', '.join(map(str, cols))}")
+                    raise AnonymizeError(
+                        f"unknown column '{c}' (given as {role}); the table has: {', '.join(map(str, cols))}"
+                    )
                 if c in seen:
                     raise AnonymizeError(f"column '{c}' is given both as {seen[c]} and as {role}")
                 seen[c] = role
@@ -112,8 +118,7 @@ class EncodedTable:
         self._global: list[np.ndarray] | None = None
 
     @classmethod
-    def encode(cls, df: pd.DataFrame, schema: Schema,
-               hierarchies: dict[str, Hierarchy] | None = None) -> "EncodedTable":
+    def encode(cls, df: pd.DataFrame, schema: Schema, hierarchies: dict[str, Hierarchy] | None = None) -> EncodedTable:
         """Validate and encode ``df`` (seed 000 §20.3 attribute roles).
 
         Missing QI hierarchies are built by :func:`auto_hierarchy`. Errors
@@ -132,8 +137,10 @@ class EncodedTable:
         for c in schema.qis + schema.sensitive:
             na = work[c].isna().to_numpy()
             if na.any():
-                raise AnonymizeError(f"column '{c}' has {int(na.sum())} missing value(s) (first at data row "
-                                     f"{int(np.argmax(na)) + 1}); fill or drop them before anonymizing")
+                raise AnonymizeError(
+                    f"column '{c}' has {int(na.sum())} missing value(s) (first at data row "
+                    f"{int(np.argmax(na)) + 1}); fill or drop them before anonymizing"
+                )
         hs = []
         qi_codes = np.empty((n, len(schema.qis)), dtype=np.int32)
         for j, c in enumerate(schema.qis):
@@ -190,8 +197,9 @@ class EncodedTable:
     def global_dist(self) -> list[np.ndarray]:
         """Distribution of each sensitive attribute over the whole table (the Q of t-closeness, eq. 20.12)."""
         if self._global is None:
-            self._global = [np.bincount(self.sens_codes[:, j], minlength=len(v)) / self.n
-                            for j, v in enumerate(self.sens_values)]
+            self._global = [
+                np.bincount(self.sens_codes[:, j], minlength=len(v)) / self.n for j, v in enumerate(self.sens_values)
+            ]
         return self._global
 
     def sens_index(self, attribute: str | None) -> list[int]:
@@ -199,8 +207,9 @@ class EncodedTable:
         if attribute is None:
             return list(range(len(self.schema.sensitive)))
         if attribute not in self.schema.sensitive:
-            raise AnonymizeError(f"'{attribute}' is not a sensitive attribute (sensitive: "
-                                 f"{', '.join(self.schema.sensitive) or 'none'})")
+            raise AnonymizeError(
+                f"'{attribute}' is not a sensitive attribute (sensitive: {', '.join(self.schema.sensitive) or 'none'})"
+            )
         return [self.schema.sensitive.index(attribute)]
 
     def __repr__(self) -> str:
