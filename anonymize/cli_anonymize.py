@@ -56,7 +56,7 @@ def _positive_int(s: str) -> int:
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the ``anonymize`` verb to the ``ppdm`` parser."""
     from .publish.anonymizer import ALGORITHMS
-    from .publish.lattice import METRICS
+    from .publish.fulldomain import METRICS
 
     p = subparsers.add_parser(
         "anonymize",

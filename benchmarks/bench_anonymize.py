@@ -56,12 +56,12 @@ def adult_table(adult_dir: Path) -> EncodedTable:
 
 
 def bench_adult(adult_dir: Path, repeat: int) -> dict:
-    from anonymize.publish.datafly import datafly
-    from anonymize.publish.flash import flash
-    from anonymize.publish.incognito import incognito
-    from anonymize.publish.lattice import Lattice, exhaustive
-    from anonymize.publish.mondrian import mondrian
-    from anonymize.publish.samarati import samarati
+    from anonymize.publish.fulldomain import Lattice, exhaustive
+    from anonymize.publish.fulldomain.datafly import datafly
+    from anonymize.publish.fulldomain.flash import flash
+    from anonymize.publish.fulldomain.incognito import incognito
+    from anonymize.publish.fulldomain.samarati import samarati
+    from anonymize.publish.partition.mondrian import mondrian
 
     t = time.perf_counter()
     table = adult_table(adult_dir)
@@ -176,7 +176,7 @@ def synthetic(n: int, adult_dir: Path, seed: int = 0):
 
 
 def scale_child(n: int, adult_dir: Path, k: int) -> dict:
-    from anonymize.publish.mondrian import mondrian
+    from anonymize.publish.partition.mondrian import mondrian
 
     t0 = time.perf_counter()
     df, hs = synthetic(n, adult_dir)

@@ -41,13 +41,13 @@ from anonymize.publish import (
 )
 from anonymize.publish import metrics as M
 from anonymize.publish.anonymizer import anonymize_table, build_models
-from anonymize.publish.datafly import datafly
-from anonymize.publish.flash import flash
-from anonymize.publish.incognito import incognito
+from anonymize.publish.fulldomain import Lattice, exhaustive, lattice_nodes
+from anonymize.publish.fulldomain.datafly import datafly
+from anonymize.publish.fulldomain.flash import flash
+from anonymize.publish.fulldomain.incognito import incognito
+from anonymize.publish.fulldomain.samarati import samarati
 from anonymize.publish.io import read_hierarchies, read_table
-from anonymize.publish.lattice import Lattice, exhaustive, lattice_nodes
-from anonymize.publish.mondrian import mondrian
-from anonymize.publish.samarati import samarati
+from anonymize.publish.partition.mondrian import mondrian
 
 DATA = Path(__file__).resolve().parents[1] / "anonymize" / "data"
 QIS = ["age", "sex", "race", "marital-status", "education", "native-country", "workclass", "occupation"]

@@ -37,8 +37,8 @@ from anonymize.publish import (
     equivalence_classes,
 )
 from anonymize.publish import metrics as M
+from anonymize.publish.distances import emd_hierarchical, emd_ordered, kl_divergence, variational
 from anonymize.publish.io import read_hierarchies, read_table, sniff_delimiter, write_table
-from anonymize.publish.models import emd_hierarchical, emd_ordered, kl_divergence, variational
 
 DATA = Path(__file__).resolve().parents[1] / "anonymize" / "data"
 ARX_FILES = sorted(glob.glob(str(DATA / "adult_hierarchy_*.csv")))

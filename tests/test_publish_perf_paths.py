@@ -26,9 +26,11 @@ from anonymize.errors import AnonymizeError
 from anonymize.publish import EncodedTable, Hierarchy, KAnonymity, Schema
 from anonymize.publish import metrics as M
 from anonymize.publish.anonymizer import anonymize_table, auto_queries
-from anonymize.publish.hierarchy import SUPPRESSED, _nice_step, _number_label
-from anonymize.publish.models import equivalence_classes
-from anonymize.publish.mondrian import mondrian
+from anonymize.publish.classes import equivalence_classes
+from anonymize.publish.hierarchy import SUPPRESSED, nice_step, number_label
+from anonymize.publish.metrics import grouping as metrics_grouping
+from anonymize.publish.metrics import query_accuracy as metrics_query_accuracy
+from anonymize.publish.partition.mondrian import mondrian
 
 ROOT = Path(__file__).resolve().parents[1]
 HYP = settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -41,7 +43,7 @@ def reference_query_error(
     """Every query scans every row (the implementation before the fast path)."""
     lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
     n, q = table.qi_codes.shape
-    sup = M._suppressed_mask(n, suppressed)
+    sup = M.suppressed_mask(n, suppressed)
     if sup.any():
         lo = lo.copy()
         hi = hi.copy()
@@ -103,7 +105,7 @@ def reference_query_error(
 def reference_il_total(table, class_id, n_classes, lo, hi, suppressed=None):
     """Distinct values per class through ``np.unique`` of (class, value) pairs."""
     cid = np.asarray(class_id, dtype=np.int64)
-    sup = M._suppressed_mask(table.n, suppressed)
+    sup = M.suppressed_mask(table.n, suppressed)
     keep = ~sup
     lo, hi = np.asarray(lo), np.asarray(hi)
     q = table.q
@@ -112,7 +114,7 @@ def reference_il_total(table, class_id, n_classes, lo, hi, suppressed=None):
     for j, h in enumerate(table.hierarchies):
         codes = table.qi_codes[:, j]
         if h.numeric:
-            total += float(M._numeric_width(table, j, h, lo[keep, j], hi[keep, j]).sum())
+            total += float(M.cell_loss(h, lo[keep, j], hi[keep, j], M.data_domain(table, j)).sum())
         else:
             n_dom = len(np.unique(codes))
             pairs = np.unique(cid[keep] * (h.n_leaves + 1) + codes[keep])
@@ -131,7 +133,7 @@ def reference_intervals(name, values, widths=(5, 10, 20)):
         leaves = leaves.astype(np.int64)
     lo_v, hi_v = float(leaves.min()), float(leaves.max())
     if widths is None:
-        w0 = _nice_step((hi_v - lo_v) / 20.0)
+        w0 = nice_step((hi_v - lo_v) / 20.0)
         if integral:
             w0 = max(1.0, w0)
         widths = (w0, 2 * w0, 4 * w0)
@@ -142,10 +144,10 @@ def reference_intervals(name, values, widths=(5, 10, 20)):
     for w in widths:
         start = base + np.floor((lv - base) / w) * w
         if integral:
-            band_cols.append([f"{_number_label(s)}-{_number_label(s + w - 1)}" for s in start])
+            band_cols.append([f"{number_label(s)}-{number_label(s + w - 1)}" for s in start])
         else:
             band_cols.append([f"[{s:g}, {s + w:g})" for s in start])
-    rows = [[_number_label(v)] + [c[i] for c in band_cols] + [SUPPRESSED] for i, v in enumerate(leaves)]
+    rows = [[number_label(v)] + [c[i] for c in band_cols] + [SUPPRESSED] for i, v in enumerate(leaves)]
     h = Hierarchy.from_rows(name, rows, numeric=True)
     h.leaves = leaves
     return h
@@ -253,7 +255,7 @@ def test_query_error_several_passes_and_redraws():
 def test_query_error_many_sensitive_values():
     """Groups × sensitive values too many for a dense histogram: groups split by value instead."""
     table = mixed_table(5000, 6, n_sens=2500)
-    assert len(table.sens_values[0]) * 4000 > M._DENSE_SPAN
+    assert len(table.sens_values[0]) * 4000 > metrics_grouping.DENSE_SPAN
     lo, hi = M.boxes_from_levels(table, [0] * table.q)
     for sup in (None, np.arange(table.n) % 7 == 0):
         assert_same_result(
@@ -272,9 +274,11 @@ def test_query_error_large_table_sampling_decision(make, grouped, monkeypatch):
     give the row scan's answers."""
     table = make()
     calls = []
-    real = M._bit_counts
+    real = metrics_query_accuracy._bit_counts
     monkeypatch.setattr(
-        M, "_bit_counts", lambda mask, n_bits, weights: calls.append(weights is not None) or real(mask, n_bits, weights)
+        metrics_query_accuracy,
+        "_bit_counts",
+        lambda mask, n_bits, weights: calls.append(weights is not None) or real(mask, n_bits, weights),
     )
     r = mondrian(table, [KAnonymity(5)])
     lo, hi = M.class_boxes(table, r.class_id, r.n_classes)
@@ -364,7 +368,7 @@ def test_distinct_per_class_both_ways():
     for n_values in (7, 3000):  # 35,000 flags; 15 M (> 8n and the dense cap): hashing
         codes = rng.integers(0, n_values, n)
         want = np.bincount(np.unique(cid * n_values + codes) // n_values, minlength=5000)
-        assert np.array_equal(M._distinct_per_class(cid, 5000, codes, n_values), want)
+        assert np.array_equal(metrics_grouping.distinct_per_class(cid, 5000, codes, n_values), want)
 
 
 # ------------------------------------------------------------------ Hierarchy.intervals
@@ -441,10 +445,12 @@ def test_public_api_exports():
         AnonymizationResult,
     )
     # the algorithm modules stay modules (their functions are not re-exported under the same names)
-    import anonymize.publish.mondrian  # noqa: F401
+    import anonymize.publish.partition.mondrian  # noqa: F401
 
-    for mod in ("flash", "incognito", "samarati", "datafly", "mondrian"):
-        assert isinstance(getattr(pub, mod), types.ModuleType), mod
+    for pkg, mod in [(pub.fulldomain, m) for m in ("flash", "incognito", "samarati", "datafly")] + [
+        (pub.partition, "mondrian")
+    ]:
+        assert isinstance(getattr(pkg, mod), types.ModuleType), mod
 
 
 @pytest.mark.parametrize(
@@ -452,8 +458,8 @@ def test_public_api_exports():
     [
         "anonymize.publish",
         "anonymize.publish.anonymizer",
-        "anonymize.publish.mondrian",
-        "anonymize.publish.flash",
+        "anonymize.publish.partition.mondrian",
+        "anonymize.publish.fulldomain.flash",
         "anonymize.publish.metrics",
         "anonymize.publish.table",
         "anonymize.publish.io",

@@ -1,32 +1,41 @@
-"""Privacy-preserving data publishing (seed 000 §20.3; seeds 001–004).
+"""Privacy-preserving data publishing (Aggarwal, *Data Mining: The Textbook*, 2015, §20.3).
 
-* :mod:`.table` — :class:`Schema` and :class:`EncodedTable` (values encoded once as integer codes),
-* :mod:`.hierarchy` — :class:`Hierarchy` (ARX CSV format, automatic interval / masking / flat),
-* :mod:`.models` — privacy models as predicates over equivalence classes
-  (k-anonymity, distinct / entropy / recursive (c,l)-diversity, t-closeness),
-* :mod:`.metrics` — information loss, DM, CDM, class size, query error, re-identification risk,
-  and :func:`measure_release` (what ``ppdm check`` prints),
-* :mod:`.io` — reading and atomically writing tables,
-* :mod:`.lattice` — the full-domain generalization lattice searched by
-  :func:`.flash.flash`, :func:`.incognito.incognito`, :func:`.samarati.samarati` and
-  :func:`.datafly.datafly` (each takes a :class:`Lattice`; import them from their
-  modules — the package does not re-export them, so ``anonymize.publish.mondrian``
-  stays the module),
-* :mod:`.mondrian` — :func:`.mondrian.mondrian`, multidimensional partitioning,
+The core:
+
+* :mod:`.table` — :class:`Schema` and :class:`EncodedTable` (values encoded once as integer codes);
+* :mod:`.hierarchy` — :class:`Hierarchy` (ARX CSV format, automatic interval / masking / flat);
+* :mod:`.io` — reading tables and hierarchies, writing atomically;
+* :mod:`.classes` — equivalence classes, :class:`ClassStats`, and :class:`ClassChecker`, which
+  every partition / clustering / bucketization algorithm uses to check its classes;
+* :mod:`.models` — self-describing privacy models (k-anonymity, distinct / entropy / recursive
+  (c,l)-diversity, t-closeness); :mod:`.distances` — the entropies and t-distances they share;
+* :mod:`.recode` — writing a release (hierarchy labels, ranges, means, ``*``);
+* :mod:`.registry` — every algorithm registers its name, kind and the models it honours;
 * :mod:`.anonymizer` — :func:`anonymize_table`, one call from a table to a measured release.
 
-Submodules import each other directly (never this package), so importing everything here
-creates no cycle.
+The algorithms, by kind:
+
+* :mod:`.fulldomain` — the generalization lattice, its frequency-set engine, and the searches
+  Flash, Incognito, Samarati, Datafly (and the exhaustive reference);
+* :mod:`.partition` — Mondrian.
+
+And :mod:`.metrics` — cell loss (NCP), class-size metrics, query error, risks, and the measurement
+of a table as released (:func:`measure_release`, what ``ppdm check`` prints).
+
+Algorithm modules are not re-exported (``anonymize.publish.fulldomain.flash`` stays the module);
+run any of them by name through :func:`anonymize_table` or :func:`.registry.get`.
 """
 
 from ..errors import AnonymizeError
+from . import fulldomain, metrics, partition, registry
 from .anonymizer import ALGORITHMS, AnonymizationResult, anonymize_table, build_models
+from .classes import ClassChecker, ClassStats, class_stats, equivalence_classes
+from .distances import t_distances
+from .fulldomain import Lattice, SearchResult
 from .hierarchy import Hierarchy
 from .io import read_hierarchies, read_table, write_table
-from .lattice import Lattice, SearchResult
 from .metrics import measure_release
 from .models import (
-    ClassStats,
     DistinctLDiversity,
     EntropyLDiversity,
     KAnonymity,
@@ -34,11 +43,9 @@ from .models import (
     RecursiveCLDiversity,
     TCloseness,
     all_ok,
-    class_stats,
-    equivalence_classes,
-    t_distances,
 )
-from .mondrian import MondrianResult
+from .partition import MondrianResult
+from .registry import PartitionResult
 from .table import EncodedTable, Schema, auto_hierarchy
 
 __all__ = [
@@ -57,8 +64,9 @@ __all__ = [
     "EncodedTable",
     "Schema",
     "auto_hierarchy",
-    # privacy models
+    # classes and privacy models
     "ClassStats",
+    "ClassChecker",
     "class_stats",
     "equivalence_classes",
     "PrivacyModel",
@@ -69,8 +77,13 @@ __all__ = [
     "TCloseness",
     "all_ok",
     "t_distances",
-    # search algorithms
+    # algorithms
+    "registry",
+    "fulldomain",
+    "partition",
+    "metrics",
     "Lattice",
     "SearchResult",
     "MondrianResult",
+    "PartitionResult",
 ]

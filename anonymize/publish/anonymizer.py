@@ -1,21 +1,14 @@
 """One entry point for publishing: :func:`anonymize_table`.
 
-Pick an algorithm, privacy models and a suppression budget; get the released table, the chosen
-generalization, every metric and the timings (what ``ppdm anonymize`` writes as its report).
-
-Algorithms (see each module for the paper and the details):
-
-* ``samarati`` — binary search over lattice height (:mod:`.samarati`, seed 000 §20.3.1.1);
-* ``incognito`` — every minimal full-domain node, subset-closure pruning and frequency-set
-  roll-up (:mod:`.incognito`, §20.3.1.2);
-* ``flash`` — the same minimal nodes by binary search on paths (:mod:`.flash`, Kohlmayer et al.
-  2012; ARX's search), much faster on large lattices;
-* ``datafly`` — Sweeney's greedy heuristic (:mod:`.datafly`);
-* ``mondrian`` — multidimensional partitioning, strict or relaxed (:mod:`.mondrian`, §20.3.1.3).
+Pick an algorithm from the registry (:mod:`.registry`), privacy models and a suppression budget;
+get the released table, the chosen generalization, every metric and the timings (what
+``ppdm anonymize`` writes as its report). The built-in algorithms and their papers are listed by
+:func:`.registry.algorithms` (``ppdm anonymize --help`` prints them).
 
 Full-domain results suppress the rows of classes that fail a model (at most
-``⌊max_suppression·n⌋``); Mondrian never suppresses. The full-domain searches return several
-satisfying nodes; one is chosen by ``metric`` (:data:`.lattice.METRICS`, default NCP) and all are
+``⌊max_suppression·n⌋``); partition-style results (Mondrian, clustering) are released as each
+class's bounding cells by the same code. The full-domain searches return several satisfying
+nodes; one is chosen by ``metric`` (:data:`.fulldomain.result.METRICS`, default NCP) and all are
 listed in the report.
 """
 
@@ -31,8 +24,10 @@ import pandas as pd
 
 from ..errors import AnonymizeError
 from . import metrics as M
+from . import registry  # fulldomain, partition: register the built-in algorithms
+from .fulldomain import METRICS, Lattice, SearchResult
 from .hierarchy import Hierarchy
-from .lattice import METRICS, Lattice, SearchResult
+from .metrics import achieved_privacy
 from .models import (
     DistinctLDiversity,
     EntropyLDiversity,
@@ -40,17 +35,15 @@ from .models import (
     PrivacyModel,
     RecursiveCLDiversity,
     TCloseness,
-    class_entropy,
-    class_stats,
-    sorted_desc,
-    t_distances,
+    check_fits,
 )
 from .recode import release_levels, release_partition
 from .table import EncodedTable, Schema
 
 __all__ = ["ALGORITHMS", "AnonymizationResult", "anonymize_table", "build_models", "achieved_privacy", "auto_queries"]
 
-ALGORITHMS = ("samarati", "incognito", "flash", "datafly", "mondrian")
+ALGORITHMS = registry.names()
+"""Names of the registered algorithms (the registry is complete once :mod:`anonymize.publish` is imported)."""
 
 
 @dataclass
@@ -60,7 +53,7 @@ class AnonymizationResult:
     ``df`` — the release; ``levels`` — chosen full-domain levels per QI (None for Mondrian);
     ``suppressed_mask`` — rows suppressed (``*`` everywhere); ``class_id`` — equivalence class of
     every input row; ``metrics`` / ``timings`` / ``report`` — JSON-ready dicts; ``search`` — the
-    full-domain :class:`.lattice.SearchResult` (None for Mondrian).
+    full-domain :class:`.fulldomain.SearchResult` (None for other kinds).
     """
 
     df: pd.DataFrame
@@ -130,50 +123,10 @@ def _encode(table_or_df, schema, hierarchies) -> EncodedTable:
     return EncodedTable.encode(table_or_df, schema, dict(hierarchies or {}))
 
 
-def achieved_privacy(table: EncodedTable, class_id: np.ndarray, n_classes: int, suppressed: np.ndarray) -> dict:
-    """Privacy the release actually offers, measured on its released (non-suppressed) classes:
-    k (smallest class); per sensitive attribute distinct l, entropy l = exp(min class entropy)
-    (eq. 20.10), the recursive-(c,l) bound c (eq. 20.11: every class is (c, l)-diverse for c above
-    it, at l = distinct l) and t for each distance (eq. 20.13, 20.14, EMD), against the whole
-    table's distribution."""
-    keep = ~np.asarray(suppressed, dtype=bool)
-    stats = class_stats(table, class_id, n_classes, rows=keep)
-    live = stats.sizes > 0
-    stats = stats.select(live)
-    out = {"k": int(stats.sizes.min()) if stats.n_classes else 0, "classes": int(stats.n_classes)}
-    sens = {}
-    for j, name in enumerate(table.schema.sensitive):
-        hist = stats.sens_hist[j]
-        if len(hist) == 0:
-            continue
-        distinct = (hist > 0).sum(axis=1)
-        ld = int(distinct.min())
-        r = sorted_desc(hist)
-        tail = r[:, ld - 1 :].sum(axis=1)
-        numeric = np.issubdtype(np.asarray(table.sens_values[j]).dtype, np.number)
-        t = {
-            "variational": float(t_distances(stats, j, "variational").max()),
-            "kl": float(t_distances(stats, j, "kl").max()),
-            "emd_equal": float(t_distances(stats, j, "emd", "equal").max()),
-            "emd_ordered": float(t_distances(stats, j, "emd", "ordered").max()),
-        }
-        if name in table.sens_hierarchies:
-            t["emd_hierarchical"] = float(t_distances(stats, j, "emd", "hierarchical").max())
-        t["emd"] = t["emd_ordered"] if numeric else t["emd_equal"]
-        sens[name] = {
-            "l_distinct": ld,
-            "l_entropy": float(math.exp(class_entropy(hist).min())),
-            "recursive_c_bound": float((r[:, 0] / np.maximum(tail, 1e-300)).max()),
-            "t": t,
-        }
-    out["sensitive_attributes"] = sens
-    return out
-
-
 def _metrics(table: EncodedTable, lo, hi, class_id, n_classes, suppressed, models, n_queries: int, seed: int) -> dict:
     keep = ~suppressed
     sizes = np.bincount(class_id[keep], minlength=n_classes)
-    k = max([m.k for m in models if isinstance(m, KAnonymity)], default=1)
+    k = max([m.minimal_class_size for m in models if m.size_only], default=1)
     n_sup = int(suppressed.sum())
     out = {
         "rows": int(table.n),
@@ -208,15 +161,18 @@ def anonymize_table(
     suppressed_rows: str = "star",
     n_queries: int | None = None,
     query_seed: int = 0,
+    options: Mapping | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> AnonymizationResult:
     """Anonymize a table and measure the release.
 
     ``table_or_df`` — a DataFrame (with ``schema`` and optional ``hierarchies``; QIs without one get
-    :func:`.table.auto_hierarchy`) or an :class:`EncodedTable`. ``algorithm`` ∈ :data:`ALGORITHMS`;
+    :func:`.table.auto_hierarchy`) or an :class:`EncodedTable`. ``algorithm`` — a name in the registry (:data:`ALGORITHMS`);
     ``models`` — privacy models (:func:`build_models`); ``max_suppression`` — fraction of rows the
     full-domain algorithms may suppress (Samarati's MaxSup); ``metric`` — how to choose among the
-    satisfying nodes (:data:`.lattice.METRICS`); ``mondrian_mode`` strict | relaxed;
+    satisfying nodes (:data:`.fulldomain.METRICS`); ``mondrian_mode`` strict | relaxed (the ``mode``
+    option of algorithms that take one); ``options`` — further options of a partition-style
+    algorithm (:attr:`.registry.Algorithm.options`);
     ``numeric_output`` range | mean; ``suppressed_rows`` star | drop; ``n_queries`` random COUNT
     queries for the query-error metric (0 skips it; None = :func:`auto_queries`).
 
@@ -225,47 +181,26 @@ def anonymize_table(
     """
     timings: dict = {}
     t_all = time.perf_counter()
-    if algorithm not in ALGORITHMS:
-        raise AnonymizeError(f"unknown algorithm '{algorithm}' (use {', '.join(ALGORITHMS)})")
+    alg = registry.get(algorithm)
     if metric not in METRICS:
         raise AnonymizeError(f"unknown metric '{metric}' (use {', '.join(METRICS)})")
     models = list(models or [])
     if not models:
         raise AnonymizeError("no privacy model given (e.g. KAnonymity(k))")
+    registry.check_models(alg, models)
     if not 0.0 <= float(max_suppression) <= 1.0:
         raise AnonymizeError(f"max suppression must be a fraction in [0, 1], got {max_suppression}")
     t = time.perf_counter()
     table = _encode(table_or_df, schema, hierarchies)
     timings["encode"] = time.perf_counter() - t
-    for m in models:
-        if isinstance(m, KAnonymity) and m.k > table.n:
-            raise AnonymizeError(f"k = {m.k} is larger than the table ({table.n} rows)")
+    check_fits(models, table.n)
     qis = table.schema.qis
     search = None
     levels = None
     t = time.perf_counter()
-    if algorithm == "mondrian":
-        from .mondrian import mondrian
-
-        res = mondrian(table, models, mode=mondrian_mode, progress=progress)
-        class_id, n_classes = res.class_id, res.n_classes
-        suppressed = np.zeros(table.n, dtype=bool)
-        algo_stats = res.stats
-        timings["search"] = time.perf_counter() - t
-        t = time.perf_counter()
-        df = release_partition(table, class_id, n_classes, numeric_output=numeric_output)
-        lo, hi = M.class_boxes(table, class_id, n_classes)
-    else:
+    if alg.kind == registry.FULL_DOMAIN:
         lat = Lattice(table, models, max_suppression)
-        if algorithm == "incognito":
-            from .incognito import incognito as run
-        elif algorithm == "flash":
-            from .flash import flash as run
-        elif algorithm == "samarati":
-            from .samarati import samarati as run
-        else:
-            from .datafly import datafly as run
-        search = run(lat, metric=metric, progress=progress)
+        search = alg.run(lat, metric=metric, progress=progress)
         lv = search.levels
         levels = {name: int(x) for name, x in zip(qis, lv)}
         cid, fail = lat.row_classes(lv)
@@ -277,6 +212,32 @@ def anonymize_table(
         t = time.perf_counter()
         df = release_levels(table, lv, suppressed, numeric_output=numeric_output, suppressed_rows=suppressed_rows)
         lo, hi = M.boxes_from_levels(table, lv)
+    elif alg.kind in registry.PARTITION_KINDS:
+        opts = dict(options or {})
+        if "mode" in alg.options:
+            opts.setdefault("mode", mondrian_mode)
+        unknown = sorted(set(opts) - set(alg.options))
+        if unknown:
+            raise AnonymizeError(f"algorithm '{alg.name}' takes no option {', '.join(unknown)}")
+        res = alg.run(table, models, progress=progress, **opts)
+        class_id, n_classes = res.class_id, res.n_classes
+        suppressed = np.zeros(table.n, dtype=bool) if res.suppressed is None else np.asarray(res.suppressed, bool)
+        algo_stats = res.stats
+        timings["search"] = time.perf_counter() - t
+        t = time.perf_counter()
+        df = release_partition(
+            table,
+            class_id,
+            n_classes,
+            numeric_output=numeric_output,
+            suppressed=suppressed,
+            suppressed_rows=suppressed_rows,
+        )
+        lo, hi = M.class_boxes(table, class_id, n_classes)
+    else:
+        raise AnonymizeError(
+            f"algorithm '{alg.name}' ({alg.kind}) publishes its own kind of release, not a generalized table"
+        )
     timings["recode"] = time.perf_counter() - t
     t = time.perf_counter()
     if n_queries is None:
@@ -293,8 +254,8 @@ def anonymize_table(
             "models": [m.describe() for m in models],
             "max_suppression": float(max_suppression),
             "max_suppressed_rows": int(math.floor(float(max_suppression) * table.n + 1e-9)),
-            "metric": metric if algorithm != "mondrian" else None,
-            "mondrian_mode": mondrian_mode if algorithm == "mondrian" else None,
+            "metric": metric if alg.kind == registry.FULL_DOMAIN else None,
+            "mondrian_mode": mondrian_mode if "mode" in alg.options else None,
             "numeric_output": numeric_output,
             "suppressed_rows": suppressed_rows,
             "hierarchies": {
@@ -310,12 +271,7 @@ def anonymize_table(
     if search is not None:
         report["chosen_node"] = search.chosen.as_dict()
         report["candidate_nodes"] = [x.as_dict() for x in search.nodes]
-        report["candidate_nodes_kind"] = {
-            "incognito": "every minimal satisfying node",
-            "flash": "every minimal satisfying node",
-            "samarati": "every satisfying node at the lowest height",
-            "datafly": "the node Datafly reached",
-        }[algorithm]
+        report["candidate_nodes_kind"] = search.nodes_kind
     return AnonymizationResult(df, levels, suppressed, metrics, timings, report, class_id, search, table)
 
 

@@ -40,7 +40,7 @@ import pandas as pd
 
 from ..errors import AnonymizeError
 
-__all__ = ["Hierarchy"]
+__all__ = ["Hierarchy", "SUPPRESSED", "canonical_strings", "value_str", "number_label", "number_labels", "nice_step"]
 
 SUPPRESSED = "*"
 
@@ -58,22 +58,23 @@ def _parse_numbers(labels: Sequence[str]) -> np.ndarray | None:
     return vals
 
 
-def _number_label(v) -> str:
+def number_label(v) -> str:
+    """Shortest text of a number as hierarchy labels write it (39.0 → '39', 2.5 → '2.5')."""
     if isinstance(v, (np.integer, int)):
         return str(int(v))
     f = float(v)
     return str(int(f)) if f.is_integer() and abs(f) < 2**53 else repr(f)
 
 
-def _number_labels(values: np.ndarray) -> list:
-    """``[_number_label(v) for v in values]``, vectorized for integer arrays."""
+def number_labels(values: np.ndarray) -> list:
+    """``[number_label(v) for v in values]``, vectorized for integer arrays."""
     values = np.asarray(values)
     if values.dtype.kind in "iu":
         return values.astype(str).tolist()
-    return [_number_label(v) for v in values.tolist()]
+    return [number_label(v) for v in values.tolist()]
 
 
-def _nice_step(x: float) -> float:
+def nice_step(x: float) -> float:
     """Smallest of {1, 2, 5}·10^k that is >= x."""
     if x <= 0:
         return 1.0
@@ -281,7 +282,7 @@ class Hierarchy:
             leaves = leaves.astype(np.int64)
         lo_v, hi_v = float(leaves.min()), float(leaves.max())
         if widths is None:
-            w0 = _nice_step((hi_v - lo_v) / 20.0)
+            w0 = nice_step((hi_v - lo_v) / 20.0)
             if integral:
                 w0 = max(1.0, w0)
             widths = (w0, 2 * w0, 4 * w0)
@@ -295,14 +296,14 @@ class Hierarchy:
         base = math.floor(lo_v / widths[-1]) * widths[-1]
         lv = leaves.astype(np.float64)
         grid = np.empty((len(leaves), len(widths) + 2), dtype=object)
-        grid[:, 0] = _number_labels(leaves)
+        grid[:, 0] = number_labels(leaves)
         for b, w in enumerate(widths):
             start = base + np.floor((lv - base) / w) * w
             # one label per band, not per leaf: leaves are sorted, so each band is one run of them
             first = np.flatnonzero(np.r_[True, start[1:] != start[:-1]])
             band = np.cumsum(np.r_[False, start[1:] != start[:-1]])
             if integral:
-                lab = [f"{_number_label(s)}-{_number_label(s + w - 1)}" for s in start[first]]
+                lab = [f"{number_label(s)}-{number_label(s + w - 1)}" for s in start[first]]
             else:
                 lab = [f"[{s:g}, {s + w:g})" for s in start[first]]
             grid[:, b + 1] = np.asarray(lab, dtype=object)[band]
@@ -322,7 +323,7 @@ class Hierarchy:
         vals = pd.Series(np.asarray(values).ravel())
         if vals.isna().any():
             raise AnonymizeError(f"column '{name}': masking hierarchies need values without missing entries")
-        strs = pd.unique(np.array([_value_str(v) for v in pd.unique(vals)], dtype=object))
+        strs = pd.unique(np.array([value_str(v) for v in pd.unique(vals)], dtype=object))
         if len(strs) == 0:
             raise AnonymizeError(f"column '{name}': no values to build a hierarchy from")
         L = max(len(s) for s in strs)
@@ -348,11 +349,11 @@ class Hierarchy:
             leaves = np.unique(vals.to_numpy())
             if np.all(leaves == np.round(leaves)):
                 leaves = leaves.astype(np.int64)
-            rows = [[_number_label(v), SUPPRESSED] for v in leaves]
+            rows = [[number_label(v), SUPPRESSED] for v in leaves]
             h = cls.from_rows(name, rows, numeric=True)
             h.leaves = leaves
             return h
-        strs = sorted({_value_str(v) for v in pd.unique(vals)})
+        strs = sorted({value_str(v) for v in pd.unique(vals)})
         return cls.from_rows(name, [[s, SUPPRESSED] for s in strs], numeric=False)
 
     # --------------------------------------------------------------- queries
@@ -433,13 +434,13 @@ class Hierarchy:
             if self._lookup is None:
                 self._lookup = pd.Index(self.leaves.astype(str))
             fcodes, uniq = pd.factorize(s)
-            ucodes = self._lookup.get_indexer(np.array([_value_str(v) for v in uniq], dtype=object))
+            ucodes = self._lookup.get_indexer(np.array([value_str(v) for v in uniq], dtype=object))
             codes = ucodes[fcodes]
             ok = codes >= 0
         if not np.all(ok):
             missing = pd.unique(np.asarray(s.to_numpy(), dtype=object)[~ok])
             more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-            shown = ", ".join(repr(_value_str(v)) for v in missing[:3])
+            shown = ", ".join(repr(value_str(v)) for v in missing[:3])
             raise AnonymizeError(
                 f"column '{col}': value {shown}{more} not in hierarchy '{self.name}' "
                 f"({int((~ok).sum())} row(s)); add it to the hierarchy file"
@@ -465,15 +466,15 @@ class Hierarchy:
 
 
 def canonical_strings(values) -> pd.Series:
-    """``values`` as canonical text (see :func:`_value_str`), converting each distinct value once
+    """``values`` as canonical text (see :func:`value_str`), converting each distinct value once
     (``pd.factorize`` first), so it stays vectorized on millions of rows."""
     s = values if isinstance(values, pd.Series) else pd.Series(np.asarray(values, dtype=object))
     codes, uniq = pd.factorize(s, use_na_sentinel=True)
-    conv = np.array([_value_str(v) for v in uniq] + [None], dtype=object)
+    conv = np.array([value_str(v) for v in uniq] + [None], dtype=object)
     return pd.Series(conv[codes], index=s.index)
 
 
-def _value_str(v) -> str:
+def value_str(v) -> str:
     """Canonical text of a data value for matching against hierarchy labels (39.0 → '39')."""
     if isinstance(v, str):
         return v.strip()
@@ -482,5 +483,5 @@ def _value_str(v) -> str:
     if isinstance(v, (int, np.integer)):
         return str(int(v))
     if isinstance(v, (float, np.floating)):
-        return _number_label(v)
+        return number_label(v)
     return str(v).strip()

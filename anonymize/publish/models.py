@@ -1,42 +1,56 @@
-"""Privacy models as predicates over equivalence classes (like ARX's criteria).
+"""Privacy models as self-describing predicates over equivalence classes (like ARX's criteria).
 
-An equivalence class is a set of rows with identical (generalized) QI codes
-(seed 000 def. 20.3.1). Every model looks only at :class:`ClassStats` — class
-sizes and per-class histograms of the sensitive attributes — and answers, for
-all classes at once, which classes satisfy it (``class_ok``: ``(C,)`` bool,
-vectorized over a ``(C, V)`` matrix, no per-class Python loop). So k, l and t
-plug into every algorithm the same way; :func:`all_ok` combines several.
+Every model looks only at :class:`.classes.ClassStats` — class sizes and per-class histograms
+of the sensitive attributes — and answers, for all classes at once, which classes satisfy it
+(``class_ok``: ``(C,)`` bool, vectorized over a ``(C, V)`` matrix, no per-class Python loop).
+Empty classes (size 0, e.g. all their rows suppressed) always pass. :func:`all_ok` combines
+several models.
 
-Empty classes (size 0, e.g. all their rows suppressed) always pass.
+Each model **describes itself**, so that searches and algorithms never ask which class a
+model is (Prasser, Kohlmayer, Lautenschläger, Kuhn, "ARX — a comprehensive tool for
+anonymizing biomedical data", AMIA 2014: ``isMonotonicWithGeneralization``,
+``isMonotonicWithSuppression``, ``getMinimalClassSize``):
 
-Monotonicity (``monotone``): merging classes that satisfy a model gives a
-class that satisfies it — the property full-domain lattice search prunes on.
-It holds for k-anonymity; distinct l-diversity; entropy l-diversity (entropy
-is concave, seed 000 Lemma 20.3.1); recursive (c,l)-diversity (Lemma 20.3.2);
-and t-closeness for every distance here (each is convex in the class
-distribution P for fixed Q, so the merged distance is at most the larger one,
-seed 000 Lemma 20.3.3 / eq. 20.15 — variational, KL and EMD with any ground
-distance). Caveat: with a suppression budget, the number of rows in *failing*
-classes is monotone only for k-anonymity (for the others a passing class can be
-merged into a failing one); algorithms that prune on "suppressed ≤ MaxSup"
-for l / t must re-check, not assume.
+``monotone_generalization``
+    merging classes that all satisfy the model gives a class that satisfies it. Holds for
+    k-anonymity; distinct l-diversity; entropy l-diversity (entropy is concave,
+    Machanavajjhala et al. 2007); recursive (c,l)-diversity (ibid.); and t-closeness for every
+    distance here (each is convex in the class distribution P for fixed Q, so a merged class's
+    distance is at most the larger of its parts', Li, Li, Venkatasubramanian 2007) —
+    Aggarwal 2015, §20.3.2–20.3.3. Full-domain searches without suppression prune on it.
+``monotone_suppression``
+    with a suppression budget, "the rows in failing classes" can only shrink under
+    generalization: a merged class fails only if every part failed, i.e. a passing class
+    merged with *any* class still passes. True for k-anonymity and distinct l-diversity; false
+    for entropy and recursive (c,l)-diversity and t-closeness (a passing class merged with a
+    failing one can fail). Searches with suppression prune only on models with this property
+    and check the full predicate on every node they keep.
+``minimal_class_size``
+    the fewest rows a class that satisfies the model can have (k; l for distinct and
+    recursive (c,l); ⌈l⌉ for entropy l, since e^H ≤ number of distinct values; 1 for t).
+``size_only``
+    the model decides on class sizes alone (``class_ok ⇔ size ≥ minimal_class_size``), so
+    algorithms can skip building sensitive histograms.
+``needs_sensitive``
+    the model reads a sensitive attribute.
+:meth:`PrivacyModel.pruning_models`
+    models that are monotone under suppression and implied by this one (entropy l-diversity
+    implies distinct ⌈l⌉-diversity; recursive (c,l) implies distinct l) — what a search with
+    suppression may prune on when the model itself is not monotone under suppression.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import AnonymizeError
+from .classes import ClassStats
+from .distances import DISTANCES, GROUNDS, class_entropy, sorted_desc, t_distances
 from .hierarchy import Hierarchy
-from .table import EncodedTable
 
 __all__ = [
-    "equivalence_classes",
-    "ClassStats",
-    "class_stats",
     "PrivacyModel",
     "KAnonymity",
     "DistinctLDiversity",
@@ -44,110 +58,42 @@ __all__ = [
     "RecursiveCLDiversity",
     "TCloseness",
     "all_ok",
-    "t_distances",
+    "pruning_models",
+    "check_fits",
 ]
-
-_EPS = 1e-12
-
-
-def equivalence_classes(codes: np.ndarray) -> tuple[np.ndarray, int]:
-    """Equivalence classes of identical code rows (seed 000 def. 20.3.1).
-
-    Vectorized: the columns are combined into one mixed-radix integer key
-    (``key = key * radix_j + code_j``), re-compressed with ``np.unique`` whenever
-    the next radix would overflow int64; then ``np.bincount`` (small key space) or
-    ``np.unique`` gives dense class ids. Returns ``(class_id (n,) int64, n_classes)``;
-    class ids follow the lexicographic order of the code rows.
-    """
-    codes = np.asarray(codes)
-    if codes.ndim == 1:
-        codes = codes[:, None]
-    n, q = codes.shape
-    if n == 0:
-        return np.zeros(0, dtype=np.int64), 0
-    if q == 0:
-        return np.zeros(n, dtype=np.int64), 1
-    key = codes[:, 0].astype(np.int64)
-    space = int(key.max()) + 1
-    for j in range(1, q):
-        col = codes[:, j].astype(np.int64)
-        r = int(col.max()) + 1
-        if space * r >= 2**62:
-            uniq, key = np.unique(key, return_inverse=True)
-            key = key.astype(np.int64)
-            space = len(uniq)
-        key = key * r + col
-        space *= r
-    if space <= max(4 * n, 1 << 16):
-        counts = np.bincount(key, minlength=space)
-        present = counts > 0
-        remap = np.cumsum(present) - 1
-        return remap[key].astype(np.int64), int(present.sum())
-    uniq, inv = np.unique(key, return_inverse=True)
-    return inv.astype(np.int64).ravel(), len(uniq)
-
-
-@dataclass
-class ClassStats:
-    """What privacy models look at, for ``C`` classes.
-
-    sizes : (C,) int64 class sizes (rows counted: the ``rows`` given to :func:`class_stats`).
-    sens_hist : per sensitive attribute, (C, V_s) int64 value counts per class.
-    global_dist : per sensitive attribute, (V_s,) float — the whole table's distribution
-        (Q in eq. 20.12; taken over all rows, suppressed ones included, as in ARX and Li et al.).
-    table : the EncodedTable (value order, hierarchies for ground distances).
-    """
-
-    sizes: np.ndarray
-    sens_hist: list
-    global_dist: list
-    table: EncodedTable | None = None
-
-    @property
-    def n_classes(self) -> int:
-        return len(self.sizes)
-
-    def select(self, idx) -> ClassStats:
-        """Stats of a subset of classes (index or bool mask)."""
-        return ClassStats(self.sizes[idx], [h[idx] for h in self.sens_hist], self.global_dist, self.table)
-
-    def sens_index(self, attribute: str | None) -> list[int]:
-        if self.table is None:
-            if attribute is not None:
-                raise AnonymizeError("ClassStats without a table: attribute names cannot be resolved")
-            return list(range(len(self.sens_hist)))
-        return self.table.sens_index(attribute)
-
-
-def class_stats(table: EncodedTable, class_id: np.ndarray, n_classes: int, rows=None) -> ClassStats:
-    """Class sizes and sensitive histograms by ``np.bincount`` over ``class_id * V + value``.
-
-    ``rows``: optional bool mask or index array of the rows to count (e.g. the
-    non-suppressed ones); classes left without rows get size 0 and pass every model.
-    """
-    cid = np.asarray(class_id, dtype=np.int64)
-    sc = table.sens_codes
-    if rows is not None:
-        cid = cid[rows]
-        sc = sc[rows]
-    sizes = np.bincount(cid, minlength=n_classes).astype(np.int64)
-    hists = []
-    for j, vals in enumerate(table.sens_values):
-        V = len(vals)
-        hists.append(np.bincount(cid * V + sc[:, j], minlength=n_classes * V).reshape(n_classes, V).astype(np.int64))
-    return ClassStats(sizes, hists, table.global_dist(), table)
 
 
 class PrivacyModel:
-    """Interface: a predicate over equivalence classes.
+    """Interface: a self-describing predicate over equivalence classes (module docstring).
 
-    ``class_ok(stats) -> (C,) bool``; ``monotone`` (see module docstring);
-    ``describe() -> dict`` (JSON-ready parameters); ``measure(stats)`` gives
-    the per-class value the threshold is compared against where that makes sense.
+    ``class_ok(stats) -> (C,) bool``; ``describe() -> dict`` (JSON-ready parameters);
+    the class attributes below describe the model to the algorithms.
     """
 
-    monotone: bool = True
     name: str = "model"
+    monotone_generalization: bool = True
+    monotone_suppression: bool = False
+    size_only: bool = False
+    needs_sensitive: bool = True
+
+    @property
+    def minimal_class_size(self) -> int:
+        """The fewest rows a satisfying class can have."""
+        return 1
+
+    @property
+    def monotone(self) -> bool:
+        """Alias of :attr:`monotone_generalization` (the property lattice pruning needs)."""
+        return self.monotone_generalization
+
+    def pruning_models(self) -> list[PrivacyModel]:
+        """Models monotone under suppression that this model implies (itself when it is one)."""
+        return [self] if self.monotone_suppression else []
+
+    def requirement(self) -> str:
+        """Short text of the requirement for messages, e.g. ``'k = 5'``."""
+        args = ", ".join(f"{k} = {v}" for k, v in self.describe().items() if k != "model" and v is not None)
+        return f"{self.name} ({args})"
 
     def class_ok(self, stats: ClassStats) -> np.ndarray:  # pragma: no cover - interface
         raise NotImplementedError
@@ -165,14 +111,26 @@ class PrivacyModel:
 
 
 class KAnonymity(PrivacyModel):
-    """k-anonymity (seed 000 def. 20.3.1; Samarati–Sweeney 1998): every class has ≥ k rows."""
+    """k-anonymity (Samarati & Sweeney 1998; Sweeney, IJUFKS 2002; Aggarwal 2015, §20.3.1):
+    every class has ≥ k rows."""
 
     name = "k-anonymity"
+    monotone_suppression = True
+    size_only = True
+    needs_sensitive = False
 
     def __init__(self, k: int):
         if int(k) != k or k < 1:
             raise AnonymizeError(f"k must be a positive integer, got {k}")
         self.k = int(k)
+
+    @property
+    def minimal_class_size(self) -> int:
+        """k."""
+        return self.k
+
+    def requirement(self) -> str:
+        return f"k = {self.k}"
 
     def class_ok(self, stats):
         return (stats.sizes >= self.k) | (stats.sizes == 0)
@@ -193,6 +151,9 @@ class _SensitiveModel(PrivacyModel):
             ok &= self._ok(hist, stats, j)
         return ok | (stats.sizes == 0)
 
+    def _ok(self, hist, stats, j):  # pragma: no cover - interface
+        raise NotImplementedError
+
 
 def _check_l(l):
     if l < 1:
@@ -200,16 +161,23 @@ def _check_l(l):
 
 
 class DistinctLDiversity(_SensitiveModel):
-    """Distinct l-diversity (seed 000 def. 20.3.2; seed 004 def. 1.8): ≥ l distinct sensitive values per class.
-
-    ``attribute=None`` → every sensitive attribute must satisfy it.
-    """
+    """Distinct l-diversity (Machanavajjhala et al., ACM TKDD 2007; Aggarwal 2015, §20.3.2):
+    ≥ l distinct sensitive values per class. ``attribute=None`` → every sensitive attribute."""
 
     name = "distinct-l-diversity"
+    monotone_suppression = True
 
     def __init__(self, l: int, attribute: str | None = None):
         _check_l(l)
         self.l, self.attribute = int(l), attribute
+
+    @property
+    def minimal_class_size(self) -> int:
+        """l (one row per distinct value)."""
+        return self.l
+
+    def requirement(self) -> str:
+        return f"distinct l = {self.l}"
 
     def _ok(self, hist, stats, j):
         return (hist > 0).sum(axis=1) >= self.l
@@ -218,24 +186,28 @@ class DistinctLDiversity(_SensitiveModel):
         return {"model": self.name, "l": self.l, "attribute": self.attribute}
 
 
-def class_entropy(hist: np.ndarray) -> np.ndarray:
-    """−Σ p log p per row of a (C, V) count matrix (natural log; 0 log 0 = 0; empty rows → 0)."""
-    hist = np.asarray(hist, dtype=np.float64)
-    tot = hist.sum(axis=1, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(tot > 0, hist / np.where(tot > 0, tot, 1), 0.0)
-        plogp = np.where(p > 0, p * np.log(np.where(p > 0, p, 1)), 0.0)
-    return -plogp.sum(axis=1)
-
-
 class EntropyLDiversity(_SensitiveModel):
-    """Entropy l-diversity, seed 000 eq. 20.10: −Σ_i p_i log p_i ≥ log l (Machanavajjhala et al. 2007)."""
+    """Entropy l-diversity (Machanavajjhala et al. 2007; Aggarwal 2015, eq. 20.10):
+    −Σ_i p_i log p_i ≥ log l."""
 
     name = "entropy-l-diversity"
 
     def __init__(self, l: float, attribute: str | None = None):
         _check_l(l)
         self.l, self.attribute = float(l), attribute
+
+    @property
+    def minimal_class_size(self) -> int:
+        """⌈l⌉: e^H is at most the number of distinct values."""
+        return int(math.ceil(self.l - 1e-9))
+
+    def pruning_models(self) -> list[PrivacyModel]:
+        """Distinct ⌈l⌉-diversity (implied, since e^H ≤ number of distinct values)."""
+        d = self.minimal_class_size
+        return [DistinctLDiversity(d, attribute=self.attribute)] if d > 1 else []
+
+    def requirement(self) -> str:
+        return f"entropy l = {self.l:g}"
 
     def _ok(self, hist, stats, j):
         return class_entropy(hist) >= math.log(self.l) - 1e-9
@@ -244,14 +216,9 @@ class EntropyLDiversity(_SensitiveModel):
         return {"model": self.name, "l": self.l, "attribute": self.attribute}
 
 
-def sorted_desc(hist: np.ndarray) -> np.ndarray:
-    """Counts of each row sorted descending: r_1 ≥ r_2 ≥ … (eq. 20.11's order)."""
-    return -np.sort(-np.asarray(hist), axis=1)
-
-
 class RecursiveCLDiversity(_SensitiveModel):
-    """Recursive (c,l)-diversity, seed 000 eq. 20.11: r_1 < c·(r_l + r_{l+1} + … + r_m),
-    with r_1 ≥ … ≥ r_m the class's sensitive value counts (Machanavajjhala et al. 2007).
+    """Recursive (c,l)-diversity (Machanavajjhala et al. 2007; Aggarwal 2015, eq. 20.11):
+    r_1 < c·(r_l + r_{l+1} + … + r_m), with r_1 ≥ … ≥ r_m the class's sensitive value counts.
     A class with fewer than l distinct values fails (its tail sum is 0)."""
 
     name = "recursive-cl-diversity"
@@ -262,6 +229,18 @@ class RecursiveCLDiversity(_SensitiveModel):
             raise AnonymizeError(f"c must be positive, got {c}")
         self.c, self.l, self.attribute = float(c), int(l), attribute
 
+    @property
+    def minimal_class_size(self) -> int:
+        """l (a satisfying class has at least l distinct values)."""
+        return self.l
+
+    def pruning_models(self) -> list[PrivacyModel]:
+        """Distinct l-diversity (implied)."""
+        return [DistinctLDiversity(self.l, attribute=self.attribute)] if self.l > 1 else []
+
+    def requirement(self) -> str:
+        return f"recursive (c, l) = ({self.c:g}, {self.l})"
+
     def _ok(self, hist, stats, j):
         r = sorted_desc(hist)
         tail = r[:, self.l - 1 :].sum(axis=1)
@@ -271,109 +250,14 @@ class RecursiveCLDiversity(_SensitiveModel):
         return {"model": self.name, "c": self.c, "l": self.l, "attribute": self.attribute}
 
 
-# ------------------------------------------------------------------ t-closeness
-def _probs(hist: np.ndarray) -> np.ndarray:
-    hist = np.asarray(hist, dtype=np.float64)
-    tot = hist.sum(axis=1, keepdims=True)
-    return hist / np.where(tot > 0, tot, 1)
-
-
-def variational(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
-    """Variational distance, seed 000 eq. 20.13: Σ|p_i − q_i| / 2. Equals EMD with the equal
-    ground distance (Li, Li, Venkatasubramanian 2007, §4.2)."""
-    return 0.5 * np.abs(P - Q[None, :]).sum(axis=1)
-
-
-def kl_divergence(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
-    """Kullback–Leibler distance, seed 000 eq. 20.14: Σ p_i (log p_i − log q_i) (natural log).
-    Q is the whole table's distribution, so q_i > 0 wherever p_i > 0."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        term = np.where(P > 0, P * (np.log(np.where(P > 0, P, 1)) - np.log(np.where(Q > 0, Q, 1))[None, :]), 0.0)
-    return term.sum(axis=1)
-
-
-def emd_ordered(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
-    """EMD with the ordered distance |i − j|/(m − 1) (Li et al. 2007, §4.2):
-    Σ_i |Σ_{j≤i} (p_j − q_j)| / (m − 1); 0 when m = 1."""
-    m = P.shape[1]
-    if m <= 1:
-        return np.zeros(P.shape[0])
-    cum = np.cumsum(P - Q[None, :], axis=1)
-    return np.abs(cum[:, :-1]).sum(axis=1) / (m - 1)
-
-
-def emd_hierarchical(P: np.ndarray, Q: np.ndarray, hierarchy: Hierarchy, leaf_of_value: np.ndarray) -> np.ndarray:
-    """EMD with the hierarchical ground distance level(v_i, v_j)/H (Li et al. 2007, §4.2).
-
-    Closed form: for every internal node N at level h, extra(N) = Σ_{leaves under N}(p − q),
-    pos(N)/neg(N) = sum of the positive / |negative| extras of N's children, and
-    EMD = Σ_N (h/H)·min(pos(N), neg(N)). Computed level by level with ``np.add.reduceat``
-    over the contiguous children runs (one (C, nodes) matrix per level).
-    """
-    H = hierarchy.height
-    C = P.shape[0]
-    if H == 0:
-        return np.zeros(C)
-    extra = np.zeros((C, hierarchy.n_leaves))
-    extra[:, leaf_of_value] = P - Q[None, :]
-    cost = np.zeros(C)
-    for h in range(1, H + 1):
-        parents = hierarchy.parents(h - 1)  # (n_{h-1},) non-decreasing
-        starts = np.flatnonzero(np.r_[True, parents[1:] != parents[:-1]])
-        pos = np.add.reduceat(np.maximum(extra, 0.0), starts, axis=1)
-        neg = np.add.reduceat(np.maximum(-extra, 0.0), starts, axis=1)
-        cost += (h / H) * np.minimum(pos, neg).sum(axis=1)
-        extra = np.add.reduceat(extra, starts, axis=1)
-    return cost
-
-
-_DISTANCES = ("emd", "variational", "kl")
-_GROUNDS = ("equal", "ordered", "hierarchical")
-
-
-def t_distances(
-    stats: ClassStats, j: int, distance: str = "emd", ground: str | None = None, hierarchy: Hierarchy | None = None
-) -> np.ndarray:
-    """Per-class distance between the class's distribution of sensitive attribute ``j`` and the
-    table's (seed 000 eq. 20.12–20.14; Li et al. 2007). ``ground=None`` → ``ordered`` for numeric
-    attributes, ``equal`` otherwise (what ARX and pycanon do)."""
-    P = _probs(stats.sens_hist[j])
-    Q = np.asarray(stats.global_dist[j], dtype=np.float64)
-    if distance == "variational":
-        return variational(P, Q)
-    if distance == "kl":
-        return kl_divergence(P, Q)
-    if distance != "emd":
-        raise AnonymizeError(f"unknown t-closeness distance '{distance}' (use {', '.join(_DISTANCES)})")
-    table = stats.table
-    if ground is None:
-        ground = "equal"
-        if table is not None and np.issubdtype(np.asarray(table.sens_values[j]).dtype, np.number):
-            ground = "ordered"
-    if ground == "equal":
-        return variational(P, Q)
-    if ground == "ordered":
-        return emd_ordered(P, Q)
-    if ground == "hierarchical":
-        if hierarchy is None and table is not None:
-            hierarchy = table.sens_hierarchies.get(table.schema.sensitive[j])
-        if hierarchy is None:
-            raise AnonymizeError("hierarchical ground distance needs a hierarchy for the sensitive attribute")
-        values = table.sens_values[j] if table is not None else None
-        if values is None:
-            raise AnonymizeError("hierarchical ground distance needs the table's sensitive values")
-        leaf = hierarchy.encode(values, column=hierarchy.name)
-        return emd_hierarchical(P, Q, hierarchy, leaf)
-    raise AnonymizeError(f"unknown EMD ground distance '{ground}' (use {', '.join(_GROUNDS)})")
-
-
 class TCloseness(_SensitiveModel):
-    """t-closeness (seed 000 def. 20.3.5, eq. 20.12; Li, Li, Venkatasubramanian, ICDE 2007):
+    """t-closeness (Li, Li, Venkatasubramanian, ICDE 2007; Aggarwal 2015, §20.3.3, eq. 20.12):
     Dist(P_class, Q_table) ≤ t for every class.
 
     ``distance``: ``'emd'`` (ground ``'equal'`` = variational, ``'ordered'``, ``'hierarchical'``
     — the latter with ``hierarchy=`` or a hierarchy given for the attribute at encode time),
-    ``'variational'`` (eq. 20.13) or ``'kl'`` (eq. 20.14). Monotone by convexity (Lemma 20.3.3).
+    ``'variational'`` (eq. 20.13) or ``'kl'`` (eq. 20.14). Monotone under generalization by
+    convexity of every distance; not under suppression.
     """
 
     name = "t-closeness"
@@ -388,14 +272,17 @@ class TCloseness(_SensitiveModel):
     ):
         if not t >= 0:
             raise AnonymizeError(f"t must be non-negative, got {t}")
-        if distance not in _DISTANCES:
-            raise AnonymizeError(f"unknown t-closeness distance '{distance}' (use {', '.join(_DISTANCES)})")
-        if ground is not None and ground not in _GROUNDS:
-            raise AnonymizeError(f"unknown EMD ground distance '{ground}' (use {', '.join(_GROUNDS)})")
+        if distance not in DISTANCES:
+            raise AnonymizeError(f"unknown t-closeness distance '{distance}' (use {', '.join(DISTANCES)})")
+        if ground is not None and ground not in GROUNDS:
+            raise AnonymizeError(f"unknown EMD ground distance '{ground}' (use {', '.join(GROUNDS)})")
         if ground == "hierarchical" and distance != "emd":
             raise AnonymizeError("the hierarchical ground distance applies to distance='emd' only")
         self.t, self.distance, self.ground = float(t), distance, ground
         self.attribute, self.hierarchy = attribute, hierarchy
+
+    def requirement(self) -> str:
+        return f"t = {self.t:g} ({self.distance})"
 
     def distances(self, stats: ClassStats) -> np.ndarray:
         """Per-class distance (max over the attributes the model covers)."""
@@ -423,3 +310,20 @@ def all_ok(models, stats: ClassStats) -> np.ndarray:
     for m in models:
         ok &= m.class_ok(stats)
     return ok
+
+
+def pruning_models(models) -> list[PrivacyModel]:
+    """Every model's :meth:`PrivacyModel.pruning_models`, concatenated: the monotone-under-
+    suppression part of ``models`` that a search with a suppression budget prunes on."""
+    out: list[PrivacyModel] = []
+    for m in models:
+        out.extend(m.pruning_models())
+    return out
+
+
+def check_fits(models, n_rows: int) -> None:
+    """One-line error when some model needs larger classes than the table has rows
+    (e.g. ``k = 5000 is larger than the table (3016 rows)``)."""
+    for m in models:
+        if m.minimal_class_size > n_rows:
+            raise AnonymizeError(f"{m.requirement()} is larger than the table ({n_rows} rows)")

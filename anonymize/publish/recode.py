@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AnonymizeError
-from .hierarchy import _number_label
+from .classes import equivalence_classes
+from .hierarchy import number_label
 from .table import EncodedTable
 
 __all__ = ["release_levels", "release_partition", "range_labels", "NUMERIC_OUTPUTS", "SUPPRESSED_ROWS"]
@@ -44,7 +45,7 @@ def range_labels(values_lo: np.ndarray, values_hi: np.ndarray) -> np.ndarray:
     """``'lo-hi'`` labels (``'v'`` when lo == hi) of numeric ranges, as an object array."""
     out = np.empty(len(values_lo), dtype=object)
     for i, (a, b) in enumerate(zip(values_lo.tolist(), values_hi.tolist())):
-        out[i] = _number_label(a) if a == b else f"{_number_label(a)}-{_number_label(b)}"
+        out[i] = number_label(a) if a == b else f"{number_label(a)}-{number_label(b)}"
     return out
 
 
@@ -68,8 +69,6 @@ def _assemble(table: EncodedTable, columns: dict, suppressed: np.ndarray, suppre
 
 
 def _full_domain_classes(table: EncodedTable, levels) -> tuple[np.ndarray, int]:
-    from .models import equivalence_classes
-
     return equivalence_classes(table.generalized_codes(levels))
 
 

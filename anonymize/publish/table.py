@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AnonymizeError
-from .hierarchy import Hierarchy, _value_str, canonical_strings
+from .hierarchy import Hierarchy, canonical_strings, value_str
 
 __all__ = ["Schema", "EncodedTable", "auto_hierarchy"]
 
@@ -77,7 +77,7 @@ def auto_hierarchy(name: str, values: pd.Series) -> Hierarchy:
         return Hierarchy.masking(name, s)
     if _is_numeric(s):
         return Hierarchy.intervals(name, s, widths=None)
-    strs = {_value_str(v) for v in pd.unique(s)}
+    strs = {value_str(v) for v in pd.unique(s)}
     if len(strs) > 10 and len({len(x) for x in strs}) == 1 and all(x.isdigit() for x in strs):
         return Hierarchy.masking(name, s)
     return Hierarchy.flat(name, s)

@@ -7,14 +7,14 @@ full-domain lattice at which some node satisfies the privacy models after suppre
 node at height ``h`` satisfies" is monotone in ``h`` and a binary search over ``[0, h_max]`` finds
 the lowest such height: test ``h_max/2``; if a node there satisfies, test ``h_max/4``, else
 ``3·h_max/4``; and so on (seed 000). At the height found, **every** node is checked and all
-satisfying ones are returned; one is chosen by a stated metric (default NCP, :mod:`.lattice`).
+satisfying ones are returned; one is chosen by a stated metric (default NCP, :mod:`.result`).
 
 Checking a node is a frequency-set roll-up from the best cached specialization (nodes checked at
 lower heights during the search), plus predictive tagging: a satisfying node tags its
 generalizations, a failing one its specializations, so later heights skip what is already known.
 
 Non-monotone predicates (entropy / recursive (c,l)-diversity, t-closeness with suppression,
-see :mod:`.lattice`): "some node at height h satisfies" is then not guaranteed monotone; the
+see :mod:`..models`): "some node at height h satisfies" is then not guaranteed monotone; the
 binary search is run as Samarati defines it (only failures of the monotone part are propagated)
 and the reported height is the lowest the search found — ``stats['exact_pruning']`` is False.
 """
@@ -24,12 +24,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from ..errors import AnonymizeError
-from .lattice import FAIL, PASS, Lattice, LatticeGrid, NodeInfo, SearchResult, choose, tag_closure
+from ...errors import AnonymizeError
+from ..registry import FULL_DOMAIN, register
+from .engine import Lattice
+from .grid import FAIL, PASS, LatticeGrid, tag_closure
+from .result import NodeInfo, SearchResult, choose
 
 __all__ = ["samarati"]
 
 
+@register(
+    "samarati",
+    kind=FULL_DOMAIN,
+    summary="Samarati: binary search over lattice height with a suppression budget (Samarati 2001)",
+)
 def samarati(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None] | None = None) -> SearchResult:
     """Run Samarati's binary search on ``lat``; return all satisfying nodes at the lowest height,
     the one ``metric`` chooses, and work counters. :class:`AnonymizeError` if nothing satisfies."""
@@ -103,4 +111,4 @@ def samarati(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None] 
         "exact_pruning": exact,
         "seconds": time.perf_counter() - t0,
     }
-    return SearchResult("samarati", nodes, chosen, metric, stats)
+    return SearchResult("samarati", nodes, chosen, metric, stats, "every satisfying node at the lowest height")

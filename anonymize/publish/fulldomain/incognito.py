@@ -15,7 +15,7 @@ The algorithm, as in the paper and the seed:
    specialization's; a root of a candidate lattice (no checked child) rolls up from the smallest
    cached specialization, or from a *hub* — the node with every generalized attribute at level 1,
    computed once from the bottom frequency set and shared (the paper's super-root idea,
-   :meth:`.lattice.Lattice.source_for`) — never from the raw rows.
+   :meth:`.engine.Lattice.source_for`) — never from the raw rows.
 
 ``F_q`` then holds every satisfying node; its minimal elements (nodes without a satisfying
 direct specialization — exactly the checked nodes that passed) are returned.
@@ -24,13 +24,13 @@ Cost on Adult (8 QIs, k = 5, 5 % suppression): 6,537 checks, ~0.7 s — most che
 frequency sets are nearly as large as the table (5-attribute projections of Adult are almost
 unique), which is why :mod:`.flash` exists: the same minimal nodes with 1,598 checks in ~0.2 s.
 
-Implementation: projecting onto ``S`` is the virtual level "dropped" (:data:`.lattice.DROPPED`),
+Implementation: projecting onto ``S`` is the virtual level "dropped" (:data:`.engine.DROPPED`),
 so all ``2^q − 1`` subset lattices are slices of one array over ``Π (h_j + 2)`` nodes; candidate
 generation and marking are vectorized per (subset size, height) layer, and only checks loop.
 
 Suppression: with k-anonymity (and distinct l-diversity) the predicate "rows in failing classes ≤
 MaxSup" is monotone, so pruning is exact. For entropy / recursive (c,l)-diversity and t-closeness
-with suppression it is not (:mod:`.lattice`): ``F_1 … F_{q−1}`` and the pruning use the implied
+with suppression it is not (:mod:`..models`): ``F_1 … F_{q−1}`` and the pruning use the implied
 monotone part (k, distinct l), and in the full lattice every kept node that has no satisfying
 specialization is checked against the full predicate — the returned nodes are then exactly the
 minimal nodes satisfying the full predicate (a node above a satisfying node is never minimal,
@@ -44,8 +44,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import AnonymizeError
-from .lattice import Lattice, NodeInfo, SearchResult, choose
+from ...errors import AnonymizeError
+from ..registry import FULL_DOMAIN, register
+from .engine import Lattice
+from .result import NodeInfo, SearchResult, choose
 
 __all__ = ["incognito", "MAX_EXTENDED_NODES"]
 
@@ -53,9 +55,14 @@ MAX_EXTENDED_NODES = 20_000_000
 """Refuse lattices larger than this (``Π (h_j + 2)``): the dense arrays would not fit."""
 
 
+@register(
+    "incognito",
+    kind=FULL_DOMAIN,
+    summary="Incognito: every minimal satisfying node, subset-closure pruning and frequency-set roll-up (LeFevre et al. 2005)",
+)
 def incognito(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None] | None = None) -> SearchResult:
     """Run Incognito on ``lat`` and return every minimal satisfying node, the one chosen by
-    ``metric`` (:data:`.lattice.METRICS`) and work counters.
+    ``metric`` (:data:`.result.METRICS`) and work counters.
 
     Raises :class:`AnonymizeError` if no node satisfies the models within the suppression budget.
     """

@@ -35,68 +35,40 @@ Incognito's attribute subsets are also nodes here: dropping attribute ``j``
 maps every value to one code, above ``*``. So one key space and one roll-up
 serve the subset lattices and the full lattice (:data:`DROPPED`).
 
-Monotonicity and suppression (document for every search in this package):
-
-* Without suppression, every model here is monotone — generalizing merges
-  classes and merged classes still satisfy k, l (distinct, entropy, recursive)
-  and t (convex distances), seed 000 Lemmas 20.3.1–20.3.3.
-* With suppression, "rows in failing classes ≤ MaxSup" is monotone for
-  k-anonymity and distinct l-diversity (a merged class fails only if every part
-  failed, so the rows in failing classes can only decrease), but not for
-  entropy / recursive (c,l)-diversity nor t-closeness (a passing class merged
-  with a failing one can fail). For those the searches prune with the monotone
-  part only (k-anonymity plus the distinct-l-diversity that entropy and
-  recursive (c,l)-diversity imply) and check the full predicate on every node
-  they keep — see :attr:`Lattice.exact_monotone`.
+Monotonicity and suppression. The searches prune with what the privacy models say of
+themselves (:mod:`..models`): without suppression every model here is monotone under
+generalization, so pruning is exact; with suppression, "rows in failing classes ≤ MaxSup" is
+monotone only for models that are monotone under suppression (k-anonymity, distinct
+l-diversity). Otherwise the searches prune with the models' :meth:`pruning_models` (e.g. the
+distinct ⌈l⌉-diversity an entropy l-diversity implies) and check the full predicate on every
+node they keep — see :attr:`Lattice.exact_monotone`.
 """
 
 from __future__ import annotations
 
 import collections
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import AnonymizeError
-from .models import (
-    ClassStats,
-    DistinctLDiversity,
-    EntropyLDiversity,
-    KAnonymity,
-    PrivacyModel,
-    RecursiveCLDiversity,
-    all_ok,
-    equivalence_classes,
-)
-from .table import EncodedTable
+from ...errors import AnonymizeError
+from ..classes import ClassStats, class_stats, equivalence_classes
+from ..metrics.cells import node_loss_tables
+from ..models import PrivacyModel, all_ok, check_fits, pruning_models
+from ..table import EncodedTable
+from .grid import lattice_nodes
+from .result import NodeInfo
 
-__all__ = [
-    "DROPPED",
-    "FrequencySet",
-    "NodeInfo",
-    "Lattice",
-    "cell_loss_tables",
-    "metric_key",
-    "METRICS",
-    "lattice_nodes",
-    "minimal_of",
-    "SearchResult",
-    "choose",
-    "LatticeGrid",
-    "tag_closure",
-    "MAX_NODES",
-    "PASS",
-    "FAIL",
-    "exhaustive",
-]
+__all__ = ["DROPPED", "FrequencySet", "Lattice"]
 
 DROPPED = -1
 """Marker used in level vectors passed to :meth:`Lattice.node_info` for a dropped attribute
 (internally the virtual level ``h_j + 1``)."""
 
-METRICS = ("ncp", "dm", "height", "suppressed", "avg-class-size")
+_I16MAX = int(np.iinfo(np.int16).max)
+_I64MAX = int(np.iinfo(np.int64).max)
 
 
 @dataclass
@@ -120,225 +92,6 @@ class FrequencySet:
     def size(self) -> int:
         """Number of distinct tuples (m)."""
         return len(self.counts)
-
-
-@dataclass
-class NodeInfo:
-    """Outcome of evaluating one full-lattice node.
-
-    ``ok`` — satisfies every model within the suppression budget; ``ok_monotone`` — satisfies the
-    monotone part used for pruning (equal to ``ok`` when :attr:`Lattice.exact_monotone`);
-    ``suppressed`` — rows in failing classes; ``n_classes`` — released (non-suppressed) classes;
-    ``dm`` — discernibility Σ|E|² + suppressed·n (Bayardo–Agrawal 2005); ``ncp`` — the
-    information loss of :func:`.metrics.ncp` averaged over all QI cells, suppressed cells
-    counting 1 (seed 002 §2.2; categorical flavour ``Lattice.ncp_categorical``). DM and NCP are
-    filled lazily (:meth:`Lattice.complete`) for the nodes a search returns.
-    """
-
-    levels: tuple
-    ok: bool
-    ok_monotone: bool
-    suppressed: int
-    n_classes: int = 0
-    dm: float = float("nan")
-    ncp: float = float("nan")
-    _pending: object = field(default=None, repr=False, compare=False)
-
-    @property
-    def height(self) -> int:
-        """Σ levels (Samarati's height of the node)."""
-        return int(sum(self.levels))
-
-    def as_dict(self) -> dict:
-        """JSON-ready summary (levels, height, suppressed rows, classes, DM, NCP)."""
-        return {
-            "levels": list(map(int, self.levels)),
-            "height": self.height,
-            "suppressed": int(self.suppressed),
-            "classes": int(self.n_classes),
-            "dm": float(self.dm),
-            "ncp": float(self.ncp),
-        }
-
-
-@dataclass
-class SearchResult:
-    """Outcome of a full-domain search.
-
-    ``nodes`` — the satisfying nodes the algorithm returns (Incognito / Flash: every minimal one;
-    Samarati: every satisfying node at the lowest height; Datafly: its one node), each with metrics;
-    ``chosen`` — the one picked by ``metric`` (:func:`metric_key`); ``stats`` — work counters
-    (nodes evaluated, frequency-set rows scanned, lattice size, whether pruning was exact).
-    """
-
-    algorithm: str
-    nodes: list
-    chosen: NodeInfo
-    metric: str
-    stats: dict = field(default_factory=dict)
-
-    @property
-    def levels(self) -> tuple:
-        """Levels of the chosen node."""
-        return tuple(int(x) for x in self.chosen.levels)
-
-
-def choose(lat: Lattice, infos: Sequence[NodeInfo], metric: str) -> NodeInfo:
-    """Fill the metrics of ``infos`` (:meth:`Lattice.complete`) and return the node minimizing
-    :func:`metric_key` (``infos`` must be non-empty)."""
-    for i in infos:
-        lat.complete(i)
-    return min(infos, key=lambda i: metric_key(i, metric, lat.n))
-
-
-def metric_key(info: NodeInfo, metric: str = "ncp", n: int | None = None):
-    """Sort key choosing among satisfying nodes: the named metric first, then NCP, DM, height,
-    then the level vector (so the choice is deterministic). ``metric`` ∈ :data:`METRICS`."""
-    if metric not in METRICS:
-        raise AnonymizeError(f"unknown metric '{metric}' (use {', '.join(METRICS)})")
-    if metric == "ncp":
-        first = info.ncp
-    elif metric == "dm":
-        first = info.dm
-    elif metric == "height":
-        first = info.height
-    elif metric == "suppressed":
-        first = info.suppressed
-    else:
-        first = ((n or 0) - info.suppressed) / max(info.n_classes, 1)
-    return (first, round(info.ncp, 12), info.dm, info.height, tuple(info.levels))
-
-
-def cell_loss_tables(table: EncodedTable, categorical: str = "height") -> list[list[np.ndarray]]:
-    """Per QI and level, the NCP of each hierarchy node — the per-cell loss of
-    :func:`.metrics.ncp` (same ``categorical`` choices): numeric ``(max − min under the node,
-    clipped to the column's range) / (column range)`` (seed 002 §2.2.1); categorical ``'height'``
-    = level of the node's lowest common ancestor / hierarchy height (seed 002 §2.2.2),
-    ``'leaves'`` = card/|A| (Xu et al. 2006), ``'span'`` = (card − 1)/(|A| − 1) (Iyengar 2002).
-    Indexed by the hierarchy's node codes."""
-    out = []
-    for j, h in enumerate(table.hierarchies):
-        levels = []
-        codes = table.qi_codes[:, j]
-        for lv in range(h.height + 1):
-            first, last = h.node_span(lv)
-            if h.numeric:
-                vals = np.asarray(h.leaves, dtype=np.float64)
-                d_lo, d_hi = vals[codes.min()], vals[codes.max()]
-                rng = float(d_hi - d_lo)
-                if rng <= 0:
-                    loss = np.zeros(len(first))
-                else:
-                    width = np.minimum(vals[last], d_hi) - np.maximum(vals[first], d_lo)
-                    loss = np.clip(width / rng, 0.0, 1.0)
-            elif categorical == "height":
-                loss = h.level_of_span(first, last) / h.height if h.height else np.zeros(len(first))
-            elif categorical == "leaves":
-                card = (last - first + 1).astype(np.float64)
-                loss = np.where(card > 1, card / h.n_leaves, 0.0)
-            elif categorical == "span":
-                card = (last - first + 1).astype(np.float64)
-                loss = (card - 1) / (h.n_leaves - 1) if h.n_leaves > 1 else np.zeros(len(first))
-            else:
-                raise AnonymizeError(f"unknown categorical loss '{categorical}' (use 'height', 'leaves' or 'span')")
-            levels.append(np.asarray(loss, dtype=np.float64))
-        out.append(levels)
-    return out
-
-
-_I16MAX = int(np.iinfo(np.int16).max)
-_I64MAX = int(np.iinfo(np.int64).max)
-
-MAX_NODES = 5_000_000
-"""Largest full lattice the searches enumerate (Python-level tags)."""
-
-PASS, FAIL = 1, 2
-"""Tag values in :func:`tag_closure` arrays."""
-
-
-class LatticeGrid:
-    """Index arithmetic over the lattice ``Π [0, h_j]`` (row-major, last attribute fastest):
-    ``levels[i]`` (tuples), ``height[i]``, ``norm[i]`` (Σ l_j / h_j), ``succ[i]`` / ``pred[i]``
-    (direct generalizations / specializations). Refuses more than :data:`MAX_NODES` nodes."""
-
-    def __init__(self, heights):
-        self.H = list(heights)
-        self.q = len(self.H)
-        dims = [h + 1 for h in self.H]
-        self.N = int(np.prod(dims, dtype=np.float64))
-        if self.N > MAX_NODES:
-            raise AnonymizeError(
-                f"lattice too large ({self.N:,} nodes); use fewer quasi-identifiers, "
-                "shallower hierarchies, or --algorithm mondrian"
-            )
-        self.strides = [int(np.prod(dims[j + 1 :], dtype=np.int64)) for j in range(self.q)]
-        lv = np.indices(dims).reshape(self.q, -1).T
-        self.levels = [tuple(r) for r in lv.tolist()]
-        self.height = lv.sum(axis=1).tolist()
-        norm = (lv / np.maximum(np.array(self.H, dtype=np.float64), 1)).sum(axis=1)
-        self.norm = norm.tolist()
-        succ = [[] for _ in range(self.N)]
-        pred = [[] for _ in range(self.N)]
-        idx = np.arange(self.N)
-        for j in range(self.q):
-            ok = lv[:, j] < self.H[j]
-            for a, b in zip(idx[ok].tolist(), (idx[ok] + self.strides[j]).tolist()):
-                succ[a].append(b)
-                pred[b].append(a)
-        self.succ, self.pred = succ, pred
-
-
-def tag_closure(tags: bytearray, start: int, value: int, nbrs) -> None:
-    """Predictive tagging: set ``tags`` to ``value`` on ``start`` and everything reachable through
-    ``nbrs`` (``succ`` → all generalizations, ``pred`` → all specializations)."""
-    stack = [start]
-    while stack:
-        x = stack.pop()
-        if tags[x] == value:
-            continue
-        tags[x] = value
-        stack.extend(y for y in nbrs[x] if tags[y] != value)
-
-
-def lattice_nodes(heights: Sequence[int]) -> np.ndarray:
-    """All level vectors of the lattice ``Π [0, h_j]`` as an ``(N, q)`` int64 array, row-major
-    (the last attribute varies fastest)."""
-    dims = [h + 1 for h in heights]
-    if not dims:
-        return np.zeros((1, 0), dtype=np.int64)
-    grids = np.indices(dims).reshape(len(dims), -1).T
-    return grids.astype(np.int64)
-
-
-def minimal_of(levels: Iterable[Sequence[int]]) -> list[tuple]:
-    """The minimal elements (no other element ≤ it componentwise) of a set of level vectors."""
-    arr = np.array(sorted({tuple(map(int, x)) for x in levels}, key=lambda t: (sum(t), t)), dtype=np.int64)
-    if arr.size == 0:
-        return []
-    keep = []
-    for i, row in enumerate(arr):
-        below = arr[:i][(arr[:i] <= row).all(axis=1)] if i else arr[:0]
-        if len(below) == 0:
-            keep.append(tuple(int(x) for x in row))
-    return keep
-
-
-def _monotone_part(models: Sequence[PrivacyModel]) -> list[PrivacyModel]:
-    """Models whose 'rows in failing classes' is monotone under generalization, implied by ``models``:
-    k-anonymity and distinct l-diversity as given; entropy l-diversity implies distinct
-    ⌈l⌉-diversity (e^H ≤ number of values); recursive (c,l)-diversity implies distinct l-diversity;
-    t-closeness implies nothing usable."""
-    out: list[PrivacyModel] = []
-    for m in models:
-        if isinstance(m, (KAnonymity, DistinctLDiversity)):
-            out.append(m)
-        elif isinstance(m, EntropyLDiversity):
-            if math.ceil(m.l - 1e-9) > 1:
-                out.append(DistinctLDiversity(int(math.ceil(m.l - 1e-9)), attribute=m.attribute))
-        elif isinstance(m, RecursiveCLDiversity):
-            if m.l > 1:
-                out.append(DistinctLDiversity(m.l, attribute=m.attribute))
-    return out
 
 
 class Lattice:
@@ -377,22 +130,20 @@ class Lattice:
         self.heights = [int(h.height) for h in table.hierarchies]
         self.max_suppression = float(max_suppression)
         self.max_sup = int(math.floor(self.max_suppression * self.n + 1e-9))
-        for m in self.models:
-            if isinstance(m, KAnonymity) and m.k > self.n:
-                raise AnonymizeError(f"k = {m.k} is larger than the table ({self.n} rows)")
-        # --- which predicate prunes
-        only_k = all(isinstance(m, KAnonymity) for m in self.models)
-        self.k_only = only_k
-        self.k = max([m.k for m in self.models if isinstance(m, KAnonymity)], default=1)
-        self.need_hist = not only_k and len(table.sens_values) > 0
-        if not only_k and len(table.sens_values) == 0:
+        check_fits(self.models, self.n)
+        # --- which predicate prunes (the models describe themselves, see :mod:`..models`)
+        #: every model decides on class sizes alone: no sensitive histograms are rolled up
+        self.size_only = all(m.size_only for m in self.models)
+        self.need_hist = not self.size_only and len(table.sens_values) > 0
+        if not self.size_only and len(table.sens_values) == 0:
             raise AnonymizeError("l-diversity / t-closeness need at least one sensitive attribute (--sensitive)")
-        mono = _monotone_part(self.models)
-        monotone_sets_equal = len(mono) == len(self.models) and all(a is b for a, b in zip(mono, self.models))
-        #: True when the predicate used for pruning is the predicate itself (no suppression, or only
-        #: k-anonymity / distinct l-diversity): lattice searches are then exact with full pruning.
-        self.exact_monotone = self.max_sup == 0 or monotone_sets_equal
-        self.monotone_models = self.models if self.exact_monotone else mono
+        #: True when the predicate used for pruning is the predicate itself: no suppression (every
+        #: model is monotone under generalization), or every model is monotone under suppression
+        #: (k-anonymity, distinct l-diversity). Lattice searches are then exact with full pruning.
+        self.exact_monotone = (self.max_sup == 0 and all(m.monotone_generalization for m in self.models)) or all(
+            m.monotone_suppression for m in self.models
+        )
+        self.monotone_models = self.models if self.exact_monotone else pruning_models(self.models)
         # --- compact codes per QI
         self.R: list[int] = []
         self.lvmap: list[list[np.ndarray]] = []  # [j][l] compact leaf -> compact node
@@ -712,9 +463,8 @@ class Lattice:
     def failing(self, fs: FrequencySet, models=None) -> np.ndarray:
         """Bool per tuple: its class fails some model (so its rows would be suppressed)."""
         models = self.models if models is None else models
-        if all(isinstance(m, KAnonymity) for m in models):
-            k = max((m.k for m in models), default=1)
-            return fs.counts < k
+        if all(m.size_only for m in models):
+            return fs.counts < max((m.minimal_class_size for m in models), default=1)
         return ~all_ok(models, self.class_stats(fs))
 
     def check(self, fs: FrequencySet) -> tuple[bool, bool, np.ndarray]:
@@ -767,7 +517,7 @@ class Lattice:
     def _loss_tables(self):
         """Per QI and level: NCP of every compact node, and the column total over all rows."""
         if self._loss is None:
-            raw = cell_loss_tables(self.table, self.ncp_categorical)
+            raw = node_loss_tables(self.table, self.ncp_categorical)
             per_node = []
             totals = []
             for j in range(self.q):
@@ -826,8 +576,6 @@ class Lattice:
         for j in range(self.q):
             codes[:, j] = self.lvmap[j][levels[j]][self.leaf_compact[:, j]]
         cid, nc = equivalence_classes(codes)
-        from .models import class_stats
-
         stats = class_stats(self.table, cid, nc)
         fail = ~all_ok(self.models, stats)
         return cid, fail
@@ -840,40 +588,3 @@ class Lattice:
     def full_index(self) -> np.ndarray:
         """All nodes of the full lattice, ``(N, q)`` (see :func:`lattice_nodes`)."""
         return lattice_nodes(self.heights)
-
-
-def exhaustive(lat: Lattice, metric: str = "ncp") -> SearchResult:
-    """Check every node of the full lattice (each rolled up from the best cached specialization) —
-    the reference the pruning searches are tested against, and the "check all nodes" baseline.
-    Returns the minimal satisfying nodes (no satisfying node anywhere below them — the same notion
-    as Incognito's and Flash's for non-monotone predicates); ``stats['satisfying']`` lists all
-    satisfying levels."""
-    import time
-
-    t0 = time.perf_counter()
-    ev0 = lat.n_evaluated
-    g = LatticeGrid(lat.heights)
-    ok = bytearray(g.N)
-    infos = {}
-    for i in sorted(range(g.N), key=lambda i: (g.height[i], i)):
-        info, _ = lat.evaluate(g.levels[i], source=lat.source_for(g.levels[i]))
-        if info.ok:
-            ok[i] = 1
-            infos[i] = info
-    below = bytearray(g.N)  # some satisfying node lies strictly below (any distance)
-    for i in sorted(range(g.N), key=lambda i: g.height[i]):
-        below[i] = any(ok[p] or below[p] for p in g.pred[i])
-    minimal = [infos[i] for i in infos if not below[i]]
-    if not minimal:
-        raise AnonymizeError("no full-domain generalization satisfies the privacy models within the suppression budget")
-    minimal.sort(key=lambda x: (x.height, x.levels))
-    chosen = choose(lat, minimal, metric)
-    stats = {
-        "nodes_in_lattice": g.N,
-        "checked": lat.n_evaluated - ev0,
-        "satisfying": sorted(infos[i].levels for i in infos),
-        "satisfying_nodes": len(infos),
-        "minimal_nodes": len(minimal),
-        "seconds": time.perf_counter() - t0,
-    }
-    return SearchResult("exhaustive", minimal, chosen, metric, stats)

@@ -6,10 +6,10 @@ privacy models exceed the suppression budget ``MaxSup``, generalize by one level
 identifier with the **most distinct values** in the current generalized table (ties: the earlier
 column); then suppress the rows of the remaining failing classes. Sweeney's budget is "at most k
 tuples"; here it is ``MaxSup = ⌊max_suppression · n⌋`` like Samarati's. Any privacy model works
-(:mod:`.models`). The result is one node, not necessarily minimal — Datafly is the baseline the
+(:mod:`..models`). The result is one node, not necessarily minimal — Datafly is the baseline the
 optimal searches are compared with.
 
-Each step is a frequency-set roll-up of the previous step's (:mod:`.lattice`); the number of
+Each step is a frequency-set roll-up of the previous step's (:mod:`.engine`); the number of
 distinct values of a QI at a level is known from the encoding, so no pass over the rows is needed.
 """
 
@@ -18,12 +18,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from ..errors import AnonymizeError
-from .lattice import Lattice, SearchResult, choose
+from ...errors import AnonymizeError
+from ..registry import FULL_DOMAIN, register
+from .engine import Lattice
+from .result import SearchResult, choose
 
 __all__ = ["datafly"]
 
 
+@register(
+    "datafly",
+    kind=FULL_DOMAIN,
+    summary="Datafly: greedy full-domain heuristic, generalize the QI with most distinct values (Sweeney 2002)",
+)
 def datafly(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None] | None = None) -> SearchResult:
     """Run Datafly on ``lat``; the single node reached is ``chosen`` (``metric`` only fills the
     report). :class:`AnonymizeError` if even the top of every hierarchy fails."""
@@ -56,4 +63,4 @@ def datafly(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None] |
         "frequency_set_rows_scanned": lat.rows_scanned - rows0,
         "seconds": time.perf_counter() - t0,
     }
-    return SearchResult("datafly", [info], chosen, metric, stats)
+    return SearchResult("datafly", [info], chosen, metric, stats, "the node Datafly reached")

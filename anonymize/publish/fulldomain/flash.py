@@ -19,10 +19,10 @@ Algorithm (Kohlmayer et al. 2012, Alg. 1–3):
   passing child — all of them are returned, and one is chosen by a stated metric.
 
 Every check rolls the node's frequency set up from the smallest cached specialization
-(:meth:`.lattice.Lattice.best_cached`).
+(:meth:`.engine.Lattice.best_cached`).
 
 Non-monotone predicates (entropy / recursive (c,l)-diversity or t-closeness *with* suppression,
-see :mod:`.lattice`): Flash tags with the monotone part, then a bottom-up pass over the nodes that
+see :mod:`..models`): Flash tags with the monotone part, then a bottom-up pass over the nodes that
 satisfy it checks the full predicate on every node without a satisfying specialization
 (:func:`minimal_scan`), which returns exactly the minimal nodes of the full predicate.
 """
@@ -33,10 +33,13 @@ import heapq
 import time
 from collections.abc import Callable
 
-from ..errors import AnonymizeError
-from .lattice import FAIL as _FAIL
-from .lattice import PASS as _PASS
-from .lattice import Lattice, LatticeGrid, NodeInfo, SearchResult, choose, tag_closure
+from ...errors import AnonymizeError
+from ..registry import FULL_DOMAIN, register
+from .engine import Lattice
+from .grid import FAIL as _FAIL
+from .grid import PASS as _PASS
+from .grid import LatticeGrid, tag_closure
+from .result import NodeInfo, SearchResult, choose
 
 __all__ = ["flash", "minimal_scan"]
 
@@ -59,6 +62,11 @@ def minimal_scan(lat: Lattice, grid: LatticeGrid, candidate) -> list[NodeInfo]:
     return found
 
 
+@register(
+    "flash",
+    kind=FULL_DOMAIN,
+    summary="Flash: every minimal satisfying node by binary search on paths (Kohlmayer et al. 2012; ARX)",
+)
 def flash(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None] | None = None) -> SearchResult:
     """Run Flash on ``lat``; return every minimal satisfying node and the one ``metric`` chooses.
 

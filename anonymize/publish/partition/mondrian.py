@@ -46,13 +46,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import AnonymizeError
-from .models import ClassStats, KAnonymity, PrivacyModel, all_ok
-from .table import EncodedTable
+from ...errors import AnonymizeError
+from ..classes import ClassChecker
+from ..models import PrivacyModel, check_fits
+from ..registry import PARTITION, PartitionResult, register
+from ..table import EncodedTable
 
 __all__ = ["mondrian", "MondrianResult", "MODES"]
 
@@ -60,15 +62,12 @@ MODES = ("strict", "relaxed")
 
 
 @dataclass
-class MondrianResult:
-    """Partition found by :func:`mondrian`: ``class_id`` per row (``0..n_classes-1``), class
-    ``sizes``, and counters in ``stats`` (rounds, cuts per QI, seconds)."""
+class MondrianResult(PartitionResult):
+    """Partition found by :func:`mondrian` (a :class:`..registry.PartitionResult`): ``class_id``
+    per row (``0..n_classes-1``), class ``sizes``, the ``mode`` and counters in ``stats``
+    (rounds, cuts per QI, seconds)."""
 
-    class_id: np.ndarray
-    n_classes: int
-    sizes: np.ndarray
-    mode: str
-    stats: dict = field(default_factory=dict)
+    mode: str = "strict"
 
 
 def _sort_order(key: np.ndarray, key_max: int) -> np.ndarray:
@@ -82,34 +81,6 @@ def _sort_order(key: np.ndarray, key_max: int) -> np.ndarray:
         packed = np.sort((key << b) | np.arange(m, dtype=np.int64))
         return packed & ((1 << b) - 1)
     return np.argsort(key, kind="stable")
-
-
-class _Checker:
-    """Allowability of candidate parts: every model holds on each part (vectorized over parts)."""
-
-    def __init__(self, table: EncodedTable, models: Sequence[PrivacyModel]):
-        self.table = table
-        self.models = list(models)
-        self.k_only = all(isinstance(m, KAnonymity) for m in self.models)
-        self.k = max([m.k for m in self.models if isinstance(m, KAnonymity)], default=1)
-        if not self.k_only and table.sens_codes.shape[1] == 0:
-            raise AnonymizeError("l-diversity / t-closeness need at least one sensitive attribute (--sensitive)")
-        self.sens = [
-            np.ascontiguousarray(table.sens_codes[:, s]).astype(np.int64) for s in range(table.sens_codes.shape[1])
-        ]
-        self.V = [len(v) for v in table.sens_values]
-        self.global_dist = table.global_dist() if not self.k_only else None
-
-    def ok(self, part_of_row: np.ndarray, rows: np.ndarray, n_parts: int, sizes: np.ndarray) -> np.ndarray:
-        """``(n_parts,)`` bool: part ``p`` (rows ``rows[part_of_row == p]``) satisfies every model.
-        Empty parts count as failing."""
-        if self.k_only:
-            return sizes >= self.k
-        hists = []
-        for s, V in zip(self.sens, self.V):
-            hists.append(np.bincount(part_of_row * V + s[rows], minlength=n_parts * V).reshape(n_parts, V))
-        stats = ClassStats(np.asarray(sizes, dtype=np.int64), hists, self.global_dist, self.table)
-        return all_ok(self.models, stats) & (sizes > 0)
 
 
 class _Attr:
@@ -151,6 +122,12 @@ class _Attr:
         return ((under - 1) / (self.L - 1) if self.L > 1 else np.zeros(len(mn))), under
 
 
+@register(
+    "mondrian",
+    kind=PARTITION,
+    summary="Mondrian: multidimensional median cuts, strict or relaxed (LeFevre, DeWitt, Ramakrishnan 2006)",
+    options=("mode",),
+)
 def mondrian(
     table: EncodedTable,
     models: Sequence[PrivacyModel],
@@ -173,10 +150,8 @@ def mondrian(
         raise AnonymizeError("no privacy model given (e.g. k-anonymity with --k)")
     t0 = time.perf_counter()
     n, q = table.qi_codes.shape
-    for m in models:
-        if isinstance(m, KAnonymity) and m.k > n:
-            raise AnonymizeError(f"k = {m.k} is larger than the table ({n} rows)")
-    chk = _Checker(table, models)
+    check_fits(models, n)
+    chk = ClassChecker(table, models)
     X = [np.ascontiguousarray(table.qi_codes[:, j]) for j in range(q)]
     if categorical_span not in ("height", "leaves"):
         raise AnonymizeError(f"unknown categorical span '{categorical_span}' (use height or leaves)")
@@ -246,7 +221,7 @@ def mondrian(
             progress(f"mondrian: round {rounds}: {next_id} classes final, {len(psize)} partitions to cut")
     sizes = np.bincount(class_id, minlength=next_id)
     stats = {"rounds": rounds, "cuts": cuts, "classes": next_id, "seconds": time.perf_counter() - t0}
-    return MondrianResult(class_id, next_id, sizes, mode, stats)
+    return MondrianResult(class_id, next_id, sizes, stats, mode=mode)
 
 
 def _seg_starts(sizes: np.ndarray) -> np.ndarray:
@@ -255,11 +230,11 @@ def _seg_starts(sizes: np.ndarray) -> np.ndarray:
     return st
 
 
-def _two_way_ok(chk: _Checker, rows_s, seg_s, starts, sizes, cut) -> np.ndarray:
+def _two_way_ok(chk: ClassChecker, rows_s, seg_s, starts, sizes, cut) -> np.ndarray:
     """Both sides of ``cut`` (a position per segment, rows sorted within segments) satisfy the models."""
     valid = (cut > 0) & (cut < sizes)
-    if chk.k_only:
-        return valid & (cut >= chk.k) & (sizes - cut >= chk.k)
+    if chk.size_only:
+        return valid & (cut >= chk.min_size) & (sizes - cut >= chk.min_size)
     B = len(sizes)
     pos = np.arange(len(rows_s), dtype=np.int64) - starts[seg_s]
     side = (pos >= cut[seg_s]).astype(np.int64)
@@ -275,7 +250,7 @@ def _emit(ok, rows_s, seg_s, child_sizes_2d):
     return rows_s[keep], child_sizes_2d[ok].ravel()
 
 
-def _split_numeric(rows, seg, sizes, col, attr: _Attr, chk: _Checker, mode: str):
+def _split_numeric(rows, seg, sizes, col, attr: _Attr, chk: ClassChecker, mode: str):
     """Median cut of every segment on a numeric QI; returns ``(ok per segment, rows, part sizes)``."""
     B = len(sizes)
     L = attr.L
@@ -304,7 +279,7 @@ def _split_numeric(rows, seg, sizes, col, attr: _Attr, chk: _Checker, mode: str)
     return (ok,) + _emit(ok, rows_s, seg_s, np.stack([cut, sizes - cut], axis=1))
 
 
-def _split_categorical(rows, seg, sizes, col, attr: _Attr, chk: _Checker, mn, mx):
+def _split_categorical(rows, seg, sizes, col, attr: _Attr, chk: ClassChecker, mn, mx):
     """Cut every segment into the children of its values' lowest common ancestor (module docstring)."""
     B = len(sizes)
     L = attr.L
@@ -329,8 +304,8 @@ def _split_categorical(rows, seg, sizes, col, attr: _Attr, chk: _Checker, mn, mx
     rem_size = np.bincount(gseg[fail_g], weights=gsize[fail_g], minlength=B).astype(np.int64)
     has_rem = rem_size > 0
     # does the pooled remainder satisfy the models?
-    if chk.k_only:
-        rem_ok = rem_size >= chk.k
+    if chk.size_only:
+        rem_ok = rem_size >= chk.min_size
     else:
         rrow = fail_g[group_of_row]
         rem_ok = chk.ok(seg_s[rrow], rows_s[rrow], B, rem_size)
@@ -343,7 +318,7 @@ def _split_categorical(rows, seg, sizes, col, attr: _Attr, chk: _Checker, mn, mx
         firsts = np.r_[True, gseg[o][1:] != gseg[o][:-1]]
         tgt[gseg[o][firsts]] = o[firsts]
     merge_ok = tgt >= 0
-    if need_merge.any() and not chk.k_only:
+    if need_merge.any() and not chk.size_only:
         # check target ∪ remainder
         in_merge = need_merge[gseg] & (fail_g | (np.arange(G) == tgt[gseg]))
         mrow = in_merge[group_of_row]

@@ -1,0 +1,83 @@
+"""Information-loss metrics of a release (utility).
+
+* :func:`ncp` — normalized information loss in [0, 1], the mean of :func:`.cells.cell_loss`
+  over all QI cells (suppressed cells cost 1);
+* :func:`gaacp_iloss` — the total information loss iloss(T, A^q) = Σ_r Σ_i iloss(C_r, A_i) of
+  Jiang, Zeng, Ma, "Greedy clustering-anonymity method for privacy preservation of table
+  data-publishing", Journal of Software 28(2), 2017, §2.2 (unnormalized NCP);
+* :func:`il_total` — IL(e) = |e|·(Σ (max−min)/|N_i| + Σ distinct_j/|C_j|), total_IL = Σ_e IL(e)
+  (see :func:`il_total` for the source).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..table import EncodedTable
+from .cells import cell_loss, cell_losses, data_domain, suppressed_mask
+from .grouping import distinct_per_class
+
+__all__ = ["ncp", "gaacp_iloss", "il_total"]
+
+
+def ncp(table: EncodedTable, lo, hi, suppressed=None, categorical: str = "height") -> dict:
+    """Normalized information loss of a release, in [0, 1] (0 = original data, 1 = all ``*``).
+
+    Per cell: numeric QI (max − min of the cell, clipped to the column's range) / (max T − min T),
+    the range of the attribute in the table (seed 002 §2.2.1; the numeric part of seed 004 def. 1.1);
+    categorical QI h(v, v*)/h(v, root) — the height of the lowest hierarchy node covering the cell
+    (the least upper bound of seed 002 §3.1) over the hierarchy height (seed 002 §2.2.2); or with
+    ``categorical='leaves'`` card(v*)/|A| and 0 for an ungeneralized value (Xu et al., KDD 2006,
+    "NCP"); or ``categorical='span'`` (card(v*) − 1)/(|A| − 1) (Iyengar's loss metric, KDD 2002 —
+    what the lattice search's ``cell_loss_tables`` uses). Suppressed rows cost 1 per cell. This is seed 002's iloss(T, A^q) divided by n·d.
+    Returns ``{"ncp": mean over all cells, "per_attribute": {qi: mean}}``.
+    """
+    lo, hi = np.asarray(lo), np.asarray(hi)
+    cells = cell_losses(table, lo, hi, categorical)
+    cells[suppressed_mask(table.n, suppressed)] = 1.0
+    per = cells.mean(axis=0)
+    return {
+        "ncp": float(per.mean()) if len(per) else 0.0,
+        "per_attribute": {name: float(v) for name, v in zip(table.schema.qis, per)},
+    }
+
+
+def gaacp_iloss(table: EncodedTable, lo, hi, suppressed=None) -> float:
+    """Seed 002 §2.2 total information loss iloss(T, A^q) = iloss(T, A^nq) + iloss(T, A^cq):
+    Σ over classes/rows of (max C_r − min C_r)/(max T − min T) for numeric QIs and
+    h(t_j, t_j*)/h(t_j, root) for categorical QIs (unnormalized; divide by n·d for :func:`ncp`)."""
+    cells = cell_losses(table, np.asarray(lo), np.asarray(hi), "height")
+    cells[suppressed_mask(table.n, suppressed)] = 1.0
+    return float(cells.sum())
+
+
+def il_total(table: EncodedTable, class_id, n_classes: int, lo, hi, suppressed=None) -> dict:
+    """Seed 004 def. 1.1 and 1.2: IL(e) = |e|·(Σ_i (max_{N_i} − min_{N_i})/|N_i| + Σ_j distinct_{C_j}(e)/|C_j|),
+    total_IL = Σ_e IL(e).
+
+    |N_i| is the numeric attribute's range in the table; distinct_{C_j}(e) the number of distinct
+    original values of categorical C_j in class e; |C_j| its number of distinct values in the table.
+    Suppressed rows count as one class with every attribute fully generalized (loss 1 per QI).
+    Returns ``{"total_il", "average_il"}`` (average = total / (n·d)).
+    """
+    cid = np.asarray(class_id, dtype=np.int64)
+    sup = suppressed_mask(table.n, suppressed)
+    any_sup = bool(sup.any())
+    keep = ~sup
+    lo, hi = np.asarray(lo), np.asarray(hi)
+    q = table.q
+    total = 0.0
+    ck = cid[keep] if any_sup else cid
+    sizes = np.bincount(ck, minlength=n_classes)
+    for j, h in enumerate(table.hierarchies):
+        codes = table.qi_codes[:, j]
+        if h.numeric:
+            w = cell_loss(h, lo[keep, j], hi[keep, j], data_domain(table, j))
+            total += float(w.sum())  # Σ_e |e|·(max−min)/|N| = Σ_rows cell width
+        else:
+            L = h.n_leaves
+            n_dom = int(np.count_nonzero(np.bincount(codes, minlength=L)))
+            distinct = distinct_per_class(ck, n_classes, codes[keep] if any_sup else codes, L)
+            total += float((sizes * distinct).sum()) / n_dom
+    total += float(sup.sum()) * q
+    return {"total_il": total, "average_il": total / (table.n * q) if table.n and q else 0.0}
