@@ -191,26 +191,49 @@ def _small_hierarchy(name, n_values, fan):
     return Hierarchy.from_rows(name, rows, numeric=False)
 
 
-def _brute_force(df, qis, sens, hs, levels_list, k, sup_rows, kind, param):
-    """Satisfying nodes by pandas groupby over the generalized rows (independent of the engine)."""
+def _group_fails(grp_s, k, kind, param, ref_p):
+    """Does one class (its sensitive values) fail the models, with ``ref_p`` the t reference?"""
+    fails = len(grp_s) < k
+    vc = grp_s.value_counts(normalize=True)
+    if kind == "distinct":
+        fails |= len(vc) < param
+    elif kind == "entropy":
+        fails |= -sum(p * math.log(p) for p in vc) < math.log(param) - 1e-9
+    elif kind == "t":
+        fails |= 0.5 * (vc.reindex(ref_p.index, fill_value=0) - ref_p).abs().sum() > param + 1e-9
+    return bool(fails)
+
+
+def _brute_force(df, qis, sens, hs, levels_list, k, sup_rows, kind, param, mode="star"):
+    """Satisfying nodes by pandas groupby over the generalized rows (independent of the engine),
+    judged on the release as written: in ``star`` mode the suppressed rows form one more class that
+    must pass too; in ``drop`` mode t is measured against the distribution of the rows kept
+    (classes failing it are suppressed too, until nothing changes)."""
     out = []
     glob_p = df[sens].value_counts(normalize=True)
     for levels in levels_list:
         g = pd.DataFrame({c: hs[c].labels[lv][hs[c].maps[lv][hs[c].encode(df[c])]] for c, lv in zip(qis, levels)})
         g[sens] = df[sens].to_numpy()
-        bad = 0
-        for _, grp in g.groupby(qis):
-            fails = len(grp) < k
-            vc = grp[sens].value_counts(normalize=True)
-            if kind == "distinct":
-                fails |= len(vc) < param
-            elif kind == "entropy":
-                fails |= -sum(p * math.log(p) for p in vc) < math.log(param) - 1e-9
-            elif kind == "t":
-                fails |= 0.5 * (vc.reindex(glob_p.index, fill_value=0) - glob_p).abs().sum() > param + 1e-9
-            if fails:
-                bad += len(grp)
-        if bad <= sup_rows:
+        groups = [grp[sens] for _, grp in g.groupby(qis)]
+        bad = [_group_fails(s_, k, kind, param, glob_p) for s_ in groups]
+        ok = sum(len(s_) for s_, b in zip(groups, bad) if b) <= sup_rows
+        if ok and any(bad):
+            if mode == "star":
+                star = pd.concat([s_ for s_, b in zip(groups, bad) if b])
+                ok = not _group_fails(star, k, kind, param, glob_p)
+            else:
+                while ok:
+                    kept = [s_ for s_, b in zip(groups, bad) if not b]
+                    if not kept:
+                        ok = False
+                        break
+                    ref = pd.concat(kept).value_counts(normalize=True)
+                    new = [b or _group_fails(s_, 0, kind, param, ref) for s_, b in zip(groups, bad)]
+                    if new == bad:
+                        break
+                    bad = new
+                    ok = sum(len(s_) for s_, b in zip(groups, bad) if b) <= sup_rows
+        if ok:
             out.append(tuple(levels))
     return out
 
@@ -227,13 +250,14 @@ def small_tables(draw):
     k = draw(st.integers(1, 4))
     sup = draw(st.sampled_from([0.0, 0.1, 0.25]))
     param = {"k": None, "distinct": 2, "entropy": 1.6, "t": 0.35}[kind]
-    return pd.DataFrame(rows), nvals, fans, kind, k, sup, param
+    mode = draw(st.sampled_from(["star", "drop"]))
+    return pd.DataFrame(rows), nvals, fans, kind, k, sup, param, mode
 
 
 @HYP
 @given(small_tables())
 def test_searches_equal_exhaustive_on_random_tables(case):
-    df, nvals, fans, kind, k, sup, param = case
+    df, nvals, fans, kind, k, sup, param, mode = case
     qis = [c for c in df.columns if c != "s"]
     hs = {c: _small_hierarchy(c, nv, f) for c, nv, f in zip(qis, nvals, fans)}
     table = EncodedTable.encode(df, Schema(qis, ["s"]), hs)
@@ -246,23 +270,27 @@ def test_searches_equal_exhaustive_on_random_tables(case):
         models.append(TCloseness(param, distance="variational"))
     sup_rows = math.floor(sup * len(df) + 1e-9)
     all_nodes = [tuple(int(x) for x in r) for r in lattice_nodes(table.heights)]
-    sat = _brute_force(df, qis, "s", hs, all_nodes, k, sup_rows, kind, param)
+    sat = _brute_force(df, qis, "s", hs, all_nodes, k, sup_rows, kind, param, mode)
     want = sorted(n for n in sat if not any(m != n and all(a <= b for a, b in zip(m, n)) for m in sat))
+
+    def lattice():
+        return Lattice(table, models, sup, suppressed_rows=mode)
+
     if not want:
         with pytest.raises(AnonymizeError):
-            incognito(Lattice(table, models, sup))
+            incognito(lattice())
         return
-    lat = Lattice(table, models, sup)
+    lat = lattice()
     ex = exhaustive(lat)
     assert sorted(ex.stats["satisfying"]) == sorted(sat)
     assert sorted(x.levels for x in ex.nodes) == want
-    assert sorted(x.levels for x in incognito(Lattice(table, models, sup)).nodes) == want
-    assert sorted(x.levels for x in flash(Lattice(table, models, sup)).nodes) == want
-    s = samarati(Lattice(table, models, sup))
+    assert sorted(x.levels for x in incognito(lattice()).nodes) == want
+    assert sorted(x.levels for x in flash(lattice()).nodes) == want
+    s = samarati(lattice())
     if lat.exact_monotone:
         assert s.stats["lowest_height"] == min(sum(x) for x in want)
     assert all(x.levels in sat for x in s.nodes)
-    d = datafly(Lattice(table, models, sup))
+    d = datafly(lattice())
     assert d.chosen.levels in sat
 
 
@@ -439,7 +467,9 @@ def test_datafly_generalizes_most_distinct_first(adult):
 def test_non_monotone_models_are_flagged_and_still_exact(adult):
     lat = Lattice(adult, [KAnonymity(2), EntropyLDiversity(1.5)], 0.03)
     assert not lat.exact_monotone
-    assert Lattice(adult, [KAnonymity(2), DistinctLDiversity(2)], 0.03).exact_monotone
+    assert Lattice(adult, [KAnonymity(2), DistinctLDiversity(2)], 0.03, suppressed_rows="drop").exact_monotone
+    # released with '*', the suppressed rows form one more class that must pass too: not monotone
+    assert not Lattice(adult, [KAnonymity(2), DistinctLDiversity(2)], 0.03).exact_monotone
     assert Lattice(adult, [KAnonymity(2), EntropyLDiversity(1.5)], 0.0).exact_monotone
 
 

@@ -25,6 +25,7 @@ import pandas as pd
 from ..errors import AnonymizeError
 from . import metrics as M
 from . import registry  # fulldomain, partition: register the built-in algorithms
+from .classes import class_stats
 from .fulldomain import METRICS, Lattice, SearchResult
 from .hierarchy import Hierarchy
 from .metrics import achieved_privacy
@@ -35,6 +36,7 @@ from .models import (
     PrivacyModel,
     RecursiveCLDiversity,
     TCloseness,
+    check_feasible,
     check_fits,
 )
 from .recode import release_levels, release_partition
@@ -123,7 +125,18 @@ def _encode(table_or_df, schema, hierarchies) -> EncodedTable:
     return EncodedTable.encode(table_or_df, schema, dict(hierarchies or {}))
 
 
-def _metrics(table: EncodedTable, lo, hi, class_id, n_classes, suppressed, models, n_queries: int, seed: int) -> dict:
+def _metrics(
+    table: EncodedTable,
+    lo,
+    hi,
+    class_id,
+    n_classes,
+    suppressed,
+    models,
+    n_queries: int,
+    seed: int,
+    suppressed_rows: str,
+) -> dict:
     keep = ~suppressed
     sizes = np.bincount(class_id[keep], minlength=n_classes)
     k = max([m.minimal_class_size for m in models if m.size_only], default=1)
@@ -138,12 +151,13 @@ def _metrics(table: EncodedTable, lo, hi, class_id, n_classes, suppressed, model
         "il_total": M.il_total(table, class_id, n_classes, lo, hi, suppressed),
         "dm": M.discernibility(sizes, n_sup, table.n),
         "cdm": M.cdm(sizes),
+        "cdm_definition": M.CDM_DEFINITION,
         "c_avg": M.average_class_size(sizes, k),
         "risk": M.reidentification_risk(sizes),
     }
     if n_queries > 0:
         out["query_error"] = M.query_error(table, lo, hi, suppressed, n_queries=n_queries, seed=seed)
-    out["achieved"] = achieved_privacy(table, class_id, n_classes, suppressed)
+    out["achieved"] = achieved_privacy(table, class_id, n_classes, suppressed, suppressed_rows)
     return out
 
 
@@ -194,13 +208,18 @@ def anonymize_table(
     table = _encode(table_or_df, schema, hierarchies)
     timings["encode"] = time.perf_counter() - t
     check_fits(models, table.n)
+    can_suppress = alg.kind == registry.FULL_DOMAIN and math.floor(float(max_suppression) * table.n + 1e-9) > 0
+    hint = check_feasible(models, class_stats(table, np.zeros(table.n, dtype=np.int64), 1), can_suppress)
     qis = table.schema.qis
     search = None
     levels = None
     t = time.perf_counter()
     if alg.kind == registry.FULL_DOMAIN:
-        lat = Lattice(table, models, max_suppression)
-        search = alg.run(lat, metric=metric, progress=progress)
+        lat = Lattice(table, models, max_suppression, suppressed_rows=suppressed_rows)
+        try:
+            search = alg.run(lat, metric=metric, progress=progress)
+        except AnonymizeError as e:
+            raise AnonymizeError(f"{e} ({hint})" if hint else str(e)) from None
         lv = search.levels
         levels = {name: int(x) for name, x in zip(qis, lv)}
         cid, fail = lat.row_classes(lv)
@@ -242,7 +261,7 @@ def anonymize_table(
     t = time.perf_counter()
     if n_queries is None:
         n_queries = auto_queries(table.n)
-    metrics = _metrics(table, lo, hi, class_id, n_classes, suppressed, models, n_queries, query_seed)
+    metrics = _metrics(table, lo, hi, class_id, n_classes, suppressed, models, n_queries, query_seed, suppressed_rows)
     timings["metrics"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_all
     report = {

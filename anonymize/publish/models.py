@@ -33,6 +33,10 @@ anonymizing biomedical data", AMIA 2014: ``isMonotonicWithGeneralization``,
     algorithms can skip building sensitive histograms.
 ``needs_sensitive``
     the model reads a sensitive attribute.
+``uses_table_distribution``
+    the model compares each class with the distribution of the whole release (t-closeness):
+    dropping suppressed rows changes that distribution, so a release without them must be
+    checked against its own.
 :meth:`PrivacyModel.pruning_models`
     models that are monotone under suppression and implied by this one (entropy l-diversity
     implies distinct ⌈l⌉-diversity; recursive (c,l) implies distinct l) — what a search with
@@ -60,6 +64,7 @@ __all__ = [
     "all_ok",
     "pruning_models",
     "check_fits",
+    "check_feasible",
 ]
 
 
@@ -75,6 +80,7 @@ class PrivacyModel:
     monotone_suppression: bool = False
     size_only: bool = False
     needs_sensitive: bool = True
+    uses_table_distribution: bool = False
 
     @property
     def minimal_class_size(self) -> int:
@@ -94,6 +100,14 @@ class PrivacyModel:
         """Short text of the requirement for messages, e.g. ``'k = 5'``."""
         args = ", ".join(f"{k} = {v}" for k, v in self.describe().items() if k != "model" and v is not None)
         return f"{self.name} ({args})"
+
+    def limit(self, whole: ClassStats) -> tuple[bool, str] | None:
+        """Why no release can satisfy the model, judged on ``whole`` — the whole table as one class:
+        ``None`` if the whole table satisfies it; else ``(absolute, message)``, ``absolute`` true when
+        no subset of the rows can satisfy it either (so suppression cannot help)."""
+        if self.class_ok(whole)[0]:
+            return None
+        return False, f"{self.requirement()} fails even with every row in one class"
 
     def class_ok(self, stats: ClassStats) -> np.ndarray:  # pragma: no cover - interface
         raise NotImplementedError
@@ -179,6 +193,17 @@ class DistinctLDiversity(_SensitiveModel):
     def requirement(self) -> str:
         return f"distinct l = {self.l}"
 
+    def limit(self, whole):
+        for j, hist in self._hists(whole):
+            v = int((hist[0] > 0).sum())
+            if v < self.l:
+                name = _attr_name(whole, j)
+                return True, (
+                    f"distinct l = {self.l} is impossible: '{name}' has only {v} distinct value(s), "
+                    f"so l can be at most {v}"
+                )
+        return None
+
     def _ok(self, hist, stats, j):
         return (hist > 0).sum(axis=1) >= self.l
 
@@ -208,6 +233,23 @@ class EntropyLDiversity(_SensitiveModel):
 
     def requirement(self) -> str:
         return f"entropy l = {self.l:g}"
+
+    def limit(self, whole):
+        for j, hist in self._hists(whole):
+            v = int((hist[0] > 0).sum())
+            e_h = float(math.exp(class_entropy(hist)[0]))
+            name = _attr_name(whole, j)
+            if v < self.l - 1e-9:
+                return True, (
+                    f"entropy l = {self.l:g} is impossible: '{name}' has only {v} distinct value(s), so "
+                    f"e^H can be at most {v} (the whole table's e^H is {e_h:.3g})"
+                )
+            if e_h < self.l - 1e-9:
+                return False, (
+                    f"entropy l = {self.l:g} fails even on the whole table: the entropy of '{name}' allows "
+                    f"at most l = e^H = {e_h:.3g} ({v} distinct values): without suppression no release can meet it"
+                )
+        return None
 
     def _ok(self, hist, stats, j):
         return class_entropy(hist) >= math.log(self.l) - 1e-9
@@ -241,6 +283,24 @@ class RecursiveCLDiversity(_SensitiveModel):
     def requirement(self) -> str:
         return f"recursive (c, l) = ({self.c:g}, {self.l})"
 
+    def limit(self, whole):
+        for j, hist in self._hists(whole):
+            v = int((hist[0] > 0).sum())
+            name = _attr_name(whole, j)
+            if v < self.l:
+                return True, (
+                    f"recursive (c, l) = ({self.c:g}, {self.l}) is impossible: '{name}' has only {v} "
+                    f"distinct value(s), so l can be at most {v}"
+                )
+            if not self._ok(hist, whole, j)[0]:
+                r = sorted_desc(hist)[0]
+                c_min = r[0] / r[self.l - 1 :].sum()
+                return False, (
+                    f"recursive (c, l) = ({self.c:g}, {self.l}) fails even on the whole table: '{name}' "
+                    f"needs c > {c_min:.3g} at l = {self.l}: without suppression no release can meet it"
+                )
+        return None
+
     def _ok(self, hist, stats, j):
         r = sorted_desc(hist)
         tail = r[:, self.l - 1 :].sum(axis=1)
@@ -261,6 +321,7 @@ class TCloseness(_SensitiveModel):
     """
 
     name = "t-closeness"
+    uses_table_distribution = True
 
     def __init__(
         self,
@@ -278,6 +339,10 @@ class TCloseness(_SensitiveModel):
             raise AnonymizeError(f"unknown EMD ground distance '{ground}' (use {', '.join(GROUNDS)})")
         if ground == "hierarchical" and distance != "emd":
             raise AnonymizeError("the hierarchical ground distance applies to distance='emd' only")
+        if distance in ("emd", "variational") and t > 1:
+            raise AnonymizeError(
+                f"t = {t:g} cannot constrain anything: the {distance} distance never exceeds 1 (use 0 <= t <= 1)"
+            )
         self.t, self.distance, self.ground = float(t), distance, ground
         self.attribute, self.hierarchy = attribute, hierarchy
 
@@ -304,6 +369,12 @@ class TCloseness(_SensitiveModel):
         }
 
 
+def _attr_name(stats: ClassStats, j: int) -> str:
+    if stats.table is None:
+        return f"sensitive attribute {j}"
+    return str(stats.table.schema.sensitive[j])
+
+
 def all_ok(models, stats: ClassStats) -> np.ndarray:
     """Classes that satisfy every model (logical AND of ``class_ok``)."""
     ok = np.ones(stats.n_classes, dtype=bool)
@@ -319,6 +390,25 @@ def pruning_models(models) -> list[PrivacyModel]:
     for m in models:
         out.extend(m.pruning_models())
     return out
+
+
+def check_feasible(models, whole: ClassStats, can_suppress: bool) -> str | None:
+    """Raise a one-line error naming the limit when no release can satisfy ``models``: a model
+    impossible on any subset of the rows (e.g. distinct l above the number of sensitive values), or
+    failing on the whole table when nothing can be suppressed (every algorithm's coarsest release
+    is the whole table as one class, and the models are monotone under generalization). With a
+    suppression budget a whole-table failure is returned as a hint for the message of a search
+    that finds nothing."""
+    hint = None
+    for m in models:
+        lim = m.limit(whole)
+        if lim is None:
+            continue
+        absolute, msg = lim
+        if absolute or not can_suppress:
+            raise AnonymizeError(msg)
+        hint = hint or msg
+    return hint
 
 
 def check_fits(models, n_rows: int) -> None:

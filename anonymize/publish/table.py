@@ -22,7 +22,7 @@ import pandas as pd
 from ..errors import AnonymizeError
 from .hierarchy import Hierarchy, canonical_strings, value_str
 
-__all__ = ["Schema", "EncodedTable", "auto_hierarchy"]
+__all__ = ["check_not_mostly_numeric", "Schema", "EncodedTable", "auto_hierarchy"]
 
 _CODE_NAME = re.compile(r"(zip|postcode|postal|plz)", re.I)
 
@@ -66,6 +66,25 @@ class Schema:
 
 def _is_numeric(s: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+
+
+def check_not_mostly_numeric(name: str, s: pd.Series) -> None:
+    """One-line error for a text column whose values are mostly numbers but not all — a numeric
+    column with a stray text value (``'n/a'``, ``'?'``, a typo) that would otherwise silently be
+    treated as categorical. Names the column, how many values do not parse and the first one."""
+    if _is_numeric(s) or pd.api.types.is_bool_dtype(s):
+        return
+    text = s.astype(str).str.strip()
+    parsed = pd.to_numeric(text, errors="coerce")
+    bad = parsed.isna().to_numpy()
+    n_bad = int(bad.sum())
+    if 0 < n_bad and n_bad * 2 < len(s):
+        first = int(np.argmax(bad))
+        raise AnonymizeError(
+            f"column '{name}' looks numeric but {n_bad} of {len(s)} value(s) are not numbers (first: "
+            f"{text.iloc[first]!r} at data row {first + 1}); fix or drop them, or give the column a "
+            "hierarchy to treat it as categorical"
+        )
 
 
 def auto_hierarchy(name: str, values: pd.Series) -> Hierarchy:
@@ -146,6 +165,7 @@ class EncodedTable:
         for j, c in enumerate(schema.qis):
             h = hierarchies.get(c)
             if h is None:
+                check_not_mostly_numeric(c, work[c])
                 h = auto_hierarchy(c, work[c])
             qi_codes[:, j] = h.encode(work[c], column=c)
             hs.append(h)
@@ -166,6 +186,7 @@ class EncodedTable:
                 sens_codes[:, j] = codes
                 sens_values.append(np.asarray(uniq))
             else:
+                check_not_mostly_numeric(c, col)
                 strs = canonical_strings(col)
                 codes, uniq = pd.factorize(strs, sort=True)
                 sens_codes[:, j] = codes

@@ -57,6 +57,7 @@ from ...errors import AnonymizeError
 from ..classes import ClassStats, class_stats, equivalence_classes
 from ..metrics.cells import node_loss_tables
 from ..models import PrivacyModel, all_ok, check_fits, pruning_models
+from ..recode import SUPPRESSED_ROWS
 from ..table import EncodedTable
 from .grid import lattice_nodes
 from .result import NodeInfo
@@ -118,7 +119,12 @@ class Lattice:
         *,
         wide: bool | None = None,
         ncp_categorical: str = "height",
+        suppressed_rows: str = "star",
     ):
+        if suppressed_rows not in SUPPRESSED_ROWS:
+            raise AnonymizeError(
+                f"unknown handling of suppressed rows '{suppressed_rows}' (use {' or '.join(SUPPRESSED_ROWS)})"
+            )
         if not 0.0 <= float(max_suppression) <= 1.0:
             raise AnonymizeError(f"max suppression must be a fraction in [0, 1], got {max_suppression}")
         if not models:
@@ -140,8 +146,15 @@ class Lattice:
         #: True when the predicate used for pruning is the predicate itself: no suppression (every
         #: model is monotone under generalization), or every model is monotone under suppression
         #: (k-anonymity, distinct l-diversity). Lattice searches are then exact with full pruning.
-        self.exact_monotone = (self.max_sup == 0 and all(m.monotone_generalization for m in self.models)) or all(
-            m.monotone_suppression for m in self.models
+        #: how suppressed rows are released ('star': one all-``*`` class; 'drop': left out), and
+        #: whether a node must also pass the release checks of :meth:`release_check`
+        self.suppressed_rows = suppressed_rows
+        self.release_checks = self.max_sup > 0 and (
+            suppressed_rows == "star" or any(m.uses_table_distribution for m in self.models)
+        )
+        self.exact_monotone = not self.release_checks and (
+            (self.max_sup == 0 and all(m.monotone_generalization for m in self.models))
+            or all(m.monotone_suppression for m in self.models)
         )
         self.monotone_models = self.models if self.exact_monotone else pruning_models(self.models)
         # --- compact codes per QI
@@ -467,11 +480,52 @@ class Lattice:
             return fs.counts < max((m.minimal_class_size for m in models), default=1)
         return ~all_ok(models, self.class_stats(fs))
 
+    def release_check(self, counts: np.ndarray, hists: list, fail: np.ndarray) -> tuple[np.ndarray, bool]:
+        """What the written file must also satisfy when rows are suppressed: ``(fail, ok)``.
+
+        * ``'star'`` — the suppressed rows are published as one class with ``*`` in every QI; that
+          class (if not empty) must satisfy every model too, as pycanon or ``ppdm check`` will
+          measure it on the file.
+        * ``'drop'`` — the suppressed rows are left out, so the file's own sensitive distribution
+          is the reference of models that compare classes with it (t-closeness): classes are
+          re-checked against the distribution of the rows kept, failing ones suppressed too,
+          until no class changes (``fail`` only grows, so this ends).
+
+        ``counts`` (C,) and ``hists`` (per sensitive attribute (C, V)) describe the classes;
+        ``ok`` is false when the budget is exceeded or the release would be empty."""
+        sup = int(counts[fail].sum())
+        if sup == 0:
+            return fail, True
+        if self.suppressed_rows == "star":
+            star = ClassStats(
+                np.array([sup], dtype=np.int64),
+                [h[fail].sum(axis=0, keepdims=True) for h in hists],
+                self.table.global_dist(),
+                self.table,
+            )
+            return fail, bool(all_ok(self.models, star)[0])
+        dist_models = [m for m in self.models if m.uses_table_distribution]
+        while True:
+            keep = ~fail
+            kept = int(counts[keep].sum())
+            if kept == 0 or sup > self.max_sup:
+                return fail, False
+            ref = [h[keep].sum(axis=0) / kept for h in hists]
+            stats = ClassStats(counts, hists, ref, self.table)
+            new_fail = fail | ~all_ok(dist_models, stats)
+            if np.array_equal(new_fail, fail):
+                return fail, True
+            fail = new_fail
+            sup = int(counts[fail].sum())
+
     def check(self, fs: FrequencySet) -> tuple[bool, bool, np.ndarray]:
-        """``(ok, ok_monotone, failing mask)`` of a frequency set against the budget."""
+        """``(ok, ok_monotone, failing mask)`` of a frequency set against the budget and, when
+        rows are suppressed, the release checks (:meth:`release_check`)."""
         fail = self.failing(fs)
         sup = int(fs.counts[fail].sum())
         ok = sup <= self.max_sup
+        if ok and sup and self.release_checks:
+            fail, ok = self.release_check(fs.counts, self.class_stats(fs).sens_hist, fail)
         if self.exact_monotone:
             return ok, ok, fail
         if ok:
@@ -514,7 +568,7 @@ class Lattice:
             out[:, j] = (fs.keys >> self.shift[j]) & self.mask[j]
         return out
 
-    def _loss_tables(self):
+    def loss_tables(self):
         """Per QI and level: NCP of every compact node, and the column total over all rows."""
         if self._loss is None:
             raw = node_loss_tables(self.table, self.ncp_categorical)
@@ -554,7 +608,7 @@ class Lattice:
         if pending is None:
             return info
         sq_all, sub = pending
-        per_node, totals = self._loss_tables()
+        per_node, totals = self.loss_tables()
         fc = sub.counts
         info.dm = sq_all - float(np.dot(fc.astype(np.float64), fc)) + info.suppressed * float(self.n)
         total = sum(totals[j][info.levels[j]] for j in range(self.q))
@@ -578,6 +632,8 @@ class Lattice:
         cid, nc = equivalence_classes(codes)
         stats = class_stats(self.table, cid, nc)
         fail = ~all_ok(self.models, stats)
+        if self.release_checks and fail.any():
+            fail, _ = self.release_check(stats.sizes, stats.sens_hist, fail)
         return cid, fail
 
     def suppressed_mask(self, levels) -> np.ndarray:

@@ -17,7 +17,8 @@ def exhaustive(lat: Lattice, metric: str = "ncp") -> SearchResult:
     the reference the pruning searches are tested against, and the "check all nodes" baseline.
     Returns the minimal satisfying nodes (no satisfying node anywhere below them — the same notion
     as Incognito's and Flash's for non-monotone predicates); ``stats['satisfying']`` lists all
-    satisfying levels."""
+    satisfying levels. ``chosen`` is the best of ALL satisfying nodes under ``metric`` — the
+    reference for :func:`.optimum.best_node`."""
 
     t0 = time.perf_counter()
     ev0 = lat.n_evaluated
@@ -36,7 +37,7 @@ def exhaustive(lat: Lattice, metric: str = "ncp") -> SearchResult:
     if not minimal:
         raise AnonymizeError("no full-domain generalization satisfies the privacy models within the suppression budget")
     minimal.sort(key=lambda x: (x.height, x.levels))
-    chosen = choose(lat, minimal, metric)
+    chosen = choose(lat, list(infos.values()), metric)  # the best of ALL satisfying nodes
     stats = {
         "nodes_in_lattice": g.N,
         "checked": lat.n_evaluated - ev0,

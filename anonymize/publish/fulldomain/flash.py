@@ -39,15 +39,18 @@ from .engine import Lattice
 from .grid import FAIL as _FAIL
 from .grid import PASS as _PASS
 from .grid import LatticeGrid, tag_closure
-from .result import NodeInfo, SearchResult, choose
+from .optimum import best_node
+from .result import NodeInfo, SearchResult
 
 __all__ = ["flash", "minimal_scan"]
 
 
-def minimal_scan(lat: Lattice, grid: LatticeGrid, candidate) -> list[NodeInfo]:
+def minimal_scan(lat: Lattice, grid: LatticeGrid, candidate, known: dict | None = None) -> list[NodeInfo]:
     """Bottom-up over the nodes with ``candidate[idx]`` true: check the full predicate on every node
     without a satisfying (or dominated) direct specialization; return the satisfying ones — the
-    minimal satisfying nodes among the candidates."""
+    minimal satisfying nodes among the candidates. ``known`` maps node index → :class:`NodeInfo`
+    of nodes evaluated before (not evaluated again)."""
+    known = known or {}
     dominated = bytearray(grid.N)
     found: list[NodeInfo] = []
     order = sorted((i for i in range(grid.N) if candidate[i]), key=lambda i: (grid.height[i], i))
@@ -55,7 +58,9 @@ def minimal_scan(lat: Lattice, grid: LatticeGrid, candidate) -> list[NodeInfo]:
         if any(dominated[p] for p in grid.pred[i]):
             dominated[i] = 1
             continue
-        info, _ = lat.evaluate(grid.levels[i], source=lat.source_for(grid.levels[i]))
+        info = known.get(i)
+        if info is None:
+            info, _ = lat.evaluate(grid.levels[i], source=lat.source_for(grid.levels[i]))
         if info.ok:
             dominated[i] = 1
             found.append(info)
@@ -135,11 +140,11 @@ def flash(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None] | N
             if tags[i] == _PASS and i in infos and not any(tags[p] == _PASS for p in g.pred[i])
         ]
     else:
-        minimal = minimal_scan(lat, g, [t == _PASS for t in tags])
+        minimal = minimal_scan(lat, g, [t == _PASS for t in tags], infos)
     if not minimal:
         raise AnonymizeError("no full-domain generalization satisfies the privacy models within the suppression budget")
     minimal.sort(key=lambda x: (x.height, x.levels))
-    chosen = choose(lat, minimal, metric)
+    chosen, opt = best_node(lat, g, minimal, metric)
     stats = {
         "nodes_in_lattice": g.N,
         "checked": lat.n_evaluated - ev0,
@@ -147,6 +152,7 @@ def flash(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None] | N
         "satisfying_nodes": sum(1 for t in tags if t == _PASS) if exact else None,
         "minimal_nodes": len(minimal),
         "exact_pruning": exact,
+        "optimum_search": opt,
         "seconds": time.perf_counter() - t0,
     }
     return SearchResult("flash", minimal, chosen, metric, stats)

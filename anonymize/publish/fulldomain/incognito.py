@@ -47,7 +47,9 @@ import numpy as np
 from ...errors import AnonymizeError
 from ..registry import FULL_DOMAIN, register
 from .engine import Lattice
-from .result import NodeInfo, SearchResult, choose
+from .grid import LatticeGrid
+from .optimum import best_node
+from .result import NodeInfo, SearchResult
 
 __all__ = ["incognito", "MAX_EXTENDED_NODES"]
 
@@ -162,7 +164,7 @@ def incognito(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None]
     if not minimal:
         raise AnonymizeError("no full-domain generalization satisfies the privacy models within the suppression budget")
     minimal.sort(key=lambda x: (x.height, x.levels))
-    chosen = choose(lat, minimal, metric)
+    chosen, opt = best_node(lat, LatticeGrid(lat.heights), minimal, metric)
     n_full = int(np.prod([h + 1 for h in H]))
     full_pass = int(passM[size == q].sum()) if exact else None
     stats = {
@@ -174,6 +176,7 @@ def incognito(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None]
         "satisfying_nodes": full_pass,
         "minimal_nodes": len(minimal),
         "exact_pruning": exact,
+        "optimum_search": opt,
         "seconds": time.perf_counter() - t0,
     }
     return SearchResult("incognito", minimal, chosen, metric, stats)

@@ -18,10 +18,11 @@ from .cells import (
     cell_losses,
     class_boxes,
     data_domain,
+    hierarchy_domain,
     node_loss_tables,
     suppressed_mask,
 )
-from .class_size import average_class_size, cdm, discernibility, summarize_classes
+from .class_size import CDM_DEFINITION, average_class_size, cdm, discernibility, summarize_classes
 from .loss import gaacp_iloss, il_total, ncp
 from .query_accuracy import query_error
 from .release import achieved_privacy, measure_release, sensitive_privacy
@@ -34,6 +35,7 @@ __all__ = [
     "cell_loss",
     "cell_losses",
     "data_domain",
+    "hierarchy_domain",
     "node_loss_tables",
     "suppressed_mask",
     "ncp",
@@ -41,6 +43,7 @@ __all__ = [
     "il_total",
     "discernibility",
     "cdm",
+    "CDM_DEFINITION",
     "average_class_size",
     "summarize_classes",
     "query_error",

@@ -12,7 +12,8 @@ per cell (:func:`.loss.ncp`), per hierarchy node (:func:`node_loss_tables`, the 
 lookup tables) and on a table as released (:func:`.release.measure_release`):
 
 * numeric QI — ``(min(v_hi, D_hi) − max(v_lo, D_lo)) / (D_hi − D_lo)`` clipped to [0, 1], the
-  cell's width clipped to the attribute's domain ``[D_lo, D_hi]`` over that domain's width
+  cell's width clipped to the attribute's domain ``[D_lo, D_hi]`` over that domain's width — the
+  domain being the one the attribute's hierarchy declares (:func:`data_domain`)
   (Jiang, Zeng, Ma 2017, §2.2.1; Xu, Wang, Pei, Wang, Shi, Fu, "Utility-based anonymization using
   local recoding", KDD 2006);
 * categorical QI — ``'height'``: level of the cell's lowest common ancestor over the hierarchy
@@ -36,6 +37,7 @@ __all__ = [
     "suppressed_mask",
     "cell_loss",
     "data_domain",
+    "hierarchy_domain",
     "cell_losses",
     "node_loss_tables",
 ]
@@ -102,10 +104,17 @@ def suppressed_mask(n, suppressed) -> np.ndarray:
 
 
 def data_domain(table: EncodedTable, j: int) -> tuple[float, float]:
-    """``(D_lo, D_hi)``: smallest and largest value of numeric QI ``j`` present in the table."""
-    vals = np.asarray(table.hierarchies[j].leaves, dtype=np.float64)
-    codes = table.qi_codes[:, j]
-    return float(vals[codes.min()]), float(vals[codes.max()])
+    """``(D_lo, D_hi)`` of numeric QI ``j``: the domain its hierarchy declares (smallest and largest
+    leaf). The anonymizer measuring its release and ``ppdm check`` measuring a written file with
+    the same hierarchy use this same domain, so both report the same NCP; for an automatic
+    hierarchy the leaves are exactly the values in the table."""
+    return hierarchy_domain(table.hierarchies[j])
+
+
+def hierarchy_domain(h: Hierarchy) -> tuple[float, float]:
+    """``(smallest leaf, largest leaf)`` of a numeric hierarchy."""
+    vals = np.asarray(h.leaves, dtype=np.float64)
+    return float(vals.min()), float(vals.max())
 
 
 def cell_loss(
@@ -117,9 +126,9 @@ def cell_loss(
 ) -> np.ndarray:
     """Loss in [0, 1] of every cell ``[lo, hi]`` (leaf codes of ``h``), see the module docstring.
 
-    ``domain`` — ``(D_lo, D_hi)`` of a numeric attribute (required for numeric hierarchies):
-    the values present in the original table when the anonymizer measures its own release
-    (:func:`data_domain`), the hull of the released cells when only the release is known."""
+    ``domain`` — ``(D_lo, D_hi)`` of a numeric attribute (required for numeric hierarchies), the
+    hierarchy's declared domain
+    (:func:`data_domain`)."""
     lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
     if h.numeric:
         if domain is None:

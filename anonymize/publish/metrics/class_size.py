@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["discernibility", "cdm", "average_class_size", "summarize_classes"]
+__all__ = ["discernibility", "cdm", "CDM_DEFINITION", "average_class_size", "summarize_classes"]
+
+CDM_DEFINITION = (
+    "sum of squared class sizes / number of classes: ppdm's reconstruction of the CDM of Xu & Guo, "
+    "Computer Engineering 47(5), 2021 (the published formula is not in the text available to us)"
+)
+"""What every report prints next to ``cdm``, so no reader mistakes it for the paper's own formula."""
 
 
 def discernibility(sizes, n_suppressed: int = 0, n: int | None = None) -> float:

@@ -33,8 +33,8 @@ from ..distances import (
 )
 from ..hierarchy import Hierarchy, canonical_strings, value_str
 from ..table import EncodedTable, Schema
-from .cells import cell_loss
-from .class_size import average_class_size, cdm, discernibility, summarize_classes
+from .cells import cell_loss, hierarchy_domain
+from .class_size import CDM_DEFINITION, average_class_size, cdm, discernibility, summarize_classes
 from .risk import reidentification_risk
 
 __all__ = ["sensitive_privacy", "achieved_privacy", "measure_release"]
@@ -97,13 +97,28 @@ def sensitive_privacy(
     }
 
 
-def achieved_privacy(table: EncodedTable, class_id: np.ndarray, n_classes: int, suppressed: np.ndarray) -> dict:
-    """Privacy the release actually offers, measured on its released (non-suppressed) classes
-    with :func:`sensitive_privacy`: k (smallest class); per sensitive attribute distinct l,
-    entropy l, the recursive-(c,l) bound and t for each distance, against the whole table's
-    distribution."""
-    keep = ~np.asarray(suppressed, dtype=bool)
-    stats = class_stats(table, class_id, n_classes, rows=keep)
+def achieved_privacy(
+    table: EncodedTable, class_id: np.ndarray, n_classes: int, suppressed: np.ndarray, suppressed_rows: str = "star"
+) -> dict:
+    """Privacy the release offers *as written*, measured with :func:`sensitive_privacy`: k (smallest
+    class); per sensitive attribute distinct l, entropy l, the recursive-(c,l) bound and t for each
+    distance.
+
+    ``suppressed_rows`` says how the suppressed rows were written: ``'star'`` — as one more class
+    (``*`` in every QI), measured like the others, against the distribution of all rows;
+    ``'drop'`` — left out, so the classes are measured against the distribution of the rows
+    kept. Either way the figures equal what :func:`measure_release` (or pycanon) reads off the
+    file."""
+    sup = np.asarray(suppressed, dtype=bool)
+    cid = np.asarray(class_id, dtype=np.int64)
+    rows = None
+    if sup.any():
+        if suppressed_rows == "star":
+            cid = np.where(sup, n_classes, cid)
+            n_classes += 1
+        else:
+            rows = ~sup
+    stats = class_stats(table, cid, n_classes, rows=rows)
     stats = stats.select(stats.sizes > 0)
     out: dict = {"k": int(stats.sizes.min()) if stats.n_classes else 0, "classes": int(stats.n_classes)}
     sens = {}
@@ -115,7 +130,8 @@ def achieved_privacy(table: EncodedTable, class_id: np.ndarray, n_classes: int, 
         h = table.sens_hierarchies.get(name)
         leaf = h.encode(values, column=h.name) if h is not None else None
         numeric = bool(np.issubdtype(np.asarray(values).dtype, np.number))
-        m = sensitive_privacy(hist, np.asarray(stats.global_dist[j], dtype=np.float64), numeric, h, leaf)
+        ref = hist.sum(axis=0) / max(int(hist.sum()), 1)
+        m = sensitive_privacy(hist, ref, numeric, h, leaf)
         sens[name] = {
             "l_distinct": m["l_distinct"],
             "l_entropy": m["l_entropy"],
@@ -263,6 +279,7 @@ def measure_release(
     out["sensitive_attributes"] = sens_out
     out["dm"] = discernibility(sizes)
     out["cdm"] = cdm(sizes)
+    out["cdm_definition"] = CDM_DEFINITION
     out["c_avg"] = average_class_size(sizes, k)
     pop_sizes = None
     if population is not None:
@@ -291,11 +308,7 @@ def measure_release(
             ncp_per[qname] = None
             continue
         lo, hi = cells
-        dom = None
-        if h.numeric:  # only the release is known: the attribute's domain is the hull of its cells
-            vals = h.leaves.astype(np.float64)
-            dom = (float(vals[lo].min()), float(vals[hi].max()))
-        loss = cell_loss(h, lo, hi, dom, "height")
+        loss = cell_loss(h, lo, hi, hierarchy_domain(h) if h.numeric else None, "height")
         ncp_per[qname] = float(np.mean(loss))
     if ncp_per:
         vals_ = [v for v in ncp_per.values() if v is not None]

@@ -15,8 +15,9 @@ def reidentification_risk(sizes, population_sizes=None) -> dict:
 
     * prosecutor (the target is known to be in the release): max = 1/min f_j, average = J/n
       (mean over records of 1/f_j);
-    * journalist (the target is someone in the population): max = 1/min F_j, average =
-      (1/n) Σ_j f_j/F_j;
+    * journalist (the target is someone in the population): max = 1/min F_j, average as ARX
+      defines it (``RiskModelSampleSummary``): max(J / Σ_j F_j, (1/n) Σ_j f_j/F_j) — the larger
+      of the population-weighted and the sample-weighted average (both J/n without a population);
     * marketer (share of records re-identified when matching everyone): (1/n) Σ_j f_j/F_j
       (= J/n, the number of classes over n, without a population table).
     """
@@ -38,7 +39,7 @@ def reidentification_risk(sizes, population_sizes=None) -> dict:
         "prosecutor_max": float(1.0 / f.min()),
         "prosecutor_avg": float(len(f) / n),
         "journalist_max": float(1.0 / F.min()),
-        "journalist_avg": float((f / F).sum() / n),
+        "journalist_avg": float(max(len(f) / F.sum(), (f / F).sum() / n)),
         "marketer": float((f / F).sum() / n),
         "records_in_unique_classes": int(f[f == 1].sum()),
     }
