@@ -274,7 +274,9 @@ def test_unreadable_hierarchy(capsys, tmp_path):
 
 
 def test_unsatisfiable_and_bad_options(capsys, tmp_path):
-    _bad(capsys, tmp_path, SUBSET, *BASE, "--k", 2, "--l", 3, match="has only 2 distinct value")  # the limit, not a generic message (issue 8)
+    _bad(
+        capsys, tmp_path, SUBSET, *BASE, "--k", 2, "--l", 3, match="has only 2 distinct value"
+    )  # the limit, not a generic message (issue 8)
     _bad(capsys, tmp_path, SUBSET, *BASE, "--k", 2, "--l", 2, "--l-variant", "recursive", match="--c")
     _bad(capsys, tmp_path, SUBSET, "--qi", "age", "--algorithm", "mondrian", "--k", 2, "--t", 0.1, match="sensitive")
 
