@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import AnonymizeError
+from anonymize.errors import AnonymizeError
 
 __all__ = ["register", "run_anonymize", "Progress"]
 
@@ -55,8 +55,8 @@ def _positive_int(s: str) -> int:
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the ``anonymize`` verb to the ``ppdm`` parser."""
-    from .publish.anonymizer import ALGORITHMS
-    from .publish.lattice import METRICS
+    from anonymize.publish.anonymizer import ALGORITHMS
+    from anonymize.publish.lattice import METRICS
 
     p = subparsers.add_parser(
         "anonymize",
@@ -175,9 +175,9 @@ def _check_output_path(path: str, what: str, inp: Path | None = None) -> Path:
 def run_anonymize(args, progress=None):
     """Read the inputs named by ``args``, anonymize, and return ``(result, output_sep)`` without
     writing anything."""
-    from .publish.anonymizer import anonymize_table, build_models
-    from .publish.io import read_hierarchies, read_table, sniff_delimiter
-    from .publish.table import Schema
+    from anonymize.publish.anonymizer import anonymize_table, build_models
+    from anonymize.publish.io import read_hierarchies, read_table, sniff_delimiter
+    from anonymize.publish.table import Schema
 
     qis, sens, ids = _cols(args.qi), _cols(args.sensitive), _cols(args.id)
     if not qis:
@@ -237,7 +237,7 @@ def _summary(res) -> str:
 
 
 def _main(args) -> int:
-    from .publish.io import atomic_write_text, write_table
+    from anonymize.publish.io import atomic_write_text, write_table
 
     prog = Progress(enabled=not args.quiet)
     try:

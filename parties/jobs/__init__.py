@@ -57,8 +57,8 @@ __all__ = [
 # Modules that register jobs with @job; imported by the daemon when they exist
 # (a missing module is skipped, an error inside an existing one is not).
 JOB_MODULES: list[str] = [
-    "parties.jobs_mining",
-    "parties.jobs_mpc",
+    "parties.jobs.mining",
+    "parties.jobs.mpc_bench",
 ]
 
 log = logging.getLogger("ppdm.jobs")

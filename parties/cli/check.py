@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 
-from .errors import AnonymizeError
+from anonymize.errors import AnonymizeError
 
 __all__ = ["register", "run_check"]
 
@@ -57,8 +57,8 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 def run_check(args) -> dict:
     """Read the inputs named by ``args`` and return the :func:`measure_release` report."""
-    from .publish.io import read_hierarchies, read_table
-    from .publish.metrics import measure_release
+    from anonymize.publish.io import read_hierarchies, read_table
+    from anonymize.publish.metrics import measure_release
 
     qis, sens, ids = _cols(args.qi), _cols(args.sensitive), _cols(args.id)
     if not qis:

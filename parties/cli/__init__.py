@@ -19,12 +19,12 @@ __all__ = ["CLIError", "main"]
 
 # modules that register verbs, in help order
 VERB_MODULES = [
-    "parties.cli_demo",
-    "parties.cli_party",
-    "parties.cli_mine",
-    "parties.cli_bench",
-    "anonymize.cli_anonymize",
-    "anonymize.cli",
+    "parties.cli.demo",
+    "parties.cli.party",
+    "parties.cli.mine",
+    "parties.cli.bench",
+    "parties.cli.anonymize",
+    "parties.cli.check",
 ]
 
 
@@ -82,7 +82,3 @@ def main(argv: list[str] | None = None) -> int:
         msg = str(e) or e.__class__.__name__
         print(f"ppdm: error: {msg}", file=sys.stderr)
         return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

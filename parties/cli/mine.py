@@ -22,7 +22,7 @@ import time
 import tomllib
 from pathlib import Path
 
-from .cli import CLIError
+from . import CLIError
 
 __all__ = ["register", "centralized_json", "load_analyst_config"]
 
@@ -74,8 +74,8 @@ def centralized_json(db, min_support: str, min_confidence: str | None) -> dict:
 
 def load_analyst_config(path: str | os.PathLike):
     """Read ``[analyst] cert, key, ca`` and ``[parties.NAME] address`` (order = protocol order)."""
-    from .config import PeerInfo
-    from .tls import load_credentials
+    from ..config import PeerInfo
+    from ..tls import load_credentials
 
     p = Path(path)
     try:
@@ -133,8 +133,8 @@ def run_local(
     candidates: str = "union",
 ) -> dict:
     """Partition ``path`` into ``n`` shares, start ``n`` local daemons, mine jointly; the analyst's JSON."""
-    from .local_cluster import LocalCluster
-    from .partition import load_transactions, save_npz, split_horizontal, split_vertical, write_fimi
+    from ..joint.partition import load_transactions, save_npz, split_horizontal, split_vertical, write_fimi
+    from ..local_cluster import LocalCluster
 
     db = load_transactions(path)
     if split == "vertical" and db.items.size < n:
@@ -207,7 +207,7 @@ def run_remote(
     candidates: str = "union",
 ) -> dict:
     """Run the joint job on the daemons listed in an analyst config."""
-    from .client import run_job, run_sync
+    from ..client import run_job, run_sync
 
     peers, creds = load_analyst_config(config)
     params = {"min_support": min_support, "min_confidence": min_confidence, "max_len": max_len}
@@ -319,7 +319,7 @@ def _cmd(args) -> int:
                 candidates=args.candidates,
             )
         else:
-            from .partition import load_transactions
+            from ..joint.partition import load_transactions
 
             try:
                 db = load_transactions(args.file)

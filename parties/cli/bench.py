@@ -18,7 +18,7 @@ import json
 import sys
 import time
 
-from .bench_inputs import OPERATIONS, expected
+from ..jobs.bench_inputs import OPERATIONS, expected
 
 __all__ = ["register", "run_bench", "PLAN_FULL", "PLAN_QUICK"]
 
@@ -62,7 +62,7 @@ def _throughput(op: str, parties: int, size: int, seconds: float) -> float:
 
 def run_bench(plan: dict, *, seed: int = 1, repeat: int = 1, operations=None, progress=None) -> list[dict]:
     """Run the plan on a fresh 3-party local cluster; one result dict per operation (best of ``repeat``)."""
-    from .local_cluster import LocalCluster
+    from ..local_cluster import LocalCluster
 
     ops = [o for o in OPERATIONS if operations is None or o in operations]
     results = []
@@ -129,7 +129,7 @@ def format_table(rows: list[dict]) -> str:
 
 
 def _cmd(args) -> int:
-    from .cli import CLIError
+    from . import CLIError
 
     if args.target != "mpc":
         raise CLIError(f"unknown benchmark {args.target!r} (available: mpc)")

@@ -1,0 +1,1 @@
+"""Joint mining algorithms over an :class:`mpc.channel.Channel`; no daemon runtime here."""
