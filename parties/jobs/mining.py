@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from ..joint.mining import JointResult, mine_horizontal, mine_vertical
+from ..joint import JointResult, mine_horizontal, mine_vertical
 from ..joint.partition import load_transactions
 from . import JobContext, JobError, job
 
