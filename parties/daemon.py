@@ -54,16 +54,15 @@ from .sessions import (
     BufferFull,
     Busy,
     InvalidRequest,
-    PeerUnreachable,
     Refused,
     Session,
     SessionGone,
     SessionManager,
     SessionState,
-    Watchdog,
     check_tag,
 )
 from .tls import Credentials
+from .watchdog import PeerUnreachable, Watchdog
 
 __all__ = ["Daemon", "main", "VERSION", "server_options"]
 
