@@ -2,7 +2,7 @@
 
 All three return the exact set of itemsets with ``count ≥ min_count`` (an item
 present in every transaction included) as a :class:`FrequentItemsets`, and
-share one vectorized bitset engine (:mod:`._engine`); they differ in the
+share one vectorized bitset engine (:mod:`.engine`); they differ in the
 candidate discipline:
 
 * :func:`apriori` — level-wise, every candidate passes Apriori's subset prune
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._engine import mine_bitsets
 from .db import as_transaction_db
+from .engine import mine_bitsets
 from .result import FrequentItemsets
 from .support import resolve_min_count
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from .candidates import RowIndex
 from .result import FrequentItemsets
-from .support import _exact_fraction
+from .support import exact_fraction
 
 __all__ = ["association_rules", "AssociationRules", "Rule"]
 
@@ -166,7 +166,7 @@ def association_rules(frequent: FrequentItemsets, min_confidence: float = 0.5) -
     of :func:`~.miners.frequent_itemsets`. Support is the count of X ∪ Y;
     confidence ``count(X ∪ Y) / count(X)``.
     """
-    frac = _exact_fraction(min_confidence)
+    frac = exact_fraction(min_confidence)
     if not (0 <= frac <= 1):
         raise ValueError(f"min_confidence must be in [0, 1] (got {min_confidence!r})")
     limit = max(frequent.n_transactions, 1)

@@ -7,8 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from anonymize.itemsets import FrequentItemsets
-from anonymize.itemsets.support import _exact_fraction as exact_fraction  # the decimal a user wrote, exactly
+from anonymize.itemsets import FrequentItemsets, exact_fraction
 from mpc.channel import Channel, broadcast, gather_from
 from mpc.errors import ProtocolError
 

@@ -42,9 +42,9 @@ from anonymize.itemsets import (
     apriori_gen,
     association_rules,
     count_support,
+    exact_fraction,
     min_count_for,
 )
-from anonymize.itemsets.support import _exact_fraction as exact_fraction  # the decimal a user wrote, exactly
 from mpc.channel import Channel, agree, scoped
 from mpc.errors import ProtocolError
 from mpc.secure_sum import secure_sum, secure_sum_threshold
