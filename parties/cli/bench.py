@@ -19,6 +19,7 @@ import sys
 import time
 
 from ..jobs.bench_inputs import OPERATIONS, expected
+from .common import CLIError, comma_list
 
 __all__ = ["register", "run_bench", "PLAN_FULL", "PLAN_QUICK"]
 
@@ -129,14 +130,12 @@ def format_table(rows: list[dict]) -> str:
 
 
 def _cmd(args) -> int:
-    from . import CLIError
-
     if args.target != "mpc":
         raise CLIError(f"unknown benchmark {args.target!r} (available: mpc)")
     plan = PLAN_QUICK if args.quick else PLAN_FULL
     ops = None
     if args.only:
-        ops = [o.strip() for o in args.only.split(",") if o.strip()]
+        ops = comma_list(args.only)
         bad = [o for o in ops if o not in OPERATIONS]
         if bad:
             raise CLIError(f"unknown operation(s) {', '.join(bad)} (choose from {', '.join(OPERATIONS)})")

@@ -16,7 +16,7 @@ import time
 from importlib import resources
 from pathlib import Path
 
-from . import CLIError
+from .common import CLIError
 
 __all__ = ["register", "bundled"]
 

@@ -22,7 +22,7 @@ import time
 import tomllib
 from pathlib import Path
 
-from . import CLIError
+from .common import CLIError
 
 __all__ = ["register", "centralized_json", "load_analyst_config"]
 
@@ -258,17 +258,6 @@ def format_human(res: dict, top: int = 15) -> str:
     return "\n".join(lines)
 
 
-def _write_atomic(path: str, text: str) -> None:
-    p = Path(path)
-    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, p)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
 def _cmd(args) -> int:
     ms = _check_support(args.min_support, "--min-support")
     mc = _check_support(args.min_confidence, "--min-confidence", allow_zero=True) if args.min_confidence else None
@@ -328,7 +317,9 @@ def _cmd(args) -> int:
             res = centralized_json(db, ms, mc)
     text = json.dumps(res) if args.json else format_human(res)
     if args.output:
-        _write_atomic(args.output, json.dumps(res))
+        from anonymize.publish.io import atomic_write_text
+
+        atomic_write_text(args.output, json.dumps(res))
     print(text)
     return 0
 

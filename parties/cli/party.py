@@ -13,7 +13,7 @@ import json
 import shutil
 from pathlib import Path
 
-from . import CLIError
+from .common import CLIError
 
 __all__ = ["register"]
 
