@@ -28,6 +28,7 @@ from .miners import apriori, eclat, frequent_itemsets
 from .result import FrequentItemsets, fingerprint
 from .rules import AssociationRules, Rule, association_rules
 from .support import (
+    Threshold,
     count_support,
     exact_fraction,
     item_columns,
@@ -53,6 +54,7 @@ __all__ = [
     "itemset_columns",
     "min_count_for",
     "exact_fraction",
+    "Threshold",
     "pair_counts",
     "resolve_min_count",
     "association_rules",

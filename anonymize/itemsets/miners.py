@@ -24,7 +24,7 @@ from typing import Any
 from .db import as_transaction_db
 from .engine import mine_bitsets
 from .result import FrequentItemsets
-from .support import resolve_min_count
+from .support import Threshold, resolve_min_count
 
 __all__ = ["frequent_itemsets", "apriori", "eclat"]
 
@@ -36,7 +36,7 @@ def _check_max_len(max_len: int | None) -> None:
 
 def frequent_itemsets(
     data: Any,
-    minsup: float | None = None,
+    minsup: Threshold | None = None,
     *,
     min_count: int | None = None,
     max_len: int | None = None,
@@ -60,7 +60,7 @@ def frequent_itemsets(
 
 
 def apriori(
-    data: Any, minsup: float | None = None, *, min_count: int | None = None, max_len: int | None = None
+    data: Any, minsup: Threshold | None = None, *, min_count: int | None = None, max_len: int | None = None
 ) -> FrequentItemsets:
     """Apriori: level-wise mining with join + subset prune before counting.
 
@@ -79,7 +79,7 @@ def apriori(
 
 def eclat(
     data: Any,
-    minsup: float | None = None,
+    minsup: Threshold | None = None,
     *,
     min_count: int | None = None,
     max_len: int | None = None,

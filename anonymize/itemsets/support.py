@@ -19,7 +19,6 @@ import math
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from fractions import Fraction
-from numbers import Real
 
 import numpy as np
 
@@ -27,6 +26,7 @@ from .bitset import CHUNK_WORDS, popcount
 from .db import TransactionDB, as_transaction_db
 
 __all__ = [
+    "Threshold",
     "exact_fraction",
     "min_count_for",
     "resolve_min_count",
@@ -37,7 +37,11 @@ __all__ = [
 ]
 
 
-def exact_fraction(x: Real | Decimal | Fraction | str) -> Fraction:
+#: A support or confidence threshold as a user gives it: 0.3, "0.3", Fraction(3, 10), Decimal("0.3").
+Threshold = float | str | Fraction | Decimal
+
+
+def exact_fraction(x: Threshold) -> Fraction:
     """The rational a user meant by a threshold: floats through their shortest repr (0.7 → 7/10).
 
     Strings and Decimals are read exactly (``"0.3"`` → 3/10), integers and
@@ -60,7 +64,7 @@ def exact_fraction(x: Real | Decimal | Fraction | str) -> Fraction:
     return Fraction(Decimal(str(x)))
 
 
-def min_count_for(minsup: float | Fraction | Decimal, n_transactions: int) -> int:
+def min_count_for(minsup: Threshold, n_transactions: int) -> int:
     """``ceil(minsup · N)`` computed exactly, for ``minsup`` in (0, 1].
 
     The minimum support count of Agrawal & Srikant (1994), "Fast Algorithms for
@@ -74,7 +78,7 @@ def min_count_for(minsup: float | Fraction | Decimal, n_transactions: int) -> in
     return max(1, math.ceil(f * int(n_transactions)))
 
 
-def resolve_min_count(n_transactions: int, minsup: float | None = None, min_count: int | None = None) -> int:
+def resolve_min_count(n_transactions: int, minsup: Threshold | None = None, min_count: int | None = None) -> int:
     """The absolute threshold from exactly one of ``minsup`` (fraction) or ``min_count`` (≥ 1).
 
     Minimum support as in Agrawal & Srikant (1994); see :func:`min_count_for`.
@@ -265,9 +269,12 @@ def pair_counts(
     weighted = row_weight is not None
     dense = weighted or F * F <= (1 << 16)
     code_t = np.uint32 if F * F < (1 << 32) else np.uint64
-    total = np.zeros(F * F, dtype=np.float64) if dense else None
-    runs_u, runs_c = [], []
-    pend_c, pend_w, pend_n = [], [], 0
+    total = np.zeros(F * F if dense else 0, dtype=np.float64)  # dense: counts per code a·F + b
+    runs_u: list[np.ndarray] = []
+    runs_c: list[np.ndarray] = []
+    pend_c: list[np.ndarray] = []
+    pend_w: list[np.ndarray] = []
+    pend_n = 0
 
     def flush():
         nonlocal total
@@ -300,7 +307,7 @@ def pair_counts(
                 M.sort(axis=1)
             pend_c.append((M[:, a] * code_t(F) + M[:, b]).ravel())
             if weighted:
-                pend_w.append(np.repeat(row_weight[sel], a.size))
+                pend_w.append(np.repeat(row_weight[sel], a.size))  # type: ignore[index]  # weighted
             pend_n += sel.size * a.size
             if pend_n >= (1 << 24):
                 flush()

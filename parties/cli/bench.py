@@ -97,9 +97,10 @@ def run_bench(plan: dict, *, seed: int = 1, repeat: int = 1, operations=None, pr
                 }
                 if best is None or (row["correct"] and row["seconds"] < best["seconds"]) or not row["correct"]:
                     best = row if (best is None or best["correct"]) else best
-            results.append(best)
-            if progress:
-                progress(best)
+            if best is not None:  # repeat >= 1
+                results.append(best)
+                if progress:
+                    progress(best)
     return results
 
 

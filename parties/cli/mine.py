@@ -57,8 +57,8 @@ def centralized_json(db, min_support: str, min_confidence: str | None) -> dict:
             {
                 "antecedent": list(r.antecedent),
                 "consequent": list(r.consequent),
-                "support": int(r.count),
-                "confidence": float(r.confidence),
+                "support": r.count,  # int and float already (AssociationRules columns .tolist())
+                "confidence": r.confidence,
             }
             for r in rules
         ],

@@ -38,7 +38,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from mpc.channel import Channel
 from mpc.errors import ProtocolError
@@ -119,7 +119,7 @@ class JobContext:
             v = float(v)
         if isinstance(v, bool) and bool not in kinds or not isinstance(v, kinds):
             raise JobError(f"parameter {key!r} must be {'/'.join(k.__name__ for k in kinds)}, got {v!r}")
-        if min is not None and v < min:
+        if min is not None and cast(float, v) < min:  # kinds with a bound are numeric
             raise JobError(f"parameter {key!r} must be >= {min}, got {v!r}")
         return v
 

@@ -12,6 +12,7 @@ import asyncio
 import hashlib
 import os
 import time
+from typing import cast
 
 import numpy as np
 
@@ -81,7 +82,8 @@ async def exchange_job(ctx: JobContext) -> dict:
             return list(await asyncio.gather(*(ctx.ch.recv(p, t) for t in tags)))  # noqa: B023
 
         res = await asyncio.gather(*(send_all(p) for p in ctx.peers), *(recv_all(p) for p in ctx.peers))
-        for p, got in zip(ctx.peers, res[len(ctx.peers) :]):
+        received_msgs = cast(list[list[bytes]], res[len(ctx.peers) :])  # the recv_all results
+        for p, got in zip(ctx.peers, received_msgs):
             for m, g in zip(msgs[p], got):
                 if len(g) != size:
                     raise ProtocolError(f"message from {p!r} has {len(g)} bytes, expected {size}")

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from anonymize.itemsets import FrequentItemsets, exact_fraction
+from anonymize.itemsets import AssociationRules, FrequentItemsets, Rule, exact_fraction
 from mpc.channel import Channel, broadcast, gather_from
 from mpc.errors import ProtocolError
 
@@ -21,7 +21,7 @@ class JointResult:
     """Output of a joint mining run on one party (identical on every party but the stats)."""
 
     frequent: FrequentItemsets
-    rules: object | None
+    rules: AssociationRules | list[Rule] | None  # list: rules decided without counts (private counts)
     phases: dict[str, float] = field(default_factory=dict)
     rounds: int = 0
     bytes_sent: int = 0

@@ -239,7 +239,8 @@ async def _rules_by_threshold(ch: Channel, db: TransactionDB, levels, min_confid
     x = np.concatenate(xs)
     bound = min(62, max(1, ((Dc + Mc) * max(N, 1)).bit_length()))
     ok = await secure_sum_threshold(ch, x.astype(np.int64), 0, tag="rules/threshold", bound_bits=bound)
-    out, at = [], 0
+    out: list[Rule] = []
+    at = 0
     for ante, cons in groups:
         keep = np.flatnonzero(ok[at : at + ante.shape[0]])
         at += ante.shape[0]
