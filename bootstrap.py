@@ -2,8 +2,13 @@
 """Set-up and entry point for a fresh clone: needs nothing but python3 (3.11+).
 
     python3 bootstrap.py demo      # real local party daemons, joint mining, anonymization
-    python3 bootstrap.py test      # the whole test suite (what CI runs)
+    python3 bootstrap.py test      # the whole test suite, then the checks below (what CI runs)
+    python3 bootstrap.py lint      # the checks only: ruff check, ruff format --check, lint-imports, mypy
     python3 bootstrap.py ppdm ARGS # any ppdm command inside the project's environment
+
+``test ARGS`` passes ARGS to pytest (e.g. a test file) and still runs the checks.
+The checks' configuration is in pyproject.toml: ruff (lint and format),
+import-linter (the layering of mpc, anonymize and parties), mypy.
 
 On first use it creates ``.venv`` next to this file and installs ppdm with its
 test dependencies into it; it reinstalls when ``pyproject.toml`` changes.
@@ -41,6 +46,33 @@ def ensure_env() -> None:
     stamp.write_text(want)
 
 
+def _tool(name: str) -> str:
+    return str(BIN / (f"{name}.exe" if os.name == "nt" else name))
+
+
+# (name printed on failure, command); each runs from the repository root
+CHECKS = [
+    ("ruff check", [_tool("ruff"), "check", "."]),
+    ("ruff format --check", [_tool("ruff"), "format", "--check", "."]),
+    ("lint-imports", [_tool("lint-imports")]),
+    ("mypy", [str(PY), "-m", "mypy"]),
+]
+
+
+def run_steps(steps: list[tuple[str, list[str]]]) -> int:
+    """Run every step (even after a failure, so one run reports everything); 1 if any failed, naming them."""
+    failed = []
+    for name, cmd in steps:
+        print(f"bootstrap: running {name}", flush=True)
+        if subprocess.run(cmd, cwd=ROOT).returncode != 0:
+            failed.append(name)
+    if failed:
+        print(f"bootstrap: FAILED: {', '.join(failed)}", file=sys.stderr, flush=True)
+        return 1
+    print(f"bootstrap: passed: {', '.join(name for name, _ in steps)}", flush=True)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
@@ -50,13 +82,18 @@ def main(argv: list[str]) -> int:
     if what == "demo":
         cmd = [str(BIN / "ppdm"), "demo", *rest]
     elif what == "test":
-        cmd = [str(PY), "-m", "pytest", *rest]
+        return run_steps([("pytest", [str(PY), "-m", "pytest", *rest]), *CHECKS])
+    elif what == "lint":
+        if rest:
+            print("bootstrap: lint takes no arguments", file=sys.stderr)
+            return 2
+        return run_steps(CHECKS)
     elif what == "ppdm":
         cmd = [str(BIN / "ppdm"), *rest]
     elif what == "setup":
         return 0
     else:
-        print(f"bootstrap: unknown command {what!r} (use demo, test, ppdm or setup)", file=sys.stderr)
+        print(f"bootstrap: unknown command {what!r} (use demo, test, lint, ppdm or setup)", file=sys.stderr)
         return 2
     return subprocess.run(cmd, cwd=ROOT).returncode
 

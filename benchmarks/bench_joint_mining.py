@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from parties.cli_mine import run_local  # noqa: E402
+from parties.cli.mine import run_local  # noqa: E402
 
 
 def fp(res: dict) -> str:

@@ -7,7 +7,7 @@ among 3 parties, Gilboa/IKNP dot product between 2 parties.
 MPyC (Schoenmakers; ``pip install mpyc gmpy2``): 3 parties on loopback
 (``-M3``), Shamir sharing over a prime field with 64-bit secure integers;
 its dot product also runs among 3 parties (MPyC needs an honest majority).
-Both read the very same vectors (:mod:`parties.bench_inputs`) and both
+Both read the very same vectors (:mod:`parties.jobs.bench_inputs`) and both
 outputs are checked against the plain result. Times are protocol times after
 a start barrier (MPyC: party 0's time from ``mpc.input`` to ``mpc.output``;
 ppdm: the slowest party's time from the common barrier to its output).
@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from parties.bench_inputs import expected, inputs_for
+from parties.jobs.bench_inputs import expected, inputs_for
 from parties.local_cluster import LocalCluster
 
 HERE = Path(__file__).resolve().parent

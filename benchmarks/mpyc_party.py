@@ -2,7 +2,7 @@
 
 MPyC (Schoenmakers) runs Shamir secret sharing over a prime field with
 ``-M`` parties on loopback; ``-M3`` without ``-I`` spawns the other parties.
-Each party inputs the seeded vector ppdm's benchmark gives it (parties.bench_inputs); party 0 prints the protocol time
+Each party inputs the seeded vector ppdm's benchmark gives it (parties.jobs.bench_inputs); party 0 prints the protocol time
 and a digest of the output so the caller can check it against ppdm's.
 """
 
@@ -28,7 +28,7 @@ for i, a in enumerate(args):
 
 async def main():
     await mpc.start()
-    from parties.bench_inputs import inputs_for  # the very vectors ppdm's benchmark uses
+    from parties.jobs.bench_inputs import inputs_for  # the very vectors ppdm's benchmark uses
 
     secint = mpc.SecInt(64)
     name = "secure_sum" if op == "sum" else "dot_product"

@@ -1,1 +1,9 @@
-"""ppdm.parties — the party runtime: mTLS gRPC daemon, sessions, joint jobs, CLI."""
+"""ppdm.parties — the party side: daemon runtime, joint algorithms, jobs, the ``ppdm`` command.
+
+* runtime (top-level modules): :mod:`.daemon` (the process), :mod:`.service`
+  (RPC handlers), :mod:`.sessions`, :mod:`.watchdog`, :mod:`.grpc_channel`,
+  :mod:`.tls`, :mod:`.config`, :mod:`.client` (the analyst), :mod:`.local_cluster`;
+* :mod:`.joint` — joint mining over an ``mpc`` Channel, free of the runtime;
+* :mod:`.jobs` — the job registry and the built-in jobs the daemon runs;
+* :mod:`.cli` — the ``ppdm`` command, one module per verb group.
+"""

@@ -24,7 +24,7 @@ import json
 import secrets
 import threading
 import time
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -51,6 +51,11 @@ MAX_RESULT_BYTES = 256 << 20
 RPC_SLACK = 5.0  # the party's own deadline fires before the call's
 # root causes outrank consequences ("peer ... aborted")
 _PRIORITY = {"refused": 0, "job": 1, "internal": 1, "denied": 2, "unreachable": 3, "timeout": 4, "peer": 5}
+
+
+def _rank(o: JobOutcome) -> int:
+    """Priority of a failed outcome's error kind (lower = closer to the root cause)."""
+    return _PRIORITY.get(o.error[0], 1) if o.error else len(_PRIORITY)
 
 
 class PartyError(Exception):
@@ -183,7 +188,7 @@ async def run_job(
                 if o.error is not None and first_failure is None:
                     first_failure = time.monotonic()
             errs = [o for o in got.values() if o.error]
-            if any(_PRIORITY.get(o.error[0], 1) < _PRIORITY["peer"] for o in errs):
+            if any(_rank(o) < _PRIORITY["peer"] for o in errs):
                 break  # a root cause: no need to wait for the others
             if first_failure is not None and time.monotonic() >= first_failure + grace:
                 break
@@ -194,10 +199,11 @@ async def run_job(
             await asyncio.gather(*pending, return_exceptions=True)
     if outcomes is not None:
         outcomes.update(got)
-    errs = sorted((o for o in got.values() if o.error), key=lambda o: _PRIORITY.get(o.error[0], 1))
+    errs = sorted((o for o in got.values() if o.error), key=_rank)
     if errs:
         root = errs[0]
-        raise PartyError(sid, job, root.party, root.error[0], root.error[1], {o.party: o.error for o in errs})
+        kind, message = root.error or ("internal", "")
+        raise PartyError(sid, job, root.party, kind, message, {o.party: o.error for o in errs if o.error})
     return {n: got[n].result for n in names}
 
 
@@ -217,7 +223,7 @@ def _background_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
-def run_sync(coro: Awaitable[T], timeout: float | None = None) -> T:
+def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
     """Run a client coroutine from synchronous code and return its result.
 
     All such calls share one event loop in a background thread: grpc.aio keeps

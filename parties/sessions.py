@@ -1,4 +1,4 @@
-"""Sessions of a party daemon: mailboxes, early buffering, abort and the peer watchdog.
+"""Sessions of a party daemon: mailboxes, early buffering, abort, expiry.
 
 Model
 -----
@@ -14,14 +14,10 @@ received messages keyed ``(sender, tag)`` and delivered FIFO per key.
   ``recv`` raises the same :class:`~mpc.errors.PeerFailedError`, buffered
   messages are dropped, and the running job is cancelled. The daemon then
   tells the other parties (``Abort``), who fail the session the same way.
-* The :class:`Watchdog` pings the session's peers; a peer is declared dead when
-  connecting to it is *refused* (twice in a row), when it says it failed the
-  session, when it has not known the session for a grace period, or when it has
-  answered nothing at all for ``peer_dead_after`` seconds. Slowness alone (an
-  event loop busy with numpy for a second) is not death.
+* A dead peer fails the session through :class:`parties.watchdog.Watchdog`.
 
-Nothing here imports gRPC: the watchdog gets a ``ping`` coroutine, so the
-logic is unit-tested without sockets. Clocks are ``time.monotonic``.
+Nothing here imports gRPC, so the logic is unit-tested without sockets.
+Clocks are ``time.monotonic``.
 """
 
 from __future__ import annotations
@@ -32,7 +28,7 @@ import logging
 import re
 import time
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from mpc.errors import PeerFailedError, ProtocolError, ProtocolTimeoutError
@@ -44,8 +40,6 @@ __all__ = [
     "Mailbox",
     "Session",
     "SessionManager",
-    "Watchdog",
-    "PeerUnreachable",
     "Refused",
     "BufferFull",
     "Busy",
@@ -191,6 +185,14 @@ class Mailbox:
                     w.remove(fut)
                 if not w:
                     del self._waiters[key]
+
+    def drop_from(self, senders: Iterable[str]) -> None:
+        """Drop the buffered messages of ``senders`` (early messages from parties not in the session)."""
+        senders = set(senders)
+        for key in [k for k in self._msgs if k[0] in senders]:
+            for m in self._msgs.pop(key):
+                self.buffered_bytes -= len(m)
+                self.count -= 1
 
     def fail(self, error: BaseException) -> None:
         """Fail every pending and future :meth:`get` with ``error``; drop buffered messages."""
@@ -348,10 +350,7 @@ class SessionManager:
         strangers = s.mailbox.senders() - set(parties)
         if strangers:
             log.warning("session %s: dropping early messages from non-members %s", sid, sorted(strangers))
-            for key in [k for k in s.mailbox._msgs if k[0] in strangers]:
-                for m in s.mailbox._msgs.pop(key):
-                    s.mailbox.buffered_bytes -= len(m)
-                    s.mailbox.count -= 1
+            s.mailbox.drop_from(strangers)
         timeout = min(float(timeout), self.limits.session_timeout)
         now = self.clock()
         s.parties, s.job, s.state = parties, job, SessionState.RUNNING
@@ -415,93 +414,6 @@ class SessionManager:
                 log.warning("session %s: expired pending session (%d messages, %d bytes dropped)", sid, n, b)
                 gone.append(sid)
         return gone
-
-
-# --------------------------------------------------------------------------- watchdog
-class PeerUnreachable(Exception):
-    """Connecting to the peer was refused / the connection failed (not merely slow)."""
-
-
-PingFn = Callable[[str, str], Awaitable[SessionState]]
-
-
-class Watchdog:
-    """Detect a dead peer of a running session and fail the session.
-
-    ``ping(peer, session_id)`` returns the peer's :class:`SessionState` for the
-    session, raises :class:`PeerUnreachable` when the connection is refused, or
-    raises ``TimeoutError`` (or anything else) when the peer is merely slow.
-    """
-
-    def __init__(
-        self,
-        session: Session,
-        ping: PingFn,
-        *,
-        interval: float = 0.5,
-        dead_after: float = 30.0,
-        unknown_grace: float = 10.0,
-        refusals: int = 2,
-        clock: Callable[[], float] = time.monotonic,
-    ):
-        self.session = session
-        self.ping = ping
-        self.interval = interval
-        self.dead_after = dead_after
-        self.unknown_grace = unknown_grace
-        self.refusals = refusals
-        self.clock = clock
-        self.verdict: str | None = None
-
-    async def _watch(self, peer: str) -> str | None:
-        refused = 0
-        t0 = self.clock()
-        last_ok = t0
-        while True:
-            try:
-                state = await self.ping(peer, self.session.id)
-            except PeerUnreachable as e:
-                refused += 1
-                if refused >= self.refusals:
-                    detail = f" ({e})" if str(e) else ""
-                    return f"peer {peer!r} unreachable{detail}"
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # slow or odd answer: not a verdict by itself
-                refused = 0
-                if self.clock() - last_ok > self.dead_after:
-                    return f"peer {peer!r} not responding for {self.dead_after:g} s"
-            else:
-                refused = 0
-                last_ok = self.clock()
-                if state is SessionState.DONE:
-                    return None  # its part is over; it can no longer fail us
-                if state is SessionState.FAILED:
-                    return f"peer {peer!r} failed the session"
-                if state is SessionState.UNKNOWN and last_ok - t0 > self.unknown_grace:
-                    return f"peer {peer!r} does not know the session (restarted, or the job never reached it)"
-            await asyncio.sleep(self.interval)
-
-    async def run(self) -> str | None:
-        """Watch every peer until one is found dead (fail the session, return why) or cancelled."""
-        peers = self.session.peers
-        if not peers:
-            return None
-        tasks = [asyncio.create_task(self._watch(p)) for p in peers]
-        verdict = None
-        try:
-            pending = set(tasks)
-            while pending and verdict is None:
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                verdict = next((t.result() for t in done if t.result() is not None), None)
-        finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-        self.verdict = verdict
-        if verdict is not None and self.session.fail(PeerFailedError(verdict)):
-            log.warning("session %s: %s", self.session.id, verdict)
-        return verdict
 
 
 def timeout_error(frm: str, tag: str, timeout: float | None) -> ProtocolTimeoutError:

@@ -9,13 +9,12 @@ from parties.config import Limits
 from parties.sessions import (
     BufferFull,
     Mailbox,
-    PeerUnreachable,
     Refused,
     SessionGone,
     SessionManager,
     SessionState,
-    Watchdog,
 )
+from parties.watchdog import PeerUnreachable, Watchdog
 
 
 def run(coro):

@@ -37,7 +37,7 @@ from anonymize.itemsets import (
     read_fimi,
     unpack_columns,
 )
-from anonymize.itemsets._engine import mine_bitsets
+from anonymize.itemsets.engine import mine_bitsets
 
 ROOT = Path(__file__).resolve().parents[1]
 MUSHROOM = ROOT / "anonymize" / "data" / "mushroom.dat"

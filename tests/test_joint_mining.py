@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from anonymize.itemsets import TransactionDB, fingerprint, read_fimi
 from mpc.channel import run_parties
 from mpc.errors import InputMismatchError, ProtocolError
-from parties.joint_mining import mine_horizontal, mine_vertical
-from parties.partition import split_horizontal, split_vertical
+from parties.joint import mine_horizontal, mine_vertical
+from parties.joint.partition import split_horizontal, split_vertical
 
 REPO = Path(__file__).resolve().parents[1]
 

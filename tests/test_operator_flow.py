@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from anonymize.itemsets import read_fimi
-from parties.partition import split_horizontal, write_fimi
+from parties.joint.partition import split_horizontal, write_fimi
 
 REPO = Path(__file__).resolve().parents[1]
 PPDM = [sys.executable, "-m", "parties.cli"]

@@ -463,7 +463,7 @@ def test_public_api_exports():
         "anonymize.publish.metrics",
         "anonymize.publish.table",
         "anonymize.publish.io",
-        "anonymize.cli_anonymize",
+        "parties.cli.anonymize",
     ],
 )
 def test_no_import_cycle(module):

@@ -21,13 +21,22 @@ Example::
     rules = association_rules(fi, 0.9)
 """
 
-from .bitset import n_words, pack_columns, pack_rows, popcount, unpack_columns
+from .bitset import CHUNK_WORDS, n_words, pack_columns, pack_rows, popcount, unpack_columns
 from .candidates import RowIndex, apriori_gen, as_itemset_matrix, class_pairs
 from .db import TransactionDB, as_transaction_db, parse_fimi, read_fimi
 from .miners import apriori, eclat, frequent_itemsets
 from .result import FrequentItemsets, fingerprint
 from .rules import AssociationRules, Rule, association_rules
-from .support import count_support, item_columns, itemset_columns, min_count_for, resolve_min_count
+from .support import (
+    Threshold,
+    count_support,
+    exact_fraction,
+    item_columns,
+    itemset_columns,
+    min_count_for,
+    pair_counts,
+    resolve_min_count,
+)
 
 __all__ = [
     "TransactionDB",
@@ -44,6 +53,9 @@ __all__ = [
     "item_columns",
     "itemset_columns",
     "min_count_for",
+    "exact_fraction",
+    "Threshold",
+    "pair_counts",
     "resolve_min_count",
     "association_rules",
     "AssociationRules",
@@ -51,6 +63,7 @@ __all__ = [
     "class_pairs",
     "RowIndex",
     "as_itemset_matrix",
+    "CHUNK_WORDS",
     "n_words",
     "pack_columns",
     "pack_rows",

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["WORD_BITS", "n_words", "pack_columns", "popcount", "unpack_columns", "pack_rows"]
+__all__ = ["WORD_BITS", "CHUNK_WORDS", "n_words", "pack_columns", "popcount", "unpack_columns", "pack_rows"]
 
 WORD_BITS = 64
-_CHUNK_WORDS = 1 << 17  # ~1 MiB of uint64 per batch: keeps a batch in L2 cache
+#: Words of uint64 processed per batch by the column operations here and in the miners
+#: (~1 MiB: a batch stays in L2 cache while it is ANDed and counted).
+CHUNK_WORDS = 1 << 17
 
 
 def n_words(n: int) -> int:
@@ -99,7 +101,7 @@ def popcount(bits: np.ndarray, word_weights: np.ndarray | None = None) -> np.nda
     n = b.shape[0]
     out = np.empty(n, dtype=np.int64)
     w = np.ones(W) if word_weights is None else np.asarray(word_weights, dtype=np.float64)
-    step = max(1, _CHUNK_WORDS // W)
+    step = max(1, CHUNK_WORDS // W)
     for s in range(0, n, step):
         pc = np.bitwise_count(b[s : s + step])
         out[s : s + step] = np.rint(pc.astype(np.float64) @ w)

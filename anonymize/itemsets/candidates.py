@@ -105,7 +105,7 @@ class RowIndex:
             return np.full(rows.shape[0], -1, dtype=np.int64)
         valid = None
         if self._base is not None and rows.size:
-            valid = ((rows >= 0) & (rows < self._base)).all(axis=1)
+            valid = np.asarray(((rows >= 0) & (rows < self._base)).all(axis=1))
             rows = np.where(valid[:, None], rows, 0)
         q = self._key(rows)
         pos = np.minimum(np.searchsorted(self._keys, q), self._keys.size - 1)

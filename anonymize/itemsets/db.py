@@ -142,8 +142,8 @@ class TransactionDB:
         Duplicates within a transaction are dropped; order is irrelevant. Empty
         transactions count towards N.
         """
-        txs = transactions if isinstance(transactions, Sequence) else list(transactions)
-        txs = [t if isinstance(t, (list, tuple, set, frozenset, np.ndarray)) else list(t) for t in txs]
+        seq = transactions if isinstance(transactions, Sequence) else list(transactions)
+        txs: list[Any] = [t if isinstance(t, (list, tuple, set, frozenset, np.ndarray)) else list(t) for t in seq]
         lengths = np.fromiter(map(len, txs), dtype=np.int64, count=len(txs))
         try:
             ids = np.fromiter(map(operator.index, chain.from_iterable(txs)), dtype=np.int64, count=int(lengths.sum()))

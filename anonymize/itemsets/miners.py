@@ -2,7 +2,7 @@
 
 All three return the exact set of itemsets with ``count ≥ min_count`` (an item
 present in every transaction included) as a :class:`FrequentItemsets`, and
-share one vectorized bitset engine (:mod:`._engine`); they differ in the
+share one vectorized bitset engine (:mod:`.engine`); they differ in the
 candidate discipline:
 
 * :func:`apriori` — level-wise, every candidate passes Apriori's subset prune
@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._engine import mine_bitsets
 from .db import as_transaction_db
+from .engine import mine_bitsets
 from .result import FrequentItemsets
-from .support import resolve_min_count
+from .support import Threshold, resolve_min_count
 
 __all__ = ["frequent_itemsets", "apriori", "eclat"]
 
@@ -36,7 +36,7 @@ def _check_max_len(max_len: int | None) -> None:
 
 def frequent_itemsets(
     data: Any,
-    minsup: float | None = None,
+    minsup: Threshold | None = None,
     *,
     min_count: int | None = None,
     max_len: int | None = None,
@@ -60,7 +60,7 @@ def frequent_itemsets(
 
 
 def apriori(
-    data: Any, minsup: float | None = None, *, min_count: int | None = None, max_len: int | None = None
+    data: Any, minsup: Threshold | None = None, *, min_count: int | None = None, max_len: int | None = None
 ) -> FrequentItemsets:
     """Apriori: level-wise mining with join + subset prune before counting.
 
@@ -79,7 +79,7 @@ def apriori(
 
 def eclat(
     data: Any,
-    minsup: float | None = None,
+    minsup: Threshold | None = None,
     *,
     min_count: int | None = None,
     max_len: int | None = None,

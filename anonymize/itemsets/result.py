@@ -116,7 +116,8 @@ class FrequentItemsets:
         """
         import pandas as pd
 
-        name = (lambda i: self.labels.get(i, i)) if (use_labels and self.labels) else (lambda i: i)
+        labels = self.labels if use_labels and self.labels else {}
+        name = (lambda i: labels.get(i, i)) if labels else (lambda i: i)
         sets, counts = [], []
         for s, c in self:
             sets.append(frozenset(map(name, s)))

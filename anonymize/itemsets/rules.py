@@ -26,7 +26,7 @@ import numpy as np
 
 from .candidates import RowIndex
 from .result import FrequentItemsets
-from .support import _exact_fraction
+from .support import Threshold, exact_fraction
 
 __all__ = ["association_rules", "AssociationRules", "Rule"]
 
@@ -36,8 +36,8 @@ class Rule(NamedTuple):
 
     antecedent: tuple[int, ...]
     consequent: tuple[int, ...]
-    count: int
-    confidence: float
+    count: int | None  # type: ignore[assignment]  # a field named count shadows tuple.count (public API)
+    confidence: float | None  # None only for rules decided without counts (joint mining, private counts)
 
 
 class AssociationRules:
@@ -113,7 +113,11 @@ class AssociationRules:
 
     def to_dict(self) -> dict[tuple[frozenset, frozenset], tuple[int, float]]:
         """``{(frozenset(X), frozenset(Y)): (count, confidence)}``."""
-        return {(frozenset(r.antecedent), frozenset(r.consequent)): (r.count, r.confidence) for r in self}
+        ante, cons = self._sides()
+        return {
+            (frozenset(a), frozenset(c)): (n, f)
+            for a, c, n, f in zip(ante, cons, self.count.tolist(), self.confidence.tolist())
+        }
 
     def to_frame(self, use_labels: bool = True) -> Any:
         """pandas DataFrame like ``mlxtend.frequent_patterns.association_rules`` (plus counts).
@@ -157,7 +161,7 @@ def _subset_rows(Z: np.ndarray, masks: np.ndarray, keep_bits: bool) -> np.ndarra
     return Z[sel].reshape(-1, width)
 
 
-def association_rules(frequent: FrequentItemsets, min_confidence: float = 0.5) -> AssociationRules:
+def association_rules(frequent: FrequentItemsets, min_confidence: Threshold = 0.5) -> AssociationRules:
     """All rules X → Y (X, Y non-empty, disjoint, X ∪ Y frequent) with confidence ≥ ``min_confidence``.
 
     ap-genrules of Agrawal & Srikant (1994), §3, vectorized over all frequent
@@ -166,7 +170,7 @@ def association_rules(frequent: FrequentItemsets, min_confidence: float = 0.5) -
     of :func:`~.miners.frequent_itemsets`. Support is the count of X ∪ Y;
     confidence ``count(X ∪ Y) / count(X)``.
     """
-    frac = _exact_fraction(min_confidence)
+    frac = exact_fraction(min_confidence)
     if not (0 <= frac <= 1):
         raise ValueError(f"min_confidence must be in [0, 1] (got {min_confidence!r})")
     limit = max(frequent.n_transactions, 1)

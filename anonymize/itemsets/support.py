@@ -19,18 +19,38 @@ import math
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from fractions import Fraction
-from numbers import Real
 
 import numpy as np
 
-from .bitset import _CHUNK_WORDS, popcount
+from .bitset import CHUNK_WORDS, popcount
 from .db import TransactionDB, as_transaction_db
 
-__all__ = ["min_count_for", "resolve_min_count", "count_support", "item_columns", "itemset_columns"]
+__all__ = [
+    "Threshold",
+    "exact_fraction",
+    "min_count_for",
+    "resolve_min_count",
+    "count_support",
+    "pair_counts",
+    "item_columns",
+    "itemset_columns",
+]
 
 
-def _exact_fraction(x: Real | Decimal | Fraction | str) -> Fraction:
-    """The rational a user meant: floats through their shortest repr (0.7 → 7/10)."""
+#: A support or confidence threshold as a user gives it: 0.3, "0.3", Fraction(3, 10), Decimal("0.3").
+Threshold = float | str | Fraction | Decimal
+
+
+def exact_fraction(x: Threshold) -> Fraction:
+    """The rational a user meant by a threshold: floats through their shortest repr (0.7 → 7/10).
+
+    Strings and Decimals are read exactly (``"0.3"`` → 3/10), integers and
+    Fractions as they are; a bool is a ``TypeError``, a non-finite float a
+    ``ValueError``. Support and confidence thresholds go through this, so that
+    ``count ≥ minsup·N`` is decided in exact rational arithmetic (the minimum
+    support count of Agrawal & Srikant, VLDB 1994) — the same on every party of
+    a joint run and in the centralized miner.
+    """
     if isinstance(x, Fraction):
         return x
     if isinstance(x, (bool, np.bool_)):
@@ -44,7 +64,7 @@ def _exact_fraction(x: Real | Decimal | Fraction | str) -> Fraction:
     return Fraction(Decimal(str(x)))
 
 
-def min_count_for(minsup: float | Fraction | Decimal, n_transactions: int) -> int:
+def min_count_for(minsup: Threshold, n_transactions: int) -> int:
     """``ceil(minsup · N)`` computed exactly, for ``minsup`` in (0, 1].
 
     The minimum support count of Agrawal & Srikant (1994), "Fast Algorithms for
@@ -52,13 +72,13 @@ def min_count_for(minsup: float | Fraction | Decimal, n_transactions: int) -> in
     least this. Floats are taken as the decimal they print as. Raises
     ``ValueError`` for ``minsup`` outside (0, 1]. Never below 1.
     """
-    f = _exact_fraction(minsup)
+    f = exact_fraction(minsup)
     if not (0 < f <= 1):
         raise ValueError(f"minsup must be in (0, 1] (got {minsup!r}); use min_count= for an absolute count")
     return max(1, math.ceil(f * int(n_transactions)))
 
 
-def resolve_min_count(n_transactions: int, minsup: float | None = None, min_count: int | None = None) -> int:
+def resolve_min_count(n_transactions: int, minsup: Threshold | None = None, min_count: int | None = None) -> int:
     """The absolute threshold from exactly one of ``minsup`` (fraction) or ``min_count`` (≥ 1).
 
     Minimum support as in Agrawal & Srikant (1994); see :func:`min_count_for`.
@@ -144,7 +164,7 @@ def itemset_columns(
     out = np.zeros((n_sets, W), dtype=np.uint64)
     for rows, idx in groups:
         cols, idx2, dead = _needed_columns(db, idx)
-        for sl, X in _and_reduce(cols, idx2, db.n_transactions, W, max(1, _CHUNK_WORDS // max(W, 1))):
+        for sl, X in _and_reduce(cols, idx2, db.n_transactions, W, max(1, CHUNK_WORDS // max(W, 1))):
             X[dead[sl]] = 0
             out[rows[sl]] = X
     return out
@@ -184,7 +204,7 @@ def count_support(db: TransactionDB | object, itemsets: Iterable[Iterable[int]] 
             out[rows] = _pair_support(db, idx)
             continue
         cols, idx2, dead = _needed_columns(db, idx)
-        for sl, X in _and_reduce(cols, idx2, db.n_transactions, W, max(1, _CHUNK_WORDS // max(W, 1))):
+        for sl, X in _and_reduce(cols, idx2, db.n_transactions, W, max(1, CHUNK_WORDS // max(W, 1))):
             c = popcount(X)
             c[dead[sl]] = 0
             out[rows[sl]] = c
@@ -203,8 +223,6 @@ def _pair_support(db: TransactionDB, pos: np.ndarray) -> np.ndarray:
     popcount operations over N-bit columns, which dominate for millions of
     candidate pairs on sparse data.
     """
-    from ._engine import _Layout, _pair_counts
-
     used = np.unique(pos[pos >= 0])
     F = int(used.size)
     out = np.zeros(pos.shape[0], dtype=np.int64)
@@ -217,7 +235,7 @@ def _pair_support(db: TransactionDB, pos: np.ndarray) -> np.ndarray:
     tx, r = db.rows[keep], r[keep]
     ptr = np.zeros(db.n_transactions + 1, dtype=np.int64)
     np.cumsum(np.bincount(tx, minlength=db.n_transactions), out=ptr[1:])
-    a, b, cnt = _pair_counts(_Layout(F, None, None, ptr, r, None))
+    a, b, cnt = pair_counts(F, ptr, r)
     codes = a * F + b  # ascending, a < b
     if codes.size == 0:  # no two of these items ever occur together
         return out
@@ -228,6 +246,90 @@ def _pair_support(db: TransactionDB, pos: np.ndarray) -> np.ndarray:
     hit = ok & (codes[at] == q) & (ra != rb)
     out[hit] = cnt[at[hit]]
     return out
+
+
+def pair_counts(
+    F: int, row_ptr: np.ndarray, row_ranks: np.ndarray, row_weight: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Counts of all pairs of ranks ``0..F-1`` over horizontal rows: ``(a, b, count)``, a < b, count > 0.
+
+    Row ``t`` holds the ranks ``row_ranks[row_ptr[t]:row_ptr[t+1]]`` (distinct;
+    ascending when ``row_weight`` is given) and, if ``row_weight`` is given,
+    stands for that many identical rows. This is Apriori's second pass, the
+    counting of the candidate pairs C_2 over the transactions (R. Agrawal,
+    R. Srikant, "Fast Algorithms for Mining Association Rules", VLDB 1994),
+    vectorized.
+
+    Each row's pairs (a < b) are encoded ``a·F + b`` — rows of one length at a time,
+    as an ``(n, L)`` matrix indexed by ``triu_indices(L, 1)`` — and counted in
+    batches of ~16 M pairs: with a weighted ``bincount`` over the F² bins when F is
+    small, else by sorting the codes (numpy's SIMD sort) and measuring the runs.
+    """
+    lengths = np.diff(row_ptr)
+    weighted = row_weight is not None
+    dense = weighted or F * F <= (1 << 16)
+    code_t = np.uint32 if F * F < (1 << 32) else np.uint64
+    total = np.zeros(F * F if dense else 0, dtype=np.float64)  # dense: counts per code a·F + b
+    runs_u: list[np.ndarray] = []
+    runs_c: list[np.ndarray] = []
+    pend_c: list[np.ndarray] = []
+    pend_w: list[np.ndarray] = []
+    pend_n = 0
+
+    def flush():
+        nonlocal total
+        codes = np.concatenate(pend_c)
+        w = np.concatenate(pend_w) if weighted else None
+        pend_c.clear()
+        pend_w.clear()
+        if dense:
+            total += np.bincount(codes, weights=w, minlength=F * F)
+        else:
+            codes.sort()
+            start = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
+            runs_u.append(codes[start])
+            runs_c.append(np.diff(np.append(start, codes.size)))
+
+    by_len = np.argsort(lengths, kind="stable")
+    sorted_len = lengths[by_len]
+    uniq_len = np.unique(sorted_len)
+    bounds = np.searchsorted(sorted_len, uniq_len, side="left").tolist() + [sorted_len.size]
+    for g, L in enumerate(uniq_len.tolist()):
+        if L < 2:
+            continue
+        rows = by_len[bounds[g] : bounds[g + 1]]
+        a, b = np.triu_indices(L, 1)
+        step = max(1, (1 << 22) // a.size)
+        for s in range(0, rows.size, step):
+            sel = rows[s : s + step]
+            M = row_ranks[row_ptr[sel][:, None] + np.arange(L)].astype(code_t)
+            if not weighted:
+                M.sort(axis=1)
+            pend_c.append((M[:, a] * code_t(F) + M[:, b]).ravel())
+            if weighted:
+                pend_w.append(np.repeat(row_weight[sel], a.size))  # type: ignore[index]  # weighted
+            pend_n += sel.size * a.size
+            if pend_n >= (1 << 24):
+                flush()
+                pend_n = 0
+    if pend_c:
+        flush()
+    if dense:
+        codes = np.flatnonzero(total)
+        cnt = np.rint(total[codes]).astype(np.int64)
+    elif len(runs_u) > 1:
+        u = np.concatenate(runs_u)
+        c = np.concatenate(runs_c)
+        o = np.argsort(u, kind="stable")
+        u, c = u[o], c[o]
+        start = np.flatnonzero(np.concatenate(([True], u[1:] != u[:-1])))
+        codes, cnt = u[start], np.add.reduceat(c, start)
+    elif runs_u:
+        codes, cnt = runs_u[0], runs_c[0]
+    else:
+        codes, cnt = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    codes = codes.astype(np.int64)
+    return codes // F, codes % F, cnt.astype(np.int64)
 
 
 def item_columns(db: TransactionDB | object, items: Sequence[int] | np.ndarray) -> np.ndarray:

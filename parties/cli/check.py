@@ -5,7 +5,8 @@ exactly as a recipient sees it, like pycanon, but vectorized and independent of 
 The verb is a thin layer over :func:`anonymize.publish.metrics.measure_release`.
 
 Bad input (unknown column, empty or unreadable file, NaN in a QI, unreadable hierarchy)
-prints one line ``ppdm: error: ...`` and exits with status 2.
+raises :class:`anonymize.errors.AnonymizeError`, which :func:`parties.cli.main` prints as one
+line ``ppdm: error: ...`` with exit status 2.
 """
 
 from __future__ import annotations
@@ -14,15 +15,11 @@ import argparse
 import json
 import sys
 
-from .errors import AnonymizeError
+from anonymize.errors import AnonymizeError
+
+from .common import comma_list
 
 __all__ = ["register", "run_check"]
-
-
-def _cols(s: str | None) -> list[str]:
-    if not s:
-        return []
-    return [c.strip() for c in s.split(",") if c.strip()]
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -57,10 +54,10 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 def run_check(args) -> dict:
     """Read the inputs named by ``args`` and return the :func:`measure_release` report."""
-    from .publish.io import read_hierarchies, read_table
-    from .publish.metrics import measure_release
+    from anonymize.publish.io import read_hierarchies, read_table
+    from anonymize.publish.metrics import measure_release
 
-    qis, sens, ids = _cols(args.qi), _cols(args.sensitive), _cols(args.id)
+    qis, sens, ids = comma_list(args.qi), comma_list(args.sensitive), comma_list(args.id)
     if not qis:
         raise AnonymizeError("--qi needs at least one column")
     df = read_table(args.input, sep=args.sep)
@@ -128,11 +125,7 @@ def format_report(rep: dict) -> str:
 
 
 def _main(args) -> int:
-    try:
-        rep = run_check(args)
-    except AnonymizeError as e:
-        print(f"ppdm: error: {e}", file=sys.stderr)
-        return 2
+    rep = run_check(args)  # bad input: AnonymizeError, one line and exit 2 (parties.cli.main)
     if args.json:
         json.dump(rep, sys.stdout, indent=2, default=float)
         sys.stdout.write("\n")

@@ -22,7 +22,7 @@ import time
 import tomllib
 from pathlib import Path
 
-from .cli import CLIError
+from .common import CLIError
 
 __all__ = ["register", "centralized_json", "load_analyst_config"]
 
@@ -57,8 +57,8 @@ def centralized_json(db, min_support: str, min_confidence: str | None) -> dict:
             {
                 "antecedent": list(r.antecedent),
                 "consequent": list(r.consequent),
-                "support": int(r.count),
-                "confidence": float(r.confidence),
+                "support": r.count,  # int and float already (AssociationRules columns .tolist())
+                "confidence": r.confidence,
             }
             for r in rules
         ],
@@ -74,8 +74,8 @@ def centralized_json(db, min_support: str, min_confidence: str | None) -> dict:
 
 def load_analyst_config(path: str | os.PathLike):
     """Read ``[analyst] cert, key, ca`` and ``[parties.NAME] address`` (order = protocol order)."""
-    from .config import PeerInfo
-    from .tls import load_credentials
+    from ..config import PeerInfo
+    from ..tls import load_credentials
 
     p = Path(path)
     try:
@@ -133,8 +133,8 @@ def run_local(
     candidates: str = "union",
 ) -> dict:
     """Partition ``path`` into ``n`` shares, start ``n`` local daemons, mine jointly; the analyst's JSON."""
-    from .local_cluster import LocalCluster
-    from .partition import load_transactions, save_npz, split_horizontal, split_vertical, write_fimi
+    from ..joint.partition import load_transactions, save_npz, split_horizontal, split_vertical, write_fimi
+    from ..local_cluster import LocalCluster
 
     db = load_transactions(path)
     if split == "vertical" and db.items.size < n:
@@ -207,7 +207,7 @@ def run_remote(
     candidates: str = "union",
 ) -> dict:
     """Run the joint job on the daemons listed in an analyst config."""
-    from .client import run_job, run_sync
+    from ..client import run_job, run_sync
 
     peers, creds = load_analyst_config(config)
     params = {"min_support": min_support, "min_confidence": min_confidence, "max_len": max_len}
@@ -256,17 +256,6 @@ def format_human(res: dict, top: int = 15) -> str:
     for r in proto.get("revealed", []):
         lines.append(f"  revealed: {r}")
     return "\n".join(lines)
-
-
-def _write_atomic(path: str, text: str) -> None:
-    p = Path(path)
-    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, p)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def _cmd(args) -> int:
@@ -319,7 +308,7 @@ def _cmd(args) -> int:
                 candidates=args.candidates,
             )
         else:
-            from .partition import load_transactions
+            from ..joint.partition import load_transactions
 
             try:
                 db = load_transactions(args.file)
@@ -328,7 +317,9 @@ def _cmd(args) -> int:
             res = centralized_json(db, ms, mc)
     text = json.dumps(res) if args.json else format_human(res)
     if args.output:
-        _write_atomic(args.output, json.dumps(res))
+        from anonymize.publish.io import atomic_write_text
+
+        atomic_write_text(args.output, json.dumps(res))
     print(text)
     return 0
 

@@ -1,14 +1,7 @@
-"""Joint frequent-itemset and association-rule mining over partitioned data.
+"""Joint mining of horizontally partitioned data (each party holds some transactions).
 
-Both protocols run on a :class:`mpc.channel.Channel` (so they are unit-tested
-on the in-memory network and run unchanged between daemons), semi-honest
-model, and give exactly the centralized result: the frequent itemsets of the
-pooled data with their counts (an itemset X is frequent iff
-``count(X) ≥ ceil(minsup · N)``, minsup taken as the exact decimal), and the
-rules above the confidence.
-
-Horizontal partitions — Kantarcioglu & Clifton 2004
-----------------------------------------------------
+Kantarcioglu & Clifton 2004
+---------------------------
 M. Kantarcioglu, C. Clifton, "Privacy-preserving distributed mining of
 association rules on horizontally partitioned data", IEEE TKDE 16(9), 2004,
 on the FDM level-wise scheme (Cheung et al. 1996). Per level k, one batched
@@ -34,114 +27,34 @@ size and, to the merging party, how many candidates are shared by groups of
 parties); which of them are globally frequent; the global counts of the
 frequent itemsets (which are the output). Never a party's local counts or
 transactions.
-
-Vertical partitions — Vaidya & Clifton 2002
---------------------------------------------
-J. Vaidya, C. Clifton, "Privacy preserving association rule mining in
-vertically partitioned data", KDD 2002. All parties hold the same N
-transactions (aligned by position); each party holds some of the items (the
-ownership is public, as the schema). For each candidate, each owning party
-ANDs its item columns; the support is the sum over transactions of the
-product of those vectors. All candidates of a level go through one batched
-:func:`mpc.shared_product.product_count_shares` (Gilboa multiplication by
-correlated OT, folded over the owners, so it works for any number of
-parties), leaving the counts additively shared; one
-:func:`mpc.secure_sum.secure_sum_threshold` decides which are frequent and
-one :func:`mpc.secure_sum.secure_sum` reveals the counts of the frequent ones
-only. Candidates held entirely by one party are counted locally and enter the
-same threshold round, so even their owner's infrequent counts stay private.
-
-Revealed to every party: N, the item ownership, which candidates of each
-level are frequent and the counts of the frequent ones (the output). Not the
-count of any infrequent candidate, nor any transaction.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from fractions import Fraction
 
 import numpy as np
 
 from anonymize.itemsets import (
     FrequentItemsets,
+    Rule,
     TransactionDB,
     apriori_gen,
     association_rules,
     count_support,
-    itemset_columns,
+    exact_fraction,
     min_count_for,
-    unpack_columns,
 )
-from anonymize.itemsets.support import _exact_fraction  # the decimal a user wrote, exactly
-from mpc.channel import Channel, agree, broadcast, gather_from, scoped
+from mpc.channel import Channel, agree, scoped
 from mpc.errors import ProtocolError
 from mpc.secure_sum import secure_sum, secure_sum_threshold
 from mpc.set_union import secure_set_union
-from mpc.shared_product import product_count_shares
 
-__all__ = ["JointResult", "mine_horizontal", "mine_vertical", "check_all"]
+from .common import JointResult, PhaseClock, ProgressFn, check_all, support_ratio
 
-ProgressFn = Callable[[str], None]
+__all__ = ["mine_horizontal", "AUTO_ALL_MAX"]
 
 AUTO_ALL_MAX = 65536  # candidates="auto": test every candidate up to this many per level, else secure union
-
-
-@dataclass
-class JointResult:
-    """Output of a joint mining run on one party (identical on every party but the stats)."""
-
-    frequent: FrequentItemsets
-    rules: object | None
-    phases: dict[str, float] = field(default_factory=dict)
-    rounds: int = 0
-    bytes_sent: int = 0
-    revealed: list[str] = field(default_factory=list)
-    levels: list[dict] = field(default_factory=list)
-
-    def protocol(self) -> dict:
-        """The JSON ``protocol`` block: per-phase seconds, rounds, bytes, leakage."""
-        return {
-            "phases_seconds": {k: round(v, 6) for k, v in self.phases.items()},
-            "rounds": self.rounds,
-            "bytes_sent": self.bytes_sent,
-            "levels": self.levels,
-            "revealed": self.revealed,
-        }
-
-
-class _Clock:
-    def __init__(self, res: JointResult):
-        self.res = res
-
-    def add(self, phase: str, t0: float) -> float:
-        now = time.perf_counter()
-        self.res.phases[phase] = self.res.phases.get(phase, 0.0) + now - t0
-        return now
-
-
-async def check_all(ch: Channel, tag: str, problem: str | None) -> None:
-    """Raise on *every* party if any party reports a problem (one clear message).
-
-    ``problem`` is a short text without private values (e.g. "its data has item
-    ids outside the agreed universe"); it is shown prefixed by the party name.
-    """
-    mine = (problem or "").encode()
-    await broadcast(ch, f"check/{tag}", mine)
-    got = await gather_from(ch, f"check/{tag}")
-    got[ch.me] = mine
-    bad = [f"party {p} {got[p].decode(errors='replace')}" for p in ch.parties if got[p]]
-    if bad:
-        raise ProtocolError("; ".join(bad))
-
-
-def _ratio(minsup) -> Fraction:
-    f = _exact_fraction(minsup)
-    if not (0 < f <= 1):
-        raise ValueError(f"min support must be in (0, 1] (got {minsup})")
-    return f
 
 
 def _encode_positions(pos: np.ndarray) -> list[bytes]:
@@ -196,9 +109,9 @@ async def mine_horizontal(
     """
     if candidates not in ("union", "all", "auto"):
         raise ValueError(f"candidates must be 'union', 'all' or 'auto' (got {candidates!r})")
-    s = _ratio(min_support)
+    s = support_ratio(min_support)
     res = JointResult(frequent=None, rules=None)  # type: ignore[arg-type]
-    clk = _Clock(res)
+    clk = PhaseClock(res)
     b0 = ch.bytes_sent
     t = time.perf_counter()
     await agree(
@@ -307,9 +220,7 @@ async def _rules_by_threshold(ch: Channel, db: TransactionDB, levels, min_confid
     to every party only which candidate rules reach the confidence. Returns
     ``Rule``-like tuples ``(antecedent, consequent, None, None)``.
     """
-    from anonymize.itemsets import Rule
-
-    c = _exact_fraction(min_confidence)
+    c = exact_fraction(min_confidence)
     if not (0 <= c <= 1):
         raise ValueError(f"min confidence must be in [0, 1] (got {min_confidence})")
     Dc, Mc = c.denominator, c.numerator
@@ -328,115 +239,10 @@ async def _rules_by_threshold(ch: Channel, db: TransactionDB, levels, min_confid
     x = np.concatenate(xs)
     bound = min(62, max(1, ((Dc + Mc) * max(N, 1)).bit_length()))
     ok = await secure_sum_threshold(ch, x.astype(np.int64), 0, tag="rules/threshold", bound_bits=bound)
-    out, at = [], 0
+    out: list[Rule] = []
+    at = 0
     for ante, cons in groups:
         keep = np.flatnonzero(ok[at : at + ante.shape[0]])
         at += ante.shape[0]
         out.extend(Rule(tuple(a), tuple(b), None, None) for a, b in zip(ante[keep].tolist(), cons[keep].tolist()))
     return out
-
-
-async def mine_vertical(
-    ch: Channel,
-    db: TransactionDB,
-    *,
-    min_support,
-    min_confidence=None,
-    max_len: int | None = None,
-    progress: ProgressFn | None = None,
-) -> JointResult:
-    """Vaidya–Clifton joint mining of vertically partitioned data (see module docstring).
-
-    ``db`` holds this party's items (ids disjoint from every other party's) for
-    all N transactions, in the agreed transaction order. Any number of parties.
-    """
-    s = _ratio(min_support)
-    res = JointResult(frequent=None, rules=None)  # type: ignore[arg-type]
-    clk = _Clock(res)
-    b0 = ch.bytes_sent
-    t = time.perf_counter()
-    N = db.n_transactions
-    await agree(
-        ch,
-        "v/params",
-        min_support=str(s),
-        transactions=int(N),
-        min_confidence=None if min_confidence is None else str(min_confidence),
-        max_len=max_len,
-    )
-    # item ownership is public (the schema of a vertical partition)
-    mine_items = np.unique(db.items).astype(np.int64)
-    await broadcast(ch, "v/items", mine_items.tobytes())
-    got = await gather_from(ch, "v/items")
-    owned = {ch.me: mine_items}
-    owned.update({p: np.frombuffer(b, dtype=np.int64) for p, b in got.items()})
-    all_items = np.concatenate([owned[p] for p in ch.parties])
-    universe, cnt = np.unique(all_items, return_counts=True)
-    dup = universe[cnt > 1]
-    if dup.size:  # public information: every party raises the same error
-        raise ProtocolError(
-            f"item ids held by more than one party (e.g. {dup[:5].tolist()}): vertical partitions must split the items"
-        )
-    owner_of = np.full(int(universe.max()) + 1 if universe.size else 0, -1, dtype=np.int64)
-    for pi, p in enumerate(ch.parties):
-        owner_of[owned[p]] = pi
-    min_count = min_count_for(s, N)
-    bound = min(62, max(1, (max(N, 1)).bit_length() + 1))  # |count − min_count| ≤ N (public)
-    res.rounds += 3
-    t = clk.add("setup", t)
-    levels: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    cand = universe.reshape(-1, 1)
-    me = ch.parties.index(ch.me)
-    P = len(ch.parties)
-    k = 1
-    while cand.shape[0] and N > 0 and (max_len is None or k <= max_len):
-        item_owner = owner_of[cand]  # (K, k)
-        owners = np.zeros((cand.shape[0], P), dtype=bool)
-        np.put_along_axis(owners, item_owner, True, axis=1)
-        # this party's AND-vector per candidate over its own items (items it does not hold are ignored)
-        if owners[:, me].any():
-            vec = unpack_columns(itemset_columns(db, cand, missing="ignore"), N)
-        else:
-            vec = np.zeros((cand.shape[0], N), dtype=np.uint8)
-        t = clk.add("local_columns", t)
-        shares = await product_count_shares(ch, vec, owners, tag=f"L{k}/product")
-        t = clk.add("secure_product", t)
-        frequent = await secure_sum_threshold(
-            ch, shares.view(np.int64), min_count, tag=f"L{k}/threshold", bound_bits=bound
-        )
-        t = clk.add("secure_threshold", t)
-        F = np.flatnonzero(frequent)
-        glob = await secure_sum(ch, shares[F], tag=f"L{k}/counts")
-        t = clk.add("secure_counts", t)
-        res.rounds += 3
-        res.levels.append(
-            {
-                "k": k,
-                "candidates": int(cand.shape[0]),
-                "cross_party": int((owners.sum(1) > 1).sum()),
-                "frequent": int(F.size),
-            }
-        )
-        if progress:
-            progress(
-                f"level {k}: {cand.shape[0]} candidates ({int((owners.sum(1) > 1).sum())} across parties), "
-                f"{F.size} frequent"
-            )
-        if F.size == 0:
-            break
-        levels[k] = (cand[F], glob.astype(np.int64))
-        cand = apriori_gen(cand[F])
-        k += 1
-        t = clk.add("candidates", t)
-    res.frequent = FrequentItemsets(levels, N, min_count)
-    if min_confidence is not None:
-        res.rules = association_rules(res.frequent, min_confidence)
-    clk.add("rules", t)
-    res.bytes_sent = ch.bytes_sent - b0
-    res.revealed = [
-        "all parties: N and which party holds which item ids (the vertical schema)",
-        "all parties, per level: which candidates are frequent (secure sum with threshold on shared counts)",
-        "all parties: the global counts of the frequent itemsets (the output; secure sum)",
-        "never: the count of an infrequent candidate, or any transaction",
-    ]
-    return res

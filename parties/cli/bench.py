@@ -18,7 +18,8 @@ import json
 import sys
 import time
 
-from .bench_inputs import OPERATIONS, expected
+from ..jobs.bench_inputs import OPERATIONS, expected
+from .common import CLIError, comma_list
 
 __all__ = ["register", "run_bench", "PLAN_FULL", "PLAN_QUICK"]
 
@@ -62,7 +63,7 @@ def _throughput(op: str, parties: int, size: int, seconds: float) -> float:
 
 def run_bench(plan: dict, *, seed: int = 1, repeat: int = 1, operations=None, progress=None) -> list[dict]:
     """Run the plan on a fresh 3-party local cluster; one result dict per operation (best of ``repeat``)."""
-    from .local_cluster import LocalCluster
+    from ..local_cluster import LocalCluster
 
     ops = [o for o in OPERATIONS if operations is None or o in operations]
     results = []
@@ -96,9 +97,10 @@ def run_bench(plan: dict, *, seed: int = 1, repeat: int = 1, operations=None, pr
                 }
                 if best is None or (row["correct"] and row["seconds"] < best["seconds"]) or not row["correct"]:
                     best = row if (best is None or best["correct"]) else best
-            results.append(best)
-            if progress:
-                progress(best)
+            if best is not None:  # repeat >= 1
+                results.append(best)
+                if progress:
+                    progress(best)
     return results
 
 
@@ -129,14 +131,12 @@ def format_table(rows: list[dict]) -> str:
 
 
 def _cmd(args) -> int:
-    from .cli import CLIError
-
     if args.target != "mpc":
         raise CLIError(f"unknown benchmark {args.target!r} (available: mpc)")
     plan = PLAN_QUICK if args.quick else PLAN_FULL
     ops = None
     if args.only:
-        ops = [o.strip() for o in args.only.split(",") if o.strip()]
+        ops = comma_list(args.only)
         bad = [o for o in ops if o not in OPERATIONS]
         if bad:
             raise CLIError(f"unknown operation(s) {', '.join(bad)} (choose from {', '.join(OPERATIONS)})")

@@ -16,7 +16,7 @@ import time
 from importlib import resources
 from pathlib import Path
 
-from .cli import CLIError
+from .common import CLIError
 
 __all__ = ["register", "bundled"]
 
@@ -53,7 +53,7 @@ def _compare(joint: dict, central: dict) -> tuple[bool, str]:
 
 
 def _mining(split: str, parties: int, support: str, confidence: str, central: dict) -> bool:
-    from .cli_mine import run_local
+    from .mine import run_local
 
     _say(
         f"\n== Joint mining, {split} partitions: {parties} daemons, min support {support}, "
@@ -119,8 +119,8 @@ def _anonymization() -> bool:
 
 
 def _cmd(args) -> int:
-    from .cli_mine import centralized_json
-    from .partition import load_transactions
+    from ..joint.partition import load_transactions
+    from .mine import centralized_json
 
     t0 = time.perf_counter()
     _say("ppdm demo — privacy-preserving data mining between real party daemons, and local anonymization")

@@ -1,8 +1,8 @@
 """Daemon jobs for joint mining: ``mine.horizontal`` and ``mine.vertical``.
 
 Each party reads its own ``[data] transactions`` file (FIMI ``.dat`` or CSR
-``.npz``, see :mod:`parties.partition`) and runs the protocol of
-:mod:`parties.joint_mining`. Every party computes the same result; only the
+``.npz``, see :mod:`parties.joint.partition`) and runs the protocol of
+:mod:`parties.joint`. Every party computes the same result; only the
 party named in ``params["report_to"]`` (default: the first) sends the itemsets
 and rules back to the analyst, the others only their protocol statistics.
 Progress lines (level sizes, which every party learns anyway) go to the
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import time
 
-from .jobs import JobContext, JobError, job
-from .joint_mining import JointResult, mine_horizontal, mine_vertical
-from .partition import load_transactions
+from ..joint import JointResult, mine_horizontal, mine_vertical
+from ..joint.partition import load_transactions
+from . import JobContext, JobError, job
 
 __all__ = ["result_json"]
 

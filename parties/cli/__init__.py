@@ -1,10 +1,19 @@
 """The ``ppdm`` command line: a thin layer over the library.
 
-Each verb lives in its own module exposing ``register(subparsers)``; the module
-adds its parser and sets ``func`` (a callable taking the parsed ``args`` and
-returning an exit code). Errors become one line on stderr and a non-zero exit:
+One module per verb group: :mod:`.demo`, :mod:`.party`, :mod:`.mine`,
+:mod:`.bench`, :mod:`.anonymize`, :mod:`.check`; shared helpers in
+:mod:`.common`. Each verb module exposes ``register(subparsers)``, which adds its
+parser and sets ``func`` (a callable taking the parsed ``args`` and returning an
+exit code).
 
-* :class:`CLIError` (bad input) — exit 2,
+Adding a verb: write ``parties/cli/<verb>.py`` with ``register(subparsers)`` and
+append ``"parties.cli.<verb>"`` to :data:`VERB_MODULES` (its position is the
+order in ``ppdm --help``). A listed module that does not exist is skipped, so
+the list may name a verb before it is built.
+
+Errors become one line on stderr and a non-zero exit:
+
+* :class:`CLIError` or :class:`anonymize.errors.AnonymizeError` (bad input) — exit 2,
 * any other exception — exit 1, one line; set ``PPDM_DEBUG=1`` for the traceback.
 """
 
@@ -15,21 +24,21 @@ import importlib
 import os
 import sys
 
-__all__ = ["CLIError", "main"]
+from anonymize.errors import AnonymizeError
 
-# modules that register verbs, in help order
-VERB_MODULES = [
-    "parties.cli_demo",
-    "parties.cli_party",
-    "parties.cli_mine",
-    "parties.cli_bench",
-    "anonymize.cli_anonymize",
-    "anonymize.cli",
+from .common import CLIError
+
+__all__ = ["CLIError", "VERB_MODULES", "build_parser", "main"]
+
+# modules that register verbs (each has register(subparsers)), in help order
+VERB_MODULES: list[str] = [
+    "parties.cli.demo",
+    "parties.cli.party",
+    "parties.cli.mine",
+    "parties.cli.bench",
+    "parties.cli.anonymize",
+    "parties.cli.check",
 ]
-
-
-class CLIError(Exception):
-    """Bad input from the user: printed as one line, exit code 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except CLIError as e:
+    except (CLIError, AnonymizeError) as e:
         print(f"ppdm: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -82,7 +91,3 @@ def main(argv: list[str] | None = None) -> int:
         msg = str(e) or e.__class__.__name__
         print(f"ppdm: error: {msg}", file=sys.stderr)
         return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

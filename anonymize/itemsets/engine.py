@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bitset import _CHUNK_WORDS, pack_columns
+from .bitset import CHUNK_WORDS, pack_columns
 from .candidates import class_pairs
 from .db import TransactionDB
 from .result import FrequentItemsets
+from .support import pair_counts
 
 __all__ = ["mine_bitsets"]
 
@@ -44,7 +45,7 @@ _HASH_SEED = 0x5EED_1715
 
 
 class _Layout:
-    """Frequent items as ranks, their bit columns, and the horizontal rows for pair counting."""
+    """Frequent items as ranks, their bit columns, and the horizontal rows for :func:`pair_counts`."""
 
     __slots__ = ("F", "cols", "wvec", "row_ptr", "row_ranks", "row_weight")
 
@@ -107,79 +108,6 @@ def _dedupe_layout(tx, r, N, F, W, fdtype, force):
     return _Layout(F, cols, wvec, ptr, cc.astype(np.int64), mult.astype(np.float64))
 
 
-def _pair_counts(lay: _Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Counts of all pairs of frequent ranks, from the horizontal rows: (a, b, count) with count > 0.
-
-    Each row's pairs (a < b) are encoded ``a·F + b`` — rows of one length at a time,
-    as an ``(n, L)`` matrix indexed by ``triu_indices(L, 1)`` — and counted in
-    batches of ~16 M pairs: with a weighted ``bincount`` over the F² bins when F is
-    small, else by sorting the codes (numpy's SIMD sort) and measuring the runs.
-    """
-    F = lay.F
-    lengths = np.diff(lay.row_ptr)
-    weighted = lay.row_weight is not None
-    dense = weighted or F * F <= (1 << 16)
-    code_t = np.uint32 if F * F < (1 << 32) else np.uint64
-    total = np.zeros(F * F, dtype=np.float64) if dense else None
-    runs_u, runs_c = [], []
-    pend_c, pend_w, pend_n = [], [], 0
-
-    def flush():
-        nonlocal total
-        codes = np.concatenate(pend_c)
-        w = np.concatenate(pend_w) if weighted else None
-        pend_c.clear()
-        pend_w.clear()
-        if dense:
-            total += np.bincount(codes, weights=w, minlength=F * F)
-        else:
-            codes.sort()
-            start = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1])))
-            runs_u.append(codes[start])
-            runs_c.append(np.diff(np.append(start, codes.size)))
-
-    by_len = np.argsort(lengths, kind="stable")
-    sorted_len = lengths[by_len]
-    uniq_len = np.unique(sorted_len)
-    bounds = np.searchsorted(sorted_len, uniq_len, side="left").tolist() + [sorted_len.size]
-    for g, L in enumerate(uniq_len.tolist()):
-        if L < 2:
-            continue
-        rows = by_len[bounds[g] : bounds[g + 1]]
-        a, b = np.triu_indices(L, 1)
-        step = max(1, (1 << 22) // a.size)
-        for s in range(0, rows.size, step):
-            sel = rows[s : s + step]
-            M = lay.row_ranks[lay.row_ptr[sel][:, None] + np.arange(L)].astype(code_t)
-            if not weighted:
-                M.sort(axis=1)
-            pend_c.append((M[:, a] * code_t(F) + M[:, b]).ravel())
-            if weighted:
-                pend_w.append(np.repeat(lay.row_weight[sel], a.size))
-            pend_n += sel.size * a.size
-            if pend_n >= (1 << 24):
-                flush()
-                pend_n = 0
-    if pend_c:
-        flush()
-    if dense:
-        codes = np.flatnonzero(total)
-        cnt = np.rint(total[codes]).astype(np.int64)
-    elif len(runs_u) > 1:
-        u = np.concatenate(runs_u)
-        c = np.concatenate(runs_c)
-        o = np.argsort(u, kind="stable")
-        u, c = u[o], c[o]
-        start = np.flatnonzero(np.concatenate(([True], u[1:] != u[:-1])))
-        codes, cnt = u[start], np.add.reduceat(c, start)
-    elif runs_u:
-        codes, cnt = runs_u[0], runs_c[0]
-    else:
-        codes, cnt = np.zeros(0, np.int64), np.zeros(0, np.int64)
-    codes = codes.astype(np.int64)
-    return codes // F, codes % F, cnt.astype(np.int64)
-
-
 class _Miner:
     def __init__(self, cols, wvec, minc, max_len, prune, budget):
         self.cols, self.wvec, self.minc, self.max_len = cols, wvec, minc, max_len
@@ -201,7 +129,7 @@ class _Miner:
         of each candidate" (used for the pair frontier, so its columns are never stored).
         """
         W = self.W
-        step = max(1, _CHUNK_WORDS // max(W, 1))
+        step = max(1, CHUNK_WORDS // max(W, 1))
         counts = np.empty(i.size, dtype=np.int64)
         kept = []
         minc = self.minc
@@ -312,7 +240,7 @@ def mine_bitsets(
         vertical_words = F * (F - 1) / 2 * W
         use_h = level2 == "horizontal" or (level2 == "auto" and 5 * horizontal_pairs < vertical_words)
         if use_h:
-            a, b, c = _pair_counts(lay)
+            a, b, c = pair_counts(lay.F, lay.row_ptr, lay.row_ranks, lay.row_weight)
             f = c >= min_count
             a, b, c = a[f], b[f], c[f]
             if a.size:

@@ -9,8 +9,9 @@
 A thin layer over :func:`anonymize.publish.anonymizer.anonymize_table`. The output is written
 atomically (temporary file + rename) only after everything succeeded: on any error OUT is left as
 it was (or not created). Bad input — unknown column, value missing from a hierarchy, NaN in a QI,
-k larger than the table, empty or unreadable file or hierarchy — prints one line
-``ppdm: error: ...`` and exits with status 2. Runs longer than a second report progress on stderr.
+k larger than the table, empty or unreadable file or hierarchy — raises
+:class:`anonymize.errors.AnonymizeError`, printed by :func:`parties.cli.main` as one line
+``ppdm: error: ...`` with exit status 2. Runs longer than a second report progress on stderr.
 """
 
 from __future__ import annotations
@@ -22,15 +23,11 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import AnonymizeError
+from anonymize.errors import AnonymizeError
+
+from .common import comma_list
 
 __all__ = ["register", "run_anonymize", "Progress"]
-
-
-def _cols(s: str | None) -> list[str]:
-    if not s:
-        return []
-    return [c.strip() for c in s.split(",") if c.strip()]
 
 
 def _fraction(s: str) -> float:
@@ -55,8 +52,8 @@ def _positive_int(s: str) -> int:
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the ``anonymize`` verb to the ``ppdm`` parser."""
-    from .publish.anonymizer import ALGORITHMS
-    from .publish.fulldomain import METRICS
+    from anonymize.publish.anonymizer import ALGORITHMS
+    from anonymize.publish.fulldomain import METRICS
 
     p = subparsers.add_parser(
         "anonymize",
@@ -175,11 +172,11 @@ def _check_output_path(path: str, what: str, inp: Path | None = None) -> Path:
 def run_anonymize(args, progress=None):
     """Read the inputs named by ``args``, anonymize, and return ``(result, output_sep)`` without
     writing anything."""
-    from .publish.anonymizer import anonymize_table, build_models
-    from .publish.io import read_hierarchies, read_table, sniff_delimiter
-    from .publish.table import Schema
+    from anonymize.publish.anonymizer import anonymize_table, build_models
+    from anonymize.publish.io import read_hierarchies, read_table, sniff_delimiter
+    from anonymize.publish.table import Schema
 
-    qis, sens, ids = _cols(args.qi), _cols(args.sensitive), _cols(args.id)
+    qis, sens, ids = comma_list(args.qi), comma_list(args.sensitive), comma_list(args.id)
     if not qis:
         raise AnonymizeError("--qi needs at least one column")
     models = build_models(
@@ -237,23 +234,20 @@ def _summary(res) -> str:
 
 
 def _main(args) -> int:
-    from .publish.io import atomic_write_text, write_table
+    from anonymize.publish.io import atomic_write_text, write_table
 
+    # bad input raises AnonymizeError: one line and exit 2 (parties.cli.main), nothing written
     prog = Progress(enabled=not args.quiet)
-    try:
-        out = _check_output_path(args.output, "output", Path(args.input))
-        rep_path = _check_output_path(args.report, "report") if args.report else None
-        res, out_sep = run_anonymize(args, progress=prog)
+    out = _check_output_path(args.output, "output", Path(args.input))
+    rep_path = _check_output_path(args.report, "report") if args.report else None
+    res, out_sep = run_anonymize(args, progress=prog)
+    text = json.dumps(res.report, indent=2, default=float) + "\n"
+    t = time.perf_counter()
+    write_table(res.df, out, sep=out_sep or ",")
+    res.report["timings"]["write"] = time.perf_counter() - t
+    if rep_path is not None:
         text = json.dumps(res.report, indent=2, default=float) + "\n"
-        t = time.perf_counter()
-        write_table(res.df, out, sep=out_sep or ",")
-        res.report["timings"]["write"] = time.perf_counter() - t
-        if rep_path is not None:
-            text = json.dumps(res.report, indent=2, default=float) + "\n"
-            atomic_write_text(rep_path, text)
-    except AnonymizeError as e:
-        print(f"ppdm: error: {e}", file=sys.stderr)
-        return 2
+        atomic_write_text(rep_path, text)
     if not args.quiet:
         print(f"wrote {args.output}: " + _summary(res))
     return 0

@@ -1,7 +1,7 @@
 """Benchmark jobs: every ``mpc`` primitive on seeded random inputs, run by the daemons.
 
 ``ppdm bench mpc`` starts one job per primitive; each party derives its input
-from the public seed (:mod:`parties.bench_inputs`), waits at a barrier so all
+from the public seed (:mod:`parties.jobs.bench_inputs`), waits at a barrier so all
 parties start the clock together, runs the protocol, and returns its protocol
 time, the bytes it sent and a digest of its output. The analyst checks the
 digest against the plain function. No real data is involved.
@@ -20,8 +20,8 @@ from mpc.channel import agree, recv_array, send_array
 from mpc.intersection import intersection_cardinality
 from mpc.set_union import secure_set_union
 
+from . import job
 from .bench_inputs import MSG_LEN, N_OF_N, digest, inputs_for
-from .jobs import job
 
 __all__: list[str] = []
 
@@ -118,7 +118,7 @@ async def secure_sum_job(ctx) -> dict:
     else (:func:`mpc.secure_sum.secure_sum`). Vectors of different lengths are
     one clear error on every party.
     """
-    from .jobs import JobError
+    from . import JobError
 
     key = ctx.param("key", str, "vector")
     path = ctx.data_path(key)

@@ -13,7 +13,7 @@ import json
 import shutil
 from pathlib import Path
 
-from .cli import CLIError
+from .common import CLIError
 
 __all__ = ["register"]
 
@@ -77,8 +77,8 @@ def register(sub) -> None:
 
 
 def cmd_init(args) -> int:
-    from .config import ConfigError, parse_address, write_config
-    from .tls import TLSError, ensure_ca, issue_cert, load_ca, load_credentials, validate_name
+    from ..config import ConfigError, parse_address, write_config
+    from ..tls import TLSError, ensure_ca, issue_cert, load_ca, load_credentials, validate_name
 
     try:
         validate_name(args.name)
@@ -140,7 +140,7 @@ def cmd_init(args) -> int:
 
 
 def cmd_analyst(args) -> int:
-    from .tls import TLSError, ensure_ca, issue_cert
+    from ..tls import TLSError, ensure_ca, issue_cert
 
     try:
         ca_cert, ca_key, _ = ensure_ca(args.ca_dir)
@@ -157,7 +157,7 @@ def cmd_analyst(args) -> int:
             if not sep or not name or not addr:
                 raise CLIError(f"--party expects NAME=HOST:PORT, got {spec!r}")
             parties[name] = {"address": addr}
-        from .config import dump_toml
+        from ..config import dump_toml
 
         doc = {"analyst": {"cert": Path(cert).name, "key": Path(key).name, "ca": "ca.pem"}, "parties": parties}
         (out / "analyst.toml").write_text(dump_toml(doc))
@@ -166,7 +166,7 @@ def cmd_analyst(args) -> int:
 
 
 def cmd_serve(args) -> int:
-    from .daemon import main as daemon_main
+    from ..daemon import main as daemon_main
 
     rc = daemon_main(["--config", args.config, "--log-level", args.log_level])
     if rc == 2:
@@ -179,10 +179,10 @@ def cmd_status(args) -> int:
 
     import grpc
 
-    from .config import ConfigError, load_config
-    from .grpc_channel import channel_options
-    from .proto.ppdm.v1 import party_pb2 as pb
-    from .proto.ppdm.v1 import party_pb2_grpc as pb_grpc
+    from ..config import ConfigError, load_config
+    from ..grpc_channel import channel_options
+    from ..proto.ppdm.v1 import party_pb2 as pb
+    from ..proto.ppdm.v1 import party_pb2_grpc as pb_grpc
 
     try:
         cfg = load_config(args.config)

@@ -1,0 +1,7 @@
+"""``python -m parties.cli ARGS`` = ``ppdm ARGS`` (for a source tree without the console script)."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,187 @@
+"""The job registry: what a daemon can run when the analyst calls ``StartJob``.
+
+A job is an async function of a :class:`JobContext` returning a JSON-able dict::
+
+    from parties.jobs import job, JobContext
+
+    @job("secure_sum")
+    async def secure_sum_job(ctx: JobContext) -> dict:
+        x = load_vector(ctx.data_path("values"))
+        total = await secure_sum(ctx.ch, x)        # ctx.ch is an mpc Channel
+        return {"sum": total.tolist()}
+
+Every party of a session runs the same job with the same ``params`` on its own
+data; ``ctx.ch`` connects it to the others. A job raises
+:class:`mpc.errors.ProtocolError` (or :class:`JobError`) with a message that is
+safe to show to the other parties and the analyst; any other exception is
+reported only by its type (its message might carry private data) and logged
+locally.
+
+Importing this package has no side effects beyond registering the built-in
+diagnostic jobs of :mod:`parties.jobs.diagnostic` (``ping``, ``exchange``,
+``fail``, ``sleep``, ``bench_send``, ``pingpong``): no gRPC import. The daemon
+imports :data:`JOB_MODULES` (those that exist) plus the ``[jobs] modules`` of
+its config and ``$PPDM_JOB_MODULES``.
+
+Modules: :mod:`parties.jobs.mining` (joint mining), :mod:`parties.jobs.mpc_bench`
+(every ``mpc`` primitive on seeded inputs, for ``ppdm bench mpc``, with
+:mod:`parties.jobs.bench_inputs`), :mod:`parties.jobs.diagnostic`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from mpc.channel import Channel
+from mpc.errors import ProtocolError
+
+__all__ = [
+    "JOB_MODULES",
+    "JobContext",
+    "JobError",
+    "UnknownJobError",
+    "job",
+    "get_job",
+    "registered_jobs",
+    "load_job_modules",
+]
+
+# Modules that register jobs with @job; imported by the daemon when they exist
+# (a missing module is skipped, an error inside an existing one is not).
+JOB_MODULES: list[str] = [
+    "parties.jobs.mining",
+    "parties.jobs.mpc_bench",
+]
+
+log = logging.getLogger("ppdm.jobs")
+
+
+class JobError(ProtocolError):
+    """A job cannot run as asked (bad params, missing data...): a message safe to share."""
+
+
+class UnknownJobError(JobError):
+    """No job is registered under the requested name."""
+
+
+@dataclass
+class JobContext:
+    """What a job gets: its party name, the session channel, the analyst's params, the party config."""
+
+    name: str
+    ch: Channel
+    params: dict[str, Any]
+    config: Any = None  # parties.config.PartyConfig (or None in unit tests)
+    session: str = ""
+    job: str = ""
+    deadline: float | None = None  # time.monotonic() deadline of the session
+    log: logging.Logger = field(default_factory=lambda: log)
+
+    @property
+    def parties(self) -> tuple[str, ...]:
+        return self.ch.parties
+
+    @property
+    def peers(self) -> list[str]:
+        return [p for p in self.ch.parties if p != self.name]
+
+    def remaining(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def data_path(self, key: str) -> Path:
+        """The path configured as ``[data] <key>``; a clear :class:`JobError` if missing."""
+        data = getattr(self.config, "data", None) or {}
+        v = data.get(key)
+        if v is None:
+            raise JobError(f"party {self.name!r} has no [data] {key} in its config")
+        p = Path(v)
+        if not p.exists():
+            raise JobError(f"party {self.name!r}: data file for {key!r} does not exist")
+        return p
+
+    def param(self, key: str, kind: type | tuple[type, ...], default: Any = ..., *, min: float | None = None) -> Any:
+        """A checked parameter: ``kind`` (e.g. ``int``), optional default and lower bound."""
+        if key not in self.params:
+            if default is ...:
+                raise JobError(f"missing parameter {key!r}")
+            return default
+        v = self.params[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if float in kinds and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        if isinstance(v, bool) and bool not in kinds or not isinstance(v, kinds):
+            raise JobError(f"parameter {key!r} must be {'/'.join(k.__name__ for k in kinds)}, got {v!r}")
+        if min is not None and cast(float, v) < min:  # kinds with a bound are numeric
+            raise JobError(f"parameter {key!r} must be >= {min}, got {v!r}")
+        return v
+
+
+JobFn = Callable[[JobContext], Awaitable[dict]]
+_JOBS: dict[str, JobFn] = {}
+
+
+def job(name: str) -> Callable[[JobFn], JobFn]:
+    """Register an async job function under ``name``."""
+    if not name or not name.replace("_", "").replace("-", "").replace(".", "").isalnum():
+        raise ValueError(f"invalid job name {name!r}")
+
+    def deco(fn: JobFn) -> JobFn:
+        if not asyncio.iscoroutinefunction(fn):
+            raise TypeError(f"job {name!r} must be an async function")
+        old = _JOBS.get(name)
+        if old is not None and (old.__module__, old.__qualname__) != (fn.__module__, fn.__qualname__):
+            raise ValueError(f"job {name!r} is already registered by {old.__module__}.{old.__qualname__}")
+        _JOBS[name] = fn
+        return fn
+
+    return deco
+
+
+def get_job(name: str) -> JobFn:
+    """The job registered as ``name``, or :class:`UnknownJobError` listing the known ones."""
+    fn = _JOBS.get(name)
+    if fn is None:
+        raise UnknownJobError(f"unknown job {name!r} (known: {', '.join(registered_jobs())})")
+    return fn
+
+
+def registered_jobs() -> list[str]:
+    return sorted(_JOBS)
+
+
+def load_job_modules(extra: tuple[str, ...] | list[str] = ()) -> list[str]:
+    """Import :data:`JOB_MODULES` (skipping missing ones) and ``extra`` plus ``$PPDM_JOB_MODULES`` (required).
+
+    Returns the modules imported.
+    """
+    env = [m.strip() for m in os.environ.get("PPDM_JOB_MODULES", "").split(",") if m.strip()]
+    loaded = []
+    for name in JOB_MODULES:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name == name:
+                continue
+            raise
+        loaded.append(name)
+    for name in [*extra, *env]:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name == name:
+                raise JobError(f"job module {name!r} not found") from None
+            raise
+        loaded.append(name)
+    return loaded
+
+
+# the built-in diagnostic jobs register themselves with @job (needs the names above)
+from . import diagnostic  # noqa: E402, F401
