@@ -42,6 +42,7 @@ __all__ = [
     "run_job",
     "start_job",
     "health",
+    "abort",
     "new_session_id",
     "run_sync",
     "MAX_RESULT_BYTES",
@@ -137,15 +138,27 @@ async def start_job(
         return JobOutcome(peer.name, result=res, bytes_sent=r.bytes_sent, seconds=r.seconds)
     kind = r.error.kind or "internal"
     msg = r.error.message or "failed without a message"
-    return JobOutcome(
-        peer.name, error=(kind, f"party {peer.name!r}: {msg}"), bytes_sent=r.bytes_sent, seconds=r.seconds
-    )
+    return JobOutcome(peer.name, error=(kind, _naming(peer.name, msg)), bytes_sent=r.bytes_sent, seconds=r.seconds)
+
+
+def _naming(party: str, msg: str) -> str:
+    """``msg`` prefixed with ``party 'NAME': `` unless it already names that party first."""
+    if msg.startswith((f"party {party!r}", f"refused by {party!r}")):
+        return msg
+    return f"party {party!r}: {msg}"
 
 
 async def health(peer: PeerInfo, creds: Credentials, timeout: float = 3.0, session: str = "") -> pb.HealthReply:
-    """``Health`` of one party (raises ``grpc.aio.AioRpcError`` on failure)."""
+    """``Health`` of one party, and the state there of this analyst's ``session`` (raises ``AioRpcError``)."""
     async with _open(peer, creds) as ch:
         return await pb_grpc.PartyStub(ch).Health(pb.HealthRequest(session=session), timeout=timeout)
+
+
+async def abort(peer: PeerInfo, creds: Credentials, session: str, reason: str = "", timeout: float = 3.0) -> None:
+    """Abort this analyst's ``session`` at one party (raises ``AioRpcError``: e.g. ``PERMISSION_DENIED``
+    for another analyst's session, ``NOT_FOUND`` if it is not live there)."""
+    async with _open(peer, creds) as ch:
+        await pb_grpc.PartyStub(ch).Abort(pb.AbortRequest(session=session, reason=reason), timeout=timeout)
 
 
 async def run_job(

@@ -9,9 +9,11 @@ Example::
     key = "alice.key"
     ca = "ca.pem"
     analysts = ["analyst"]         # certificate names allowed to start jobs
+    crl = "crl.pem"                # optional: the CA's revocation list, read at start
 
     [peers.bob]
     address = "127.0.0.1:50052"
+    fingerprint = "sha256:9f86…"   # optional: pin bob's certificate (SHA-256 of its DER)
 
     [data]                         # free-form: each string is a path (made absolute)
     transactions = "alice.dat"
@@ -20,20 +22,26 @@ Example::
     max_message_bytes = 268435456
     session_timeout = 600
 
+    [policy]                       # what an analyst may ask: see parties.policy
+    min_parties = 3
+
 Every error is one line naming the file and the key (:class:`ConfigError`).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .tls import Credentials, TLSError, load_credentials, validate_name
+from .policy import Policy, PolicyError, parse_policy
+from .tls import Credentials, TLSError, load_credentials, normalize_fingerprint, validate_name, write_public
 
 __all__ = [
     "ConfigError",
@@ -58,10 +66,11 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class PeerInfo:
-    """Where to reach a party: its name (= certificate CN) and ``host:port``."""
+    """Where to reach a party: its name (= certificate CN), ``host:port`` and optional certificate pin."""
 
     name: str
     address: str
+    fingerprint: str | None = None  # SHA-256 of the peer's certificate (DER), lowercase hex
 
 
 @dataclass(frozen=True)
@@ -71,12 +80,20 @@ class Limits:
     max_message_bytes: int = 256 * MiB  # one protocol message (sum of its chunks)
     max_session_buffer_bytes: int = 1024 * MiB  # received but not yet consumed, per session
     session_timeout: float = 600.0  # upper bound on any job's run time (s)
-    max_sessions: int = 16  # sessions running or pending at once
+    max_sessions: int = 16  # sessions started by analysts and running at once
+    max_peer_pending_sessions: int = 16  # sessions one peer may open here before their job starts here
+    max_peer_buffer_bytes: int = 2048 * MiB  # bytes one peer may have buffered here, all sessions together
     pending_ttl: float = 60.0  # early messages for a session not started here expire after this (s)
     peer_check_interval: float = 0.5  # watchdog: Health ping period per session peer (s)
     peer_dead_after: float = 30.0  # a peer answering nothing (not even refusing) for this long is dead (s)
 
-    _positive_ints = ("max_message_bytes", "max_session_buffer_bytes", "max_sessions")
+    _positive_ints = (
+        "max_message_bytes",
+        "max_session_buffer_bytes",
+        "max_sessions",
+        "max_peer_pending_sessions",
+        "max_peer_buffer_bytes",
+    )
 
 
 @dataclass(frozen=True)
@@ -94,12 +111,14 @@ class PartyConfig:
     limits: Limits = field(default_factory=Limits)
     job_modules: tuple[str, ...] = ()
     path: Path | None = None
+    crl: Path | None = None
+    policy: Policy = field(default_factory=Policy)
 
     def credentials(self) -> Credentials:
         """Load this party's key, certificate and CA; the certificate's CN must be ``name``."""
         where = self.path or "party config"
         try:
-            creds = load_credentials(self.cert, self.key, self.ca)
+            creds = load_credentials(self.cert, self.key, self.ca, crl=self.crl)
         except TLSError as e:
             raise ConfigError(f"{where}: {e}") from None
         if creds.name != self.name:
@@ -147,11 +166,11 @@ def _path(base: Path, v: str) -> Path:
 def parse_config(doc: Mapping[str, Any], base_dir: Path | str = ".", file: str = "party.toml") -> PartyConfig:
     """Validate a parsed TOML document; relative paths are resolved against ``base_dir``."""
     base = Path(base_dir).resolve()
-    _check_keys(doc, {"party", "peers", "data", "limits", "analysts", "jobs"}, "", file)
+    _check_keys(doc, {"party", "peers", "data", "limits", "analysts", "jobs", "policy"}, "", file)
     party = doc.get("party")
     if not isinstance(party, Mapping):
         raise ConfigError(f"{file}: missing table [party]")
-    _check_keys(party, {"name", "listen", "cert", "key", "ca", "analysts"}, "party.", file)
+    _check_keys(party, {"name", "listen", "cert", "key", "ca", "analysts", "crl"}, "party.", file)
     name = _str(party, "name", "party.", file)
     try:
         validate_name(name)
@@ -161,6 +180,7 @@ def parse_config(doc: Mapping[str, Any], base_dir: Path | str = ".", file: str =
     cert = _path(base, _str(party, "cert", "party.", file))
     key = _path(base, _str(party, "key", "party.", file))
     ca = _path(base, _str(party, "ca", "party.", file))
+    crl = _path(base, _str(party, "crl", "party.", file)) if "crl" in party else None
 
     if "analysts" in party and "analysts" in doc:
         raise ConfigError(f"{file}: analysts given both at top level and in [party]; keep one")
@@ -189,8 +209,16 @@ def parse_config(doc: Mapping[str, Any], base_dir: Path | str = ".", file: str =
             raise ConfigError(f"{file}: peers.{pname}: a party cannot be its own peer")
         if pname in analysts_v:
             raise ConfigError(f"{file}: peers.{pname}: name is also listed as an analyst")
-        _check_keys(pt, {"address"}, w, file)
-        peers[pname] = PeerInfo(pname, parse_address(_str(pt, "address", w, file), f"{file}: {w}address"))
+        _check_keys(pt, {"address", "fingerprint"}, w, file)
+        fp = None
+        if "fingerprint" in pt:
+            try:
+                fp = normalize_fingerprint(_str(pt, "fingerprint", w, file))
+            except TLSError as e:
+                raise ConfigError(f"{file}: {w}fingerprint: {e}") from None
+        peers[pname] = PeerInfo(
+            pname, parse_address(_str(pt, "address", w, file), f"{file}: {w}address"), fingerprint=fp
+        )
 
     data_t = doc.get("data", {})
     if not isinstance(data_t, Mapping):
@@ -222,6 +250,11 @@ def parse_config(doc: Mapping[str, Any], base_dir: Path | str = ".", file: str =
     if not isinstance(mods, list) or not all(isinstance(m, str) and m for m in mods):
         raise ConfigError(f"{file}: jobs.modules must be a list of module names, got {mods!r}")
 
+    try:
+        policy = parse_policy(doc.get("policy"), analysts=analysts_v, peers=peers)
+    except PolicyError as e:
+        raise ConfigError(f"{file}: {e}") from None
+
     return PartyConfig(
         name=name,
         listen=listen,
@@ -233,6 +266,8 @@ def parse_config(doc: Mapping[str, Any], base_dir: Path | str = ".", file: str =
         data=data,
         limits=limits,
         job_modules=tuple(mods),
+        crl=crl,
+        policy=policy,
     )
 
 
@@ -254,34 +289,39 @@ def load_config(path: str | os.PathLike) -> PartyConfig:
 
 
 # --------------------------------------------------------------------------- writing
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _toml_key(k: str) -> str:
+    return k if _BARE_KEY.match(k) else _toml_value(k)
+
+
 def _toml_value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):
         return repr(v)
     if isinstance(v, (str, Path)):
-        s = str(v).replace("\\", "\\\\").replace('"', '\\"')
-        return f'"{s}"'
+        return json.dumps(str(v), ensure_ascii=False)  # a JSON string is a TOML basic string
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     raise TypeError(f"cannot write {type(v).__name__} to TOML")
 
 
 def dump_toml(doc: Mapping[str, Any]) -> str:
-    """Write a two-level TOML document (tables of scalars, and tables of tables)."""
+    """Write a TOML document of nested tables (mappings), scalars and lists of scalars."""
     lines: list[str] = []
-    top = {k: v for k, v in doc.items() if not isinstance(v, Mapping)}
-    for k, v in top.items():
-        lines.append(f"{k} = {_toml_value(v)}")
-    for k, v in doc.items():
-        if not isinstance(v, Mapping):
-            continue
-        scalars = {a: b for a, b in v.items() if not isinstance(b, Mapping)}
-        subs = {a: b for a, b in v.items() if isinstance(b, Mapping)}
-        if scalars or not subs:
-            lines += ["", f"[{k}]"] + [f"{a} = {_toml_value(b)}" for a, b in scalars.items()]
+
+    def table(path: list[str], t: Mapping[str, Any]) -> None:
+        scalars = {a: b for a, b in t.items() if not isinstance(b, Mapping)}
+        subs = {a: b for a, b in t.items() if isinstance(b, Mapping)}
+        if path and (scalars or not subs):
+            lines.extend(["", "[" + ".".join(_toml_key(k) for k in path) + "]"])
+        lines.extend(f"{_toml_key(a)} = {_toml_value(b)}" for a, b in scalars.items())
         for a, b in subs.items():
-            lines += ["", f"[{k}.{a}]"] + [f"{c} = {_toml_value(d)}" for c, d in b.items()]
+            table([*path, a], b)
+
+    table([], doc)
     return "\n".join(lines).lstrip("\n") + "\n"
 
 
@@ -298,30 +338,48 @@ def write_config(
     data: Mapping[str, Any] | None = None,
     limits: Mapping[str, Any] | None = None,
     job_modules: list[str] | tuple[str, ...] = (),
+    crl: str | os.PathLike | None = None,
+    pins: Mapping[str, str] | None = None,
+    policy: Mapping[str, Any] | None = None,
+    overwrite: bool = True,
 ) -> Path:
-    """Write a ``party.toml`` and check it loads; ``peers`` maps name → ``host:port``."""
-    doc: dict[str, Any] = {
-        "party": {
-            "name": name,
-            "listen": listen,
-            "cert": str(cert),
-            "key": str(key),
-            "ca": str(ca),
-            "analysts": list(analysts),
-        },
-        "peers": {p: {"address": a} for p, a in (peers or {}).items()},
+    """Write a ``party.toml`` atomically and check it loads.
+
+    ``peers`` maps name → ``host:port``, ``pins`` name → certificate
+    fingerprint, ``policy`` is a ``[policy]`` table (see :mod:`parties.policy`).
+    With ``overwrite=False`` an existing file is an error (:class:`ConfigError`).
+    """
+    party: dict[str, Any] = {
+        "name": name,
+        "listen": listen,
+        "cert": str(cert),
+        "key": str(key),
+        "ca": str(ca),
+        "analysts": list(analysts),
     }
+    if crl is not None:
+        party["crl"] = str(crl)
+    doc: dict[str, Any] = {"party": party}
+    peer_t: dict[str, dict[str, str]] = {p: {"address": a} for p, a in (peers or {}).items()}
+    for p, fp in (pins or {}).items():
+        if p not in peer_t:
+            raise ConfigError(f"a certificate pin is given for {p!r}, which is not a peer")
+        peer_t[p]["fingerprint"] = fp
+    if peer_t:
+        doc["peers"] = peer_t
     if data:
         doc["data"] = dict(data)
     if limits:
         doc["limits"] = dict(limits)
     if job_modules:
         doc["jobs"] = {"modules": list(job_modules)}
-    if not doc["peers"]:
-        del doc["peers"]
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
+    if policy:
+        doc["policy"] = dict(policy)
+    out = Path(path)
     text = dump_toml(doc)
-    parse_config(tomllib.loads(text), p.resolve().parent, str(p))
-    p.write_text(text)
-    return p
+    parse_config(tomllib.loads(text), out.parent.resolve() if out.parent.exists() else out.parent, str(out))
+    try:
+        write_public(out, text.encode(), overwrite=overwrite)
+    except TLSError as e:
+        raise ConfigError(str(e)) from None
+    return out

@@ -6,12 +6,18 @@
 Model and guarantees
 --------------------
 * Identity is the TLS client certificate (CA = the configured one, client
-  certificates required). ``Deliver`` and ``Abort`` accept only configured
-  peers, ``StartJob`` only configured analysts, ``Health`` either.
+  certificates required; optionally not on the CA's revocation list and
+  matching a pinned fingerprint). ``Deliver`` accepts only configured peers,
+  ``StartJob`` only configured analysts, ``Abort`` and ``Health`` either.
+* What an analyst may ask is the party's policy, the first of the daemon's
+  session guards (:attr:`Daemon.guards`, :mod:`parties.policy`); a session is
+  bound to the analyst who started it.
 * Bounded resources: one gRPC message is at most one 1 MiB chunk plus slack;
   one protocol message at most ``max_message_bytes``; unread bytes per
-  session at most ``max_session_buffer_bytes``; at most ``max_sessions``
-  sessions at once; every call carries a deadline.
+  session at most ``max_session_buffer_bytes``, per peer at most
+  ``max_peer_buffer_bytes``; at most ``max_sessions`` sessions started by
+  analysts and ``max_peer_pending_sessions`` not yet started per peer; every
+  call carries a deadline; every session ends and frees its slot.
 * A failing job fails its session here and ``Abort`` is sent to the other
   parties; a watchdog fails the session when a peer dies. The daemon itself
   survives every failed session.
@@ -32,7 +38,9 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import sys
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import grpc
@@ -48,6 +56,7 @@ from .grpc_channel import (
     map_rpc_error,
     short_details,
 )
+from .policy import PolicyGuard, SessionGuard
 from .proto.ppdm.v1 import party_pb2 as pb
 from .proto.ppdm.v1 import party_pb2_grpc as pb_grpc
 from .service import PartyService
@@ -55,12 +64,47 @@ from .sessions import Session, SessionManager, SessionState
 from .tls import Credentials
 from .watchdog import PeerUnreachable
 
-__all__ = ["Daemon", "main", "serve", "server_options"]
+__all__ = ["Daemon", "ListenError", "main", "serve", "server_options", "check_listen"]
 
 ABORT_TIMEOUT = 2.0
 PING_TIMEOUT = 2.0
 CONFIRM_TIMEOUT = 2.0  # > the peer channels' maximum reconnect backoff
 REAP_INTERVAL = 1.0
+
+
+class ListenError(OSError):
+    """The daemon cannot listen on its address (in use, not local, ...): one line naming it."""
+
+
+def check_listen(address: str) -> None:
+    """Fail fast, with one line naming ``address``, when it cannot be bound (e.g. the port is in use).
+
+    Binds a throw-away socket with ``SO_REUSEADDR`` (as gRPC's listener does)
+    on every address ``host`` resolves to; port 0 is always free.
+    """
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]")
+    if not port.isdigit() or int(port) == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(
+            None if host in ("", "0.0.0.0", "::", "*") else host,
+            int(port),
+            type=socket.SOCK_STREAM,
+            flags=socket.AI_PASSIVE,
+        )
+    except socket.gaierror as e:
+        raise ListenError(f"cannot listen on {address}: cannot resolve {host!r} ({e.strerror})") from None
+    if host in ("0.0.0.0", "::", "*", ""):
+        infos = [i for i in infos if (i[0] == socket.AF_INET) == (host != "::")] or infos
+    for family, kind, proto, _c, sockaddr in infos:
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(sockaddr)
+            except OSError as e:
+                why = "address already in use" if e.errno == 98 else (e.strerror or str(e)).lower()
+                raise ListenError(f"cannot listen on {address}: {why}") from None
 
 
 def server_options() -> list[tuple[str, Any]]:
@@ -75,12 +119,15 @@ def server_options() -> list[tuple[str, Any]]:
 class Daemon:
     """One party: config, credentials, sessions, peer connections and the gRPC server."""
 
-    def __init__(self, config: PartyConfig, creds: Credentials | None = None):
+    def __init__(self, config: PartyConfig, creds: Credentials | None = None, guards: Sequence[SessionGuard] = ()):
         self.config = config
         self.creds = creds or config.credentials()
         self.me = config.name
         self.limits = config.limits
         self.log = logging.getLogger(f"ppdm.party.{self.me}")
+        #: Session guards, run in order on every StartJob before the session starts (parties.policy):
+        #: the party's policy first, then ``guards`` (e.g. an auditor); append more before start().
+        self.guards: list[SessionGuard] = [PolicyGuard(config.policy), *guards]
         self.sessions = SessionManager(self.me, self.limits)
         self.pool = PeerPool(self.creds, config.peers)
         self.server: grpc.aio.Server | None = None
@@ -93,19 +140,29 @@ class Daemon:
     # ------------------------------------------------------------------ life cycle
     async def start(self) -> str:
         loaded = jobs_mod.load_job_modules(self.config.job_modules)
+        unknown = sorted(self.config.policy.named_jobs() - set(jobs_mod.registered_jobs()))
+        if unknown:
+            raise ConfigError(
+                f"{self.config.path or 'party config'}: [policy] names unknown job {unknown[0]!r} "
+                f"(known: {', '.join(jobs_mod.registered_jobs())})"
+            )
+        check_listen(self.config.listen)
         self.server = grpc.aio.server(options=server_options(), maximum_concurrent_rpcs=1000)
         pb_grpc.add_PartyServicer_to_server(PartyService(self), self.server)
         try:
             port = self.server.add_secure_port(self.config.listen, self.creds.server_credentials())
-        except RuntimeError as e:
-            raise OSError(f"cannot listen on {self.config.listen}: {e}") from None
+        except RuntimeError:
+            raise ListenError(f"cannot listen on {self.config.listen}: address in use or not local") from None
         if not port:
-            raise OSError(f"cannot listen on {self.config.listen} (address in use or not local?)")
+            raise ListenError(f"cannot listen on {self.config.listen}: address in use or not local")
         await self.server.start()
         host = self.config.listen.rpartition(":")[0]
         self.address = f"{host}:{port}"
         self._housekeeping.append(asyncio.create_task(self._reaper()))
         self.log.info("jobs: %s (modules: %s)", ", ".join(jobs_mod.registered_jobs()), ", ".join(loaded) or "built-in")
+        rev = self.creds.revocations
+        if rev.path:
+            self.log.info("revocation list %s: %d revoked certificate(s)", rev.path, len(rev.serials))
         return self.address
 
     async def serve_until_signal(self, exit_with_parent: bool = False) -> None:
@@ -155,7 +212,10 @@ class Daemon:
     async def _reaper(self) -> None:
         while True:
             await asyncio.sleep(REAP_INTERVAL)
-            self.sessions.expire()
+            try:
+                self.sessions.expire()
+            except Exception:  # pragma: no cover - housekeeping must go on
+                self.log.exception("session expiry failed")
 
     async def ping(self, peer: str, sid: str) -> SessionState:
         """Health of ``peer`` for session ``sid`` (the watchdog's probe).
@@ -188,6 +248,17 @@ class Daemon:
             return SessionState.UNKNOWN
 
     # ------------------------------------------------------------------ aborts to peers
+    def refuse_session(self, key: str, parties: Iterable[str], reason: str) -> None:
+        """A session was refused (or abandoned) here before it ran: fail it and tell its other parties.
+
+        Only the configured peers among ``parties`` are told; a session already
+        running here (a duplicate ``StartJob``) is left alone.
+        """
+        if self.sessions.refuse(key, reason):
+            targets = [p for p in dict.fromkeys(parties) if p != self.me and p in self.config.peers]
+            if targets:
+                self._spawn(self._send_aborts(key, targets, reason))
+
     def on_session_fail(self, s: Session, error: BaseException, source: str | None) -> None:
         """A session failed here: tell its other parties (unless a peer told us; it tells the others)."""
         if source is not None:  # a peer told us: it tells the others itself
@@ -224,7 +295,8 @@ async def serve(config: PartyConfig, *, exit_with_parent: bool = False) -> None:
     await d.serve_until_signal(exit_with_parent=exit_with_parent)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, prog: str = "ppdm party") -> int:
+    """Run a daemon until SIGTERM/SIGINT; errors are one line ``PROG: error: ...`` (exit 2: bad config or address)."""
     ap = argparse.ArgumentParser(prog="python -m parties.daemon", description="Run a ppdm party daemon.")
     ap.add_argument("--config", required=True, help="path of party.toml")
     ap.add_argument("--log-level", default=os.environ.get("PPDM_LOG_LEVEL", "INFO"))
@@ -234,20 +306,23 @@ def main(argv: list[str] | None = None) -> int:
         cfg = load_config(args.config)
         cfg.credentials()
     except ConfigError as e:
-        print(f"ppdm party: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     configure_logging(cfg.name, args.log_level)
     try:
         asyncio.run(serve(cfg, exit_with_parent=args.exit_with_parent))
+    except (ListenError, ConfigError) as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
     except (OSError, jobs_mod.JobError) as e:
-        print(f"ppdm party: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         pass
     except Exception as e:  # e.g. a job module that fails to import: one line, not a traceback
         if os.environ.get("PPDM_DEBUG"):
             raise
-        print(f"ppdm party: error: {cfg.name} could not run: {e.__class__.__name__}: {e}", file=sys.stderr)
+        print(f"{prog}: error: {cfg.name} could not run: {e.__class__.__name__}: {e}", file=sys.stderr)
         return 1
     return 0
 

@@ -9,8 +9,10 @@
     async with LocalCluster(3) as c:                               # parties p0, p1, p2
         out = await c.arun_job("ping")
 
-It creates a fresh CA, party certificates and an analyst certificate in a
-temporary directory (or ``workdir``), picks free loopback ports, writes one
+It creates a fresh CA and, through certificate signing requests
+(:mod:`parties.pki`: each party's key is made in its own directory, the CA key
+never leaves ``<workdir>/ca``), party certificates and an analyst certificate
+in a temporary directory (or ``workdir``), picks free loopback ports, writes one
 ``party.toml`` per party, starts one daemon *process* per party
 (``python -m parties.daemon``) and waits until every daemon answers
 ``Health``. On exit — also on an exception, and via ``--exit-with-parent`` if
@@ -35,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from .config import PeerInfo, write_config
-from .tls import Credentials, create_ca, issue_cert, load_credentials, validate_name
+from .pki import init_ca, make_csr, revoke, sign_csr
+from .tls import Credentials, cert_fingerprint, load_credentials, validate_name
 
 __all__ = ["LocalCluster", "ClusterError"]
 
@@ -88,6 +91,14 @@ class LocalCluster:
     limits: ``[limits]`` for every party (e.g. ``{"max_message_bytes": ...}``).
     job_modules: extra modules every daemon imports for jobs.
     log_level: the daemons' log level.
+    policy: ``[policy]`` for every party (see :mod:`parties.policy`), or
+        ``{party: policy}`` when the keys are party names.
+    crl: every daemon reads the CA's revocation list (``<workdir>/ca/crl.pem``)
+        at start; :meth:`revoke` adds a certificate to it.
+    pins: ``{party: {peer: fingerprint}}`` certificate pins; a fingerprint of
+        ``None`` pins the certificate the cluster issued to that peer.
+    analysts: more analysts (besides ``"analyst"``, whose credentials are
+        :attr:`creds`) every party accepts; :meth:`credentials` gives theirs.
     """
 
     def __init__(
@@ -101,6 +112,10 @@ class LocalCluster:
         log_level: str = "INFO",
         start_timeout: float = 30.0,
         env: Mapping[str, str] | None = None,
+        policy: Mapping[str, Any] | None = None,
+        crl: bool = False,
+        pins: Mapping[str, Mapping[str, str | None]] | None = None,
+        analysts: Sequence[str] = (),
     ):
         names = [f"p{i}" for i in range(parties)] if isinstance(parties, int) else list(parties)
         if len(names) < 1 or len(set(names)) != len(names):
@@ -119,6 +134,17 @@ class LocalCluster:
         self._log_level = log_level
         self._start_timeout = start_timeout
         self._env = dict(env or {})
+        pol = dict(policy or {})
+        self._policy = (
+            {n: dict(pol.get(n) or {}) for n in names} if pol and set(pol) <= set(names) else {n: pol for n in names}
+        )
+        self._crl = crl
+        self._analysts = [ANALYST, *(a for a in analysts if a != ANALYST)]
+        for a in self._analysts:
+            validate_name(a, "analyst name")
+            if a in names:
+                raise ValueError(f"{a!r} is both a party and an analyst")
+        self._pins = {k: dict(v) for k, v in (pins or {}).items()}
         self._own_dir = workdir is None
         self.workdir = Path(workdir) if workdir is not None else None
         self.procs: dict[str, subprocess.Popen] = {}
@@ -135,13 +161,16 @@ class LocalCluster:
             self.workdir = Path(tempfile.mkdtemp(prefix="ppdm-cluster-"))
         wd = self.workdir
         wd.mkdir(parents=True, exist_ok=True)
-        ca_cert, ca_key = create_ca(wd / "ca")
+        ca = init_ca(wd / "ca")
+        ca_cert = ca["cert"]
         ports = _free_ports(len(self.names))
         self.peers = [PeerInfo(n, f"127.0.0.1:{p}") for n, p in zip(self.names, ports)]
-        for n in self.names:
-            issue_cert(ca_cert, ca_key, n, wd / n)
-        a_cert, a_key = issue_cert(ca_cert, ca_key, ANALYST, wd / ANALYST, server=False)
+        for n in [*self.names, *self._analysts]:  # each key made where it lives; the CA signs the request
+            _key, csr = make_csr(n, wd / n)
+            sign_csr(csr, wd / "ca", wd / n / f"{n}.pem", client_only=n in self._analysts)
+        a_cert, a_key = wd / ANALYST / f"{ANALYST}.pem", wd / ANALYST / f"{ANALYST}.key"
         self.creds = load_credentials(a_cert, a_key, ca_cert)
+        fingerprints = {n: cert_fingerprint((wd / n / f"{n}.pem").read_bytes()) for n in self.names}
         for info in self.peers:
             n = info.name
             self.configs[n] = write_config(
@@ -152,13 +181,16 @@ class LocalCluster:
                 key=f"{n}.key",
                 ca=ca_cert,
                 peers={p.name: p.address for p in self.peers if p.name != n},
-                analysts=[ANALYST],
+                analysts=self._analysts,
                 data={
                     k: str(Path(v).resolve()) if isinstance(v, (str, os.PathLike)) else v
                     for k, v in self._data.get(n, {}).items()
                 },
                 limits=self._limits,
                 job_modules=self._job_modules,
+                policy=self._policy.get(n) or None,
+                crl=ca["crl"].resolve() if self._crl else None,
+                pins={p: fp or fingerprints[p] for p, fp in self._pins.get(n, {}).items()},
             )
 
     def _spawn(self, name: str) -> subprocess.Popen:
@@ -294,6 +326,16 @@ class LocalCluster:
         assert self.workdir is not None, "cluster not started"
         d = self.workdir / name
         return load_credentials(d / f"{name}.pem", d / f"{name}.key", self.workdir / "ca" / "ca.pem")
+
+    def revoke(self, name: str) -> int:
+        """Revoke the certificate of party (or analyst) ``name`` on the CA's list; return its serial.
+
+        Daemons read the list at start (``crl=True``): :meth:`kill` and
+        :meth:`restart` the ones that must know.
+        """
+        assert self.workdir is not None, "cluster not started"
+        serial, _ = revoke(self.workdir / "ca", cert=self.workdir / name / f"{name}.pem")
+        return serial
 
     def alive(self, name: str) -> bool:
         return self.procs[name].poll() is None

@@ -14,8 +14,20 @@ analysts; ``Health``: either), checks the request against the daemon's
   :class:`~parties.watchdog.Watchdog` on the peers; any failure fails the
   session here and the daemon tells the other parties. Unexpected exceptions
   are reported by type only (their message might carry private data);
-* ``Abort`` fails a session a peer gave up on; ``Health`` reports this
-  daemon's version, load and the state of one session.
+* ``Abort`` fails a session a peer gave up on (or, from the analyst who
+  started it, the analyst's own session); ``Health`` reports this daemon's
+  version, load and the state of one session.
+
+Identity: the caller's certificate common name, its role (peer or analyst) as
+configured, and — when ``party.toml`` names a revocation list or pins the
+peer's certificate — the certificate itself (:meth:`~parties.tls.Credentials.peer_refusal`).
+
+Sessions are keyed ``ANALYST/ID`` (:func:`~parties.sessions.session_key`):
+``StartJob``, and the analyst's ``Health`` and ``Abort``, name the analyst's
+own session ids; peers name the full key. Before a session starts, the
+daemon's session guards (:mod:`parties.policy`: the party's policy first) may
+refuse it; a refusal is error kind ``refused`` with the line
+``refused by 'NAME': <rule>``, and the other parties are told at once.
 
 The daemon's life cycle (server, signals, housekeeping, aborts sent to peers)
 is :class:`parties.daemon.Daemon`.
@@ -24,10 +36,11 @@ is :class:`parties.daemon.Daemon`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from google.protobuf.message import DecodeError
@@ -36,6 +49,7 @@ from mpc.errors import PeerFailedError, ProtocolError, ProtocolTimeoutError
 
 from . import jobs as jobs_mod
 from .grpc_channel import GrpcChannel
+from .policy import SessionRequest, run_guards
 from .proto.ppdm.v1 import party_pb2 as pb
 from .proto.ppdm.v1 import party_pb2_grpc as pb_grpc
 from .sessions import (
@@ -46,7 +60,10 @@ from .sessions import (
     Session,
     SessionGone,
     SessionState,
+    check_session_id,
     check_tag,
+    session_key,
+    split_session_key,
 )
 from .watchdog import Watchdog
 
@@ -63,12 +80,16 @@ except Exception:  # pragma: no cover - not installed
     VERSION = "0+unknown"
 
 
-def _caller(context) -> str | None:
-    cns = (context.auth_context() or {}).get("x509_common_name") or []
+def _caller(context) -> tuple[str | None, bytes | None]:
+    """The caller's certificate common name and PEM certificate (as the TLS layer verified them)."""
+    ac = context.auth_context() or {}
+    cns = ac.get("x509_common_name") or []
+    pems = ac.get("x509_pem_cert") or []
+    pem = pems[0] if pems else None
     if not cns:
-        return None
+        return None, pem
     v = cns[0]
-    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+    return (v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)), pem
 
 
 def _classify(e: BaseException, job: str) -> tuple[str, str]:
@@ -77,11 +98,15 @@ def _classify(e: BaseException, job: str) -> tuple[str, str]:
         return "timeout", str(e)
     if isinstance(e, PeerFailedError):
         return "peer", str(e)
-    if isinstance(e, (Refused, jobs_mod.UnknownJobError)):
+    if isinstance(e, (Refused, jobs_mod.UnknownJobError, jobs_mod.PolicyRefusal)):
         return "refused", str(e)
     if isinstance(e, ProtocolError):
         return "job", str(e) or e.__class__.__name__
     return "internal", f"job {job!r} raised {e.__class__.__name__} (details in that party's log)"
+
+
+class _GuardRefusal(Refused):
+    """A session guard (the policy first) refused the session."""
 
 
 class PartyService(pb_grpc.PartyServicer):
@@ -94,12 +119,17 @@ class PartyService(pb_grpc.PartyServicer):
 
     # ------------------------------------------------------------------ identity
     async def _identify(self, context, *, peers: bool, analysts: bool, what: str) -> str:
-        who = _caller(context)
+        who, pem = _caller(context)
         if who is None:
             self.log.warning("%s refused: no client certificate name (%s)", what, context.peer())
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "a client certificate with a common name is required")
         if (peers and who in self.config.peers) or (analysts and who in self.config.analysts):
-            return who
+            peer = self.config.peers.get(who)
+            why = self.d.creds.peer_refusal(pem, who, peer.fingerprint if peer is not None else None)
+            if why is None:
+                return who
+            self.log.warning("%s refused: %s (%s)", what, why, context.peer())
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, f"{self.me} refuses {who!r}: {why}")
         self.log.warning(
             "%s refused: %r is not a configured %s (%s)",
             what,
@@ -109,6 +139,13 @@ class PartyService(pb_grpc.PartyServicer):
         )
         await context.abort(grpc.StatusCode.PERMISSION_DENIED, f"{who!r} may not call {what} on {self.me}")
         raise AssertionError("unreachable")  # context.abort raises
+
+    def _peer_key(self, key: str) -> str:
+        """A session key sent by a peer: ``ANALYST/ID`` with a configured analyst."""
+        analyst, _ = split_session_key(key)
+        if analyst not in self.config.analysts:
+            raise Refused(f"session {key[:140]!r} belongs to {analyst!r}, who is not an analyst of {self.me}")
+        return key
 
     # ------------------------------------------------------------------ Deliver
     async def Deliver(self, request_iterator, context):
@@ -129,17 +166,18 @@ class PartyService(pb_grpc.PartyServicer):
         s: Session | None = None
         try:
             check_tag(h.tag)
+            key = self._peer_key(h.session)
             if total > self.limits.max_message_bytes:
                 raise BufferFull(
                     f"message of {total} bytes exceeds max_message_bytes ({self.limits.max_message_bytes})"
                 )
-            s = self.sessions.for_delivery(sender, h.session)
+            s = self.sessions.for_delivery(sender, key)
             if s is not None:
-                s.mailbox.reserve(total)
+                s.mailbox.reserve(total, sender)
         except SessionGone as e:
             await context.abort(grpc.StatusCode.ABORTED, e.reason[:300])
         except Busy as e:
-            self.log.warning("session %r: message %r from %s refused: %s", h.session[:64], h.tag[:80], sender, e)
+            self.log.warning("session %r: message %r from %s refused: %s", h.session[:140], h.tag[:80], sender, e)
             if s is not None:
                 self.sessions.discard_if_empty(s)
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
@@ -192,27 +230,65 @@ class PartyService(pb_grpc.PartyServicer):
                 self.log.debug("session %s: %r from %s, %d bytes", h.session, h.tag, sender, total)
         finally:
             if s is not None and not ok:
-                s.mailbox.release(total)
+                s.mailbox.release(total, sender)
                 self.sessions.discard_if_empty(s)
         return pb.DeliverAck(received=got)
 
     # ------------------------------------------------------------------ Abort / Health
     async def Abort(self, request, context):
-        sender = await self._identify(context, peers=True, analysts=False, what="Abort")
+        who = await self._identify(context, peers=True, analysts=True, what="Abort")
         reason = " ".join((request.reason or "no reason given").split())[:300]
+        if who in self.config.analysts:
+            return await self._analyst_abort(who, request.session, reason, context)
         try:
-            changed = self.sessions.abort(request.session, sender, reason)
+            changed = self.sessions.abort(self._peer_key(request.session), who, reason)
         except InvalidRequest as e:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        except Busy as e:
+            self.log.warning("Abort from %s for session %r refused: %s", who, request.session[:140], e)
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
         except Refused as e:
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, str(e))
         if changed:
-            self.log.warning("session %s: aborted by %s: %s", request.session, sender, reason)
+            self.log.warning("session %s: abort from %s: %s", request.session, who, reason)
+        return pb.AbortReply()
+
+    async def _analyst_abort(self, analyst: str, sid: str, reason: str, context):
+        """The analyst who started a session gives up on it here; nobody else may."""
+        try:
+            key = session_key(analyst, sid)
+        except InvalidRequest as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        s = self.sessions.sessions.get(key)
+        if s is None and self.sessions.owner_conflict(analyst, sid):
+            self.log.warning("Abort refused: session %s belongs to another analyst than %s", sid, analyst)
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED, f"session {sid} at {self.me} was started by another analyst"
+            )
+        if s is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"no live session {sid} of {analyst!r} at {self.me}")
+            raise AssertionError("unreachable")  # context.abort raises
+        msg = f"analyst {analyst!r} aborted the session: {reason}"
+        if s.state is SessionState.PENDING:
+            self.d.refuse_session(key, (), msg)
+        elif s.fail(PeerFailedError(msg)):
+            self.log.warning("session %s: %s", key, msg)
         return pb.AbortReply()
 
     async def Health(self, request, context):
-        await self._identify(context, peers=True, analysts=True, what="Health")
-        state = self.sessions.state_of(request.session) if request.session else SessionState.UNKNOWN
+        who = await self._identify(context, peers=True, analysts=True, what="Health")
+        state = SessionState.UNKNOWN
+        if request.session:
+            try:
+                if who in self.config.analysts:
+                    key = session_key(who, request.session)
+                else:
+                    key = self._peer_key(request.session)
+            except InvalidRequest as e:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+            except Refused as e:
+                await context.abort(grpc.StatusCode.PERMISSION_DENIED, str(e))
+            state = self.sessions.state_of(key)
         return pb.HealthReply(
             name=self.me, version=VERSION, active_sessions=self.sessions.active, session_state=int(state)
         )
@@ -223,37 +299,66 @@ class PartyService(pb_grpc.PartyServicer):
             error=pb.JobError(kind=kind, message=message[:1000]), bytes_sent=bytes_sent, seconds=time.monotonic() - t0
         )
 
+    def _admit(self, analyst: str, sid: str, job: str, params_json: str, parties: tuple[str, ...]):
+        """Everything checked before a session starts; raises :class:`Refused` (or UnknownJobError)."""
+        info = jobs_mod.job_info(job)
+        try:
+            params = json.loads(params_json) if params_json else {}
+        except json.JSONDecodeError as e:
+            raise Refused(f"params are not valid JSON ({e.msg} at position {e.pos})") from None
+        if not isinstance(params, dict):
+            raise Refused("params must be a JSON object")
+        if self.me not in parties:
+            raise Refused(f"{self.me} is not one of the session's parties {list(parties)}")
+        if len(set(parties)) != len(parties):
+            raise Refused(f"duplicate party names in {list(parties)}")
+        for p in parties:
+            if p != self.me and p not in self.config.peers:
+                raise Refused(f"party {p!r} is not a configured peer of {self.me}")
+        req = SessionRequest(
+            party=self.me,
+            analyst=analyst,
+            session=sid,
+            job=job,
+            parties=parties,
+            params=params,
+            private_data=info.private_data,
+            sum_style=info.sum_style,
+        )
+        refusal = run_guards(self.d.guards, req)
+        if refusal is not None:
+            raise _GuardRefusal(refusal.reason)
+        return info, params, req
+
     async def StartJob(self, request, context):
         analyst = await self._identify(context, peers=False, analysts=True, what="StartJob")
         t0 = time.monotonic()
-        sid, job = request.session, request.job
+        sid, job, parties = request.session, request.job, tuple(request.parties)
+        key: str | None = None
         try:
-            fn = jobs_mod.get_job(job)
-            try:
-                params = json.loads(request.params_json) if request.params_json else {}
-            except json.JSONDecodeError as e:
-                raise Refused(f"params are not valid JSON ({e.msg} at position {e.pos})") from None
-            if not isinstance(params, dict):
-                raise Refused("params must be a JSON object")
-            parties = list(request.parties)
-            for p in parties:
-                if p != self.me and p not in self.config.peers:
-                    raise Refused(f"party {p!r} is not a configured peer of {self.me}")
+            check_session_id(sid)
+            if self.sessions.owner_conflict(analyst, sid):
+                raise Refused(f"session id {sid} is in use by another analyst")
+            key = session_key(analyst, sid)
+            info, params, req = self._admit(analyst, sid, job, request.params_json, parties)
             timeout = request.timeout_seconds if request.timeout_seconds > 0 else self.limits.session_timeout
             left = context.time_remaining()
             if left is not None:
                 timeout = min(timeout, max(0.1, left - 0.5))
-            s = self.sessions.start(sid, parties, job, timeout)
+            s = self.sessions.start(key, parties, job, timeout, analyst=analyst)
         except SessionGone as e:
-            self.log.warning("session %s: job %s not started: %s", sid[:64], job[:64], e.reason)
+            self.log.warning("session %s: job %s not started: %s", (key or sid)[:140], job[:64], e.reason)
             return self._reply_error("peer", e.reason, t0)
         except (Refused, jobs_mod.UnknownJobError) as e:
-            self.log.warning("session %s: job %r refused: %s", sid[:64], job[:64], e)
-            return self._reply_error("refused", str(e), t0)
+            what = "refused by policy" if isinstance(e, _GuardRefusal) else "refused"
+            self.log.warning("session %s: job %r for %s %s: %s", (key or sid)[:140], job[:64], analyst, what, e)
+            if key is not None:
+                self.d.refuse_session(key, parties, f"refused by {self.me!r}: {e}")
+            return self._reply_error("refused", f"refused by {self.me!r}: {e}", t0)
 
         self.log.info(
             "session %s: job %s started by %s, parties %s, timeout %.0f s, params %s",
-            sid,
+            key,
             job,
             analyst,
             ",".join(s.parties),
@@ -267,12 +372,13 @@ class PartyService(pb_grpc.PartyServicer):
             ch=ch,
             params=params,
             config=self.config,
-            session=sid,
+            session=key,
             job=job,
             deadline=s.deadline,
             log=self.log,
+            max_length=self.config.policy.rule(job).max_length,
         )
-        s.task = job_task = asyncio.create_task(self._run(fn, ctx, s))
+        s.task = job_task = asyncio.create_task(self._run(info.fn, ctx, s))
         dog = Watchdog(
             s,
             self.d.ping,
@@ -281,34 +387,26 @@ class PartyService(pb_grpc.PartyServicer):
             unknown_grace=min(10.0, self.limits.pending_ttl),
             refusals=1,
         )
-        dog_task = asyncio.create_task(dog.run())
+        s.extra_tasks.append(asyncio.create_task(dog.run()))
+        # the session ends when its job task ends, whoever is (or is no longer) waiting for it
+        job_task.add_done_callback(functools.partial(self._job_ended, s, req, ch))
         try:
             await asyncio.wait({job_task})
         except asyncio.CancelledError:
-            s.fail(PeerFailedError("the analyst cancelled the job"))
+            if s.fail(PeerFailedError("the analyst cancelled the job")):
+                self.log.info("session %s: job %s cancelled by the analyst", key, job)
             raise
-        finally:
-            dog_task.cancel()
-            if not job_task.done():
-                job_task.cancel()
-            await asyncio.gather(job_task, dog_task, return_exceptions=True)
-            outside = s.error  # failed from outside: a peer's abort, the watchdog, shutdown
-            if job_task.cancelled():
-                error: BaseException | None = outside or PeerFailedError("job cancelled")
-            else:
-                error = job_task.exception()
-            if error is not None and outside is not None and isinstance(error, PeerFailedError):
-                error = outside  # the root cause, not the symptom seen by a send
-            if error is not None and s.error is None:
-                s.fail(_as_protocol_error(error, _classify(error, job)[1]))  # tells the peers
-            self.sessions.finish(s, error)
+        self._job_ended(s, req, ch, job_task)
+        error, result = s.outcome
         dt = time.monotonic() - t0
         if error is not None:
             kind, msg = _classify(error, job)
+            if kind == "refused" and not msg.startswith("refused by"):
+                msg = f"refused by {self.me!r}: {msg}"
             if kind == "internal":
                 self.log.error(
                     "session %s: job %s failed after %.2f s: %s: %s",
-                    sid,
+                    key,
                     job,
                     dt,
                     error.__class__.__name__,
@@ -316,20 +414,47 @@ class PartyService(pb_grpc.PartyServicer):
                     exc_info=self.log.isEnabledFor(logging.DEBUG),
                 )
             else:
-                self.log.warning("session %s: job %s failed after %.2f s: %s", sid, job, dt, msg)
+                self.log.warning("session %s: job %s failed after %.2f s: %s", key, job, dt, msg)
             return self._reply_error(kind, msg, t0, ch.bytes_sent)
-        result = job_task.result()
+        _out, text = result
         self.log.info(
             "session %s: job %s done in %.2f s, sent %d bytes, result %d bytes",
-            sid,
+            key,
             job,
             dt,
             ch.bytes_sent,
-            len(result),
+            len(text),
         )
-        return pb.StartJobReply(result_json=result, bytes_sent=ch.bytes_sent, seconds=dt)
+        return pb.StartJobReply(result_json=text, bytes_sent=ch.bytes_sent, seconds=dt)
 
-    async def _run(self, fn, ctx: jobs_mod.JobContext, s: Session) -> str:
+    def _job_ended(self, s: Session, req: SessionRequest, ch: GrpcChannel, task: asyncio.Task) -> None:
+        """End session ``s`` once its job task is done: fail it (peers are told) or finish it. Idempotent.
+
+        Runs as the task's completion callback, so the session ends (and frees
+        its slot) even when the ``StartJob`` call was cancelled meanwhile.
+        """
+        if s.outcome is not None:
+            return
+        outside = s.error  # failed from outside: a peer's abort, the watchdog, shutdown, the analyst
+        error: BaseException | None
+        if task.cancelled():
+            error = outside or PeerFailedError("job cancelled")
+        else:
+            error = task.exception()
+        if error is not None and outside is not None and isinstance(error, PeerFailedError):
+            error = outside  # the root cause, not the symptom seen by a send
+        if error is not None and s.error is None:
+            s.fail(_as_protocol_error(error, _classify(error, s.job)[1]))  # tells the peers
+        self.sessions.finish(s, error)
+        result = None if error is not None else task.result()
+        s.outcome = (error, result)
+        for g in self.d.guards:
+            try:
+                g.finished(req, None if result is None else result[0], None if error is None else str(error))
+            except Exception:
+                self.log.exception("session %s: session guard %r failed in finished()", s.id, g)
+
+    async def _run(self, fn, ctx: jobs_mod.JobContext, s: Session) -> tuple[dict[str, Any], str]:
         left = s.remaining() or 0.0
         try:
             async with asyncio.timeout(left + 0.25):  # a recv's own deadline error comes first
@@ -342,7 +467,7 @@ class PartyService(pb_grpc.PartyServicer):
         if not isinstance(out, dict):
             raise ProtocolError(f"job {s.job!r} returned {type(out).__name__}, not a dict")
         try:
-            return json.dumps(out)
+            return out, json.dumps(out)
         except (TypeError, ValueError) as e:
             raise ProtocolError(f"job {s.job!r} returned a result that is not JSON ({e.__class__.__name__})") from None
 

@@ -12,24 +12,38 @@ cannot answer in another party's place.
 
 Keys are ECDSA P-256 (supported by every gRPC TLS stack), certificates carry
 the subject alternative names ``DNS:<name>``, ``DNS:localhost`` and
-``IP:127.0.0.1`` (plus any extra hosts given), and private keys are written with
-mode 0600. Names are lowercase DNS labels (``[a-z0-9-]``, ≤ 63 characters) so
-they can be both common name and DNS name.
+``IP:127.0.0.1`` (plus any extra hosts given). Names are lowercase DNS labels
+(``[a-z0-9-]``, ≤ 63 characters) so they can be both common name and DNS name.
+
+Key files are created, never overwritten in place: a fresh file opened with
+``O_CREAT|O_EXCL|O_NOFOLLOW`` and mode 0600 in the target directory, then
+linked (or, with ``overwrite``, renamed) to its name, so no symlink planted at
+the path is followed and no other user can open the key while it is written.
+Directories created for keys get mode 0700, and a key is never written into a
+directory other users may write to (:func:`write_private`).
+
+Issuing certificates without sharing the CA key (CSRs), revocation lists and
+certificate pinning are in :mod:`parties.pki`; :func:`load_credentials` reads a
+revocation list and :meth:`Credentials.peer_refusal` applies it, and a pin, to
+the certificate a caller presents.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import ipaddress
 import os
 import re
+import secrets
+import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 __all__ = [
@@ -42,8 +56,19 @@ __all__ = [
     "issue_cert",
     "load_credentials",
     "cert_common_name",
+    "check_host",
+    "build_cert",
+    "issuer_key",
+    "cert_fingerprint",
+    "format_fingerprint",
+    "normalize_fingerprint",
+    "Revocations",
+    "load_crl",
+    "private_dir",
     "write_private",
+    "write_public",
     "read_file",
+    "private_key_pem",
 ]
 
 _NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
@@ -77,23 +102,97 @@ def read_file(path: str | os.PathLike, what: str) -> bytes:
         raise TLSError(f"cannot read {what} file {p}: {e.strerror or e}") from None
 
 
-def write_private(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` readable by the owner only (mode 0600)."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+def private_dir(path: str | os.PathLike) -> Path:
+    """Make sure directory ``path`` exists and may hold a private key.
+
+    Missing directories are created with mode 0700. An existing directory
+    that other users may write to (group/other write bit without the sticky
+    bit) is refused: they could replace a key or certificate there.
+    """
+    d = Path(path)
+    missing = []
+    p = d
+    while not p.exists():
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    for m in reversed(missing):
+        try:
+            m.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            raise TLSError(f"cannot create directory {m}: {e.strerror or e}") from None
+        os.chmod(m, 0o700)  # mkdir's mode is filtered by the umask
+    st = d.stat()
+    if not stat.S_ISDIR(st.st_mode):
+        raise TLSError(f"{d} is not a directory")
+    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        raise TLSError(f"directory {d} is writable by other users; keep keys in a directory only you can write")
+    return d
+
+
+def _write_new(path: Path, data: bytes, mode: int, overwrite: bool) -> Path:
+    """Write ``data`` to a fresh file (``O_EXCL|O_NOFOLLOW``, ``mode``) and move it to ``path`` atomically."""
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     try:
-        os.fchmod(fd, 0o600)
-        os.write(fd, data)
+        fd = os.open(tmp, flags, mode)
+    except OSError as e:
+        raise TLSError(f"cannot create {path}: {e.strerror or e}") from None
+    try:
+        try:
+            os.fchmod(fd, mode)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if overwrite:
+            os.replace(tmp, path)  # replaces a symlink at path, never follows it
+        else:
+            try:
+                os.link(tmp, path, follow_symlinks=False)  # fails if anything exists at path
+            except FileExistsError:
+                raise TLSError(f"{path} exists (use --force to overwrite)") from None
+    except OSError as e:
+        raise TLSError(f"cannot write {path}: {e.strerror or e}") from None
     finally:
-        os.close(fd)
-    return p
-
-
-def _write_public(path: Path, data: bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
     return path
+
+
+def write_private(path: str | os.PathLike, data: bytes, *, overwrite: bool = False) -> Path:
+    """Write a private key: mode 0600, created with ``O_EXCL|O_NOFOLLOW``, directory per :func:`private_dir`.
+
+    An existing file at ``path`` is an error unless ``overwrite`` (then it is
+    replaced atomically, a symlink there included, never followed).
+    """
+    p = Path(path)
+    private_dir(p.parent)
+    return _write_new(p, data, 0o600, overwrite)
+
+
+def write_public(path: str | os.PathLike, data: bytes, *, overwrite: bool = True) -> Path:
+    """Write a public file (certificate, CSR, CRL, config) atomically, mode 0644 (before the umask)."""
+    p = Path(path)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise TLSError(f"cannot create directory {p.parent}: {e.strerror or e}") from None
+    mode = 0o644 & ~_umask()
+    return _write_new(p, data, mode, overwrite)
+
+
+def _umask() -> int:
+    m = os.umask(0o022)
+    os.umask(m)
+    return m
 
 
 def _load_cert(pem: bytes, where: str) -> x509.Certificate:
@@ -114,15 +213,19 @@ def _now() -> _dt.datetime:
     return _dt.datetime.now(_dt.UTC)
 
 
-def _key_pem(key) -> bytes:
+def private_key_pem(key) -> bytes:
+    """PKCS#8 PEM of a private key, unencrypted (the file's mode protects it)."""
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
 
 
 def create_ca(ca_dir: str | os.PathLike, name: str = "ppdm local CA", days: int = 3650) -> tuple[Path, Path]:
-    """Create a self-signed CA in ``ca_dir`` (``ca.pem``, ``ca.key``); return their paths."""
-    d = Path(ca_dir)
+    """Create a self-signed CA in ``ca_dir`` (``ca.pem``, ``ca.key``); return their paths.
+
+    ``ca_dir`` is created with mode 0700; an existing ``ca.key`` is never overwritten.
+    """
+    d = private_dir(ca_dir)
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     ski = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
@@ -152,9 +255,17 @@ def create_ca(ca_dir: str | os.PathLike, name: str = "ppdm local CA", days: int 
         .add_extension(ski, critical=False)
         .sign(key, hashes.SHA256())
     )
-    key_path = write_private(d / CA_KEY_FILE, _key_pem(key))
-    cert_path = _write_public(d / CA_CERT_FILE, cert.public_bytes(serialization.Encoding.PEM))
+    key_path = write_private(d / CA_KEY_FILE, private_key_pem(key))
+    cert_path = write_public(d / CA_CERT_FILE, cert.public_bytes(serialization.Encoding.PEM))
     return cert_path, key_path
+
+
+def issuer_key(ca_cert: x509.Certificate) -> ec.EllipticCurvePublicKey | rsa.RSAPublicKey:
+    """The public key of a CA certificate, which must be ECDSA or RSA (what TLS stacks and ppdm sign with)."""
+    k = ca_cert.public_key()
+    if not isinstance(k, (ec.EllipticCurvePublicKey, rsa.RSAPublicKey)):
+        raise TLSError(f"CA key type {type(k).__name__} is not supported (use ECDSA or RSA)")
+    return k
 
 
 def load_ca(cert_path: str | os.PathLike, key_path: str | os.PathLike):
@@ -188,18 +299,67 @@ def issue_cert(
     hosts: Iterable[str] = (),
     server: bool = True,
     days: int = 825,
+    overwrite: bool = False,
 ) -> tuple[Path, Path]:
     """Issue ``out_dir/<name>.pem`` and ``out_dir/<name>.key`` (0600) for ``name``.
 
     ``server=True`` makes a party certificate (server and client auth);
     ``server=False`` an analyst certificate (client auth only). ``hosts`` adds
-    extra DNS names or IP addresses to the subject alternative names.
+    extra DNS names or IP addresses to the subject alternative names. An
+    existing key file is an error unless ``overwrite``.
     """
     validate_name(name)
     ca_cert, ca_key = load_ca(ca_cert_path, ca_key_path)
     key = ec.generate_private_key(ec.SECP256R1())
+    cert = build_cert(ca_cert, ca_key, name, key.public_key(), hosts=hosts, server=server, days=days)
+    out = Path(out_dir)
+    key_path = write_private(out / f"{name}.key", private_key_pem(key), overwrite=overwrite)
+    cert_path = write_public(out / f"{name}.pem", cert.public_bytes(serialization.Encoding.PEM))
+    return cert_path, key_path
+
+
+def check_host(h: str, name: str) -> None:
+    """A host name a certificate for ``name`` may carry: an IP, ``localhost``, ``name``, or a dotted DNS name.
+
+    A bare label (``alice``) is refused: daemons check a peer's certificate
+    against the peer's *name*, so a certificate for bob carrying ``DNS:alice``
+    could answer in alice's place.
+    """
+    try:
+        ipaddress.ip_address(h)
+        return
+    except ValueError:
+        pass
+    if h in (name, "localhost"):
+        return
+    labels = h.rstrip(".").split(".")
+    if len(labels) < 2 or not all(labels) or len(h) > 253:
+        raise TLSError(
+            f"host name {h!r} is not allowed in the certificate of {name!r}: use a fully qualified "
+            "name (host.example.org) or an IP address; bare names are party names"
+        )
+    for lab in labels:
+        if not (lab.replace("-", "").isalnum() and lab.isascii()) or lab.startswith("-") or lab.endswith("-"):
+            raise TLSError(f"host name {h!r} is not a valid DNS name")
+
+
+def build_cert(
+    ca_cert: x509.Certificate,
+    ca_key,
+    name: str,
+    public_key,
+    *,
+    hosts: Iterable[str] = (),
+    server: bool = True,
+    days: int = 825,
+) -> x509.Certificate:
+    """A certificate for ``name`` and ``public_key`` signed by the CA (see :func:`issue_cert`)."""
+    validate_name(name)
     sans: list[x509.GeneralName] = []
     seen: set[str] = set()
+    hosts = list(hosts)
+    for h in hosts:
+        check_host(h, name)
     for h in [name, "localhost", "127.0.0.1", *hosts]:
         if h in seen:
             continue
@@ -213,7 +373,7 @@ def issue_cert(
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
         .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
+        .public_key(public_key)
         .serial_number(x509.random_serial_number())
         .not_valid_before(_now() - _dt.timedelta(minutes=5))
         .not_valid_after(_now() + _dt.timedelta(days=days))
@@ -234,14 +394,11 @@ def issue_cert(
         )
         .add_extension(x509.ExtendedKeyUsage(eku), critical=False)
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_cert.public_key()), critical=False)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key(ca_cert)), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
-    out = Path(out_dir)
-    key_path = write_private(out / f"{name}.key", _key_pem(key))
-    cert_path = _write_public(out / f"{name}.pem", cert.public_bytes(serialization.Encoding.PEM))
-    return cert_path, key_path
+    return cert
 
 
 def cert_common_name(pem: bytes) -> str:
@@ -253,6 +410,55 @@ def cert_common_name(pem: bytes) -> str:
     return str(cns[0].value)
 
 
+def cert_fingerprint(cert: bytes | x509.Certificate) -> str:
+    """SHA-256 of a certificate's DER encoding, lowercase hex (what ``[peers.NAME] fingerprint`` pins)."""
+    c = cert if isinstance(cert, x509.Certificate) else _load_cert(cert, "certificate")
+    return hashlib.sha256(c.public_bytes(serialization.Encoding.DER)).hexdigest()
+
+
+def format_fingerprint(fp: str) -> str:
+    """``sha256:AB:CD:…`` — how a fingerprint is shown and may be written."""
+    return "sha256:" + ":".join(fp[i : i + 2] for i in range(0, len(fp), 2)).upper()
+
+
+def normalize_fingerprint(v: str) -> str:
+    """A SHA-256 fingerprint as 64 lowercase hex digits; accepts ``sha256:`` prefix, colons, any case."""
+    t = v.strip()
+    if t.lower().startswith("sha256:"):
+        t = t[7:]
+    t = t.replace(":", "").lower()
+    if len(t) != 64 or any(c not in "0123456789abcdef" for c in t):
+        raise TLSError(f"expected a SHA-256 fingerprint (64 hex digits, e.g. from 'ppdm ca sign'), got {v[:80]!r}")
+    return t
+
+
+@dataclass(frozen=True)
+class Revocations:
+    """A verified X.509 CRL: the revoked serial numbers, where it came from, until when it is current."""
+
+    serials: frozenset[int] = frozenset()
+    path: str = ""
+    next_update: _dt.datetime | None = None
+
+
+def load_crl(path: str | os.PathLike, ca_cert: x509.Certificate, *, where: str = "") -> Revocations:
+    """Read a PEM (or DER) CRL; it must be signed by ``ca_cert`` and current (``nextUpdate`` not past).
+
+    RFC 5280 §6.3 (CRL validation), reduced to one CA and full CRLs.
+    """
+    raw = read_file(path, "revocation list")
+    try:
+        crl = x509.load_pem_x509_crl(raw) if raw.lstrip().startswith(b"-----") else x509.load_der_x509_crl(raw)
+    except ValueError:
+        raise TLSError(f"revocation list {path} is not an X.509 CRL (PEM or DER)") from None
+    if crl.issuer != ca_cert.subject or not crl.is_signature_valid(issuer_key(ca_cert)):
+        raise TLSError(f"revocation list {path} is not signed by the CA {where}".rstrip())
+    nxt = crl.next_update_utc
+    if nxt is not None and nxt < _now():
+        raise TLSError(f"revocation list {path} expired on {nxt:%Y-%m-%d %H:%M} UTC; get a fresh one (ppdm ca crl)")
+    return Revocations(frozenset(r.serial_number for r in crl), str(path), nxt)
+
+
 @dataclass(frozen=True)
 class Credentials:
     """One identity: its name (the certificate's CN), certificate, key and the trusted CA (PEM bytes)."""
@@ -261,6 +467,47 @@ class Credentials:
     cert_pem: bytes
     key_pem: bytes
     ca_pem: bytes
+    revocations: Revocations = field(default_factory=Revocations)
+    _verdicts: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def peer_refusal(self, cert_pem: bytes | None, name: str, pin: str | None = None) -> str | None:
+        """Why the certificate a caller presented must be refused, or None.
+
+        Checks the revocation list this identity was loaded with and, if
+        ``pin`` is given, that the certificate's SHA-256 fingerprint is ``pin``.
+        A caller whose certificate cannot be read is refused when either check
+        applies. Verdicts are cached per certificate.
+        """
+        if not self.revocations.serials and pin is None:
+            return None
+        if not cert_pem:
+            return f"the certificate of {name!r} is not available to check against the revocation list or pin"
+        key = (cert_pem, pin)
+        v = self._verdicts.get(key, ...)
+        if v is not ...:
+            return v
+        try:
+            c = x509.load_pem_x509_certificate(cert_pem)
+        except ValueError:
+            v = f"the certificate of {name!r} cannot be parsed"
+        else:
+            fp = cert_fingerprint(c)
+            if c.serial_number in self.revocations.serials:
+                v = (
+                    f"the certificate of {name!r} (serial {c.serial_number:x}) is revoked "
+                    f"({Path(self.revocations.path).name})"
+                )
+            elif pin is not None and fp != pin:
+                v = (
+                    f"the certificate of {name!r} does not match its pinned fingerprint "
+                    f"(presented {format_fingerprint(fp)[:30]}…, pinned {format_fingerprint(pin)[:30]}…)"
+                )
+            else:
+                v = None
+        if len(self._verdicts) > 1024:
+            self._verdicts.clear()
+        self._verdicts[key] = v
+        return v
 
     def server_credentials(self):
         """gRPC server credentials that require and verify a client certificate (mTLS)."""
@@ -279,8 +526,19 @@ class Credentials:
         )
 
 
-def load_credentials(cert: str | os.PathLike, key: str | os.PathLike, ca: str | os.PathLike) -> Credentials:
-    """Load and check an identity: files readable, PEM, key matches certificate, certificate signed by the CA."""
+def load_credentials(
+    cert: str | os.PathLike,
+    key: str | os.PathLike,
+    ca: str | os.PathLike,
+    *,
+    crl: str | os.PathLike | None = None,
+) -> Credentials:
+    """Load and check an identity: files readable, PEM, key matches certificate, certificate signed by the CA.
+
+    With ``crl``, the revocation list is read and verified (:func:`load_crl`),
+    the identity's own certificate must not be on it, and the returned
+    credentials refuse peers whose certificates are (:meth:`Credentials.peer_refusal`).
+    """
     cert_pem = read_file(cert, "certificate")
     key_pem = read_file(key, "private key")
     ca_pem = read_file(ca, "CA certificate")
@@ -301,4 +559,9 @@ def load_credentials(cert: str | os.PathLike, key: str | os.PathLike, ca: str | 
         raise TLSError(f"certificate {cert} expired on {c.not_valid_after_utc:%Y-%m-%d}")
     if c.not_valid_before_utc > now:
         raise TLSError(f"certificate {cert} is not valid before {c.not_valid_before_utc:%Y-%m-%d %H:%M} UTC")
-    return Credentials(cert_common_name(cert_pem), cert_pem, key_pem, ca_pem)
+    revocations = Revocations()
+    if crl is not None:
+        revocations = load_crl(crl, ca_cert, where=str(ca))
+        if c.serial_number in revocations.serials:
+            raise TLSError(f"certificate {cert} is revoked by {crl}")
+    return Credentials(cert_common_name(cert_pem), cert_pem, key_pem, ca_pem, revocations)

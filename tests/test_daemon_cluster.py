@@ -118,7 +118,7 @@ def test_job_failure_aborts_the_session_everywhere(cluster):
     assert time.monotonic() - t0 < 10
     e = ei.value
     assert e.party == "carol" and e.kind == "job"
-    assert str(e).endswith("party 'carol': party 'carol' failed on purpose")
+    assert str(e).endswith("failed: party 'carol' failed on purpose")  # the party named once, not twice
     # the waiting parties were told by carol's Abort (not by the deadline)
     for p in ("alice", "bob", "dave"):
         if p in outcomes:

@@ -69,7 +69,7 @@ def test_survivors_detect_the_dead_peer_themselves(make_cluster):
         assert o.extra["after_kill"] < 5.0, (n, o.extra)
     assert "unreachable" in out["alice"].error[1] + out["carol"].error[1]
     for n in ("alice", "carol"):
-        assert f"session {sid}: job exchange failed" in c.log(n)
+        assert f"session analyst/{sid}: job exchange failed" in c.log(n)
     assert set(c.run_job("ping", timeout=20, parties=["carol", "alice"])) == {"alice", "carol"}
 
 

@@ -131,14 +131,15 @@ def bob(cluster):
 
 def test_oversized_chunk_is_refused(cluster):
     big = pb.Chunk(
-        header=pb.MessageHeader(session="big1", tag="t", total_length=2 * CHUNK_BYTES), data=bytes(2 * CHUNK_BYTES)
+        header=pb.MessageHeader(session="analyst/big1", tag="t", total_length=2 * CHUNK_BYTES),
+        data=bytes(2 * CHUNK_BYTES),
     )
     assert code_of(cluster, bob(cluster), "alice", "Deliver", chunks(big))[0] == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert_still_serving(cluster)
 
 
 def test_oversized_message_is_refused_from_its_header(cluster):
-    head = pb.Chunk(header=pb.MessageHeader(session="big2", tag="t", total_length=MAX_MSG + 1), data=b"x")
+    head = pb.Chunk(header=pb.MessageHeader(session="analyst/big2", tag="t", total_length=MAX_MSG + 1), data=b"x")
     code, details = code_of(cluster, bob(cluster), "alice", "Deliver", chunks(head))
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "max_message_bytes" in details
 
@@ -146,7 +147,7 @@ def test_oversized_message_is_refused_from_its_header(cluster):
 def test_session_buffer_is_bounded(cluster):
     def message(n):
         yield pb.Chunk(
-            header=pb.MessageHeader(session="buf1", tag="t", total_length=n), data=bytes(min(n, CHUNK_BYTES))
+            header=pb.MessageHeader(session="analyst/buf1", tag="t", total_length=n), data=bytes(min(n, CHUNK_BYTES))
         )
         for off in range(CHUNK_BYTES, n, CHUNK_BYTES):
             yield pb.Chunk(data=bytes(min(CHUNK_BYTES, n - off)))
@@ -163,19 +164,19 @@ def test_session_buffer_is_bounded(cluster):
         ([pb.Chunk(data=b"abc")], grpc.StatusCode.INVALID_ARGUMENT, "header"),
         ([], grpc.StatusCode.INVALID_ARGUMENT, "empty"),
         (
-            [pb.Chunk(header=pb.MessageHeader(session="m1", tag="t", total_length=10), data=b"12345")],
+            [pb.Chunk(header=pb.MessageHeader(session="analyst/m1", tag="t", total_length=10), data=b"12345")],
             grpc.StatusCode.INVALID_ARGUMENT,
             "ended after 5 of 10",
         ),
         (
-            [pb.Chunk(header=pb.MessageHeader(session="m2", tag="t", total_length=3), data=b"12345")],
+            [pb.Chunk(header=pb.MessageHeader(session="analyst/m2", tag="t", total_length=3), data=b"12345")],
             grpc.StatusCode.INVALID_ARGUMENT,
             "longer than",
         ),
         (
             [
-                pb.Chunk(header=pb.MessageHeader(session="m3", tag="t", total_length=2), data=b"1"),
-                pb.Chunk(header=pb.MessageHeader(session="m3", tag="t", total_length=2), data=b"2"),
+                pb.Chunk(header=pb.MessageHeader(session="analyst/m3", tag="t", total_length=2), data=b"1"),
+                pb.Chunk(header=pb.MessageHeader(session="analyst/m3", tag="t", total_length=2), data=b"2"),
             ],
             grpc.StatusCode.INVALID_ARGUMENT,
             "header repeated",
@@ -183,10 +184,10 @@ def test_session_buffer_is_bounded(cluster):
         (
             [pb.Chunk(header=pb.MessageHeader(session="bad id/..", tag="t", total_length=1), data=b"1")],
             grpc.StatusCode.INVALID_ARGUMENT,
-            "invalid session id",
+            "invalid session key",
         ),
         (
-            [pb.Chunk(header=pb.MessageHeader(session="m4", tag="", total_length=1), data=b"1")],
+            [pb.Chunk(header=pb.MessageHeader(session="analyst/m4", tag="", total_length=1), data=b"1")],
             grpc.StatusCode.INVALID_ARGUMENT,
             "invalid tag",
         ),
@@ -199,7 +200,9 @@ def test_malformed_messages_are_refused(cluster, stream, code, text):
 
 
 GARBAGE = b"\xff\xfe\x00garbage\x12\x34" * 10
-VALID_FIRST = pb.Chunk(header=pb.MessageHeader(session="g1", tag="t", total_length=500), data=b"x").SerializeToString()
+VALID_FIRST = pb.Chunk(
+    header=pb.MessageHeader(session="analyst/g1", tag="t", total_length=500), data=b"x"
+).SerializeToString()
 
 
 @pytest.mark.parametrize("stream", [[GARBAGE], [VALID_FIRST, GARBAGE]], ids=["first", "second"])

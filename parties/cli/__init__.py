@@ -1,6 +1,6 @@
 """The ``ppdm`` command line: a thin layer over the library.
 
-One module per verb group: :mod:`.demo`, :mod:`.party`, :mod:`.mine`,
+One module per verb group: :mod:`.demo`, :mod:`.party`, :mod:`.ca`, :mod:`.mine`,
 :mod:`.bench`, :mod:`.anonymize`, :mod:`.check`; shared helpers in
 :mod:`.common`. Each verb module exposes ``register(subparsers)``, which adds its
 parser and sets ``func`` (a callable taking the parsed ``args`` and returning an
@@ -13,6 +13,8 @@ the list may name a verb before it is built.
 
 Errors become one line on stderr and a non-zero exit:
 
+* a command line argparse rejects (unknown option, bad value) — exit 2,
+  ``ppdm: error: ... (see ppdm VERB --help)`` (:class:`OneLineParser`);
 * :class:`CLIError` or :class:`anonymize.errors.AnonymizeError` (bad input) — exit 2,
 * any other exception — exit 1, one line; set ``PPDM_DEBUG=1`` for the traceback.
 """
@@ -23,17 +25,19 @@ import argparse
 import importlib
 import os
 import sys
+from typing import NoReturn
 
 from anonymize.errors import AnonymizeError
 
 from .common import CLIError
 
-__all__ = ["CLIError", "VERB_MODULES", "build_parser", "main"]
+__all__ = ["CLIError", "OneLineParser", "VERB_MODULES", "build_parser", "main"]
 
 # modules that register verbs (each has register(subparsers)), in help order
 VERB_MODULES: list[str] = [
     "parties.cli.demo",
     "parties.cli.party",
+    "parties.cli.ca",
     "parties.cli.mine",
     "parties.cli.bench",
     "parties.cli.anonymize",
@@ -41,8 +45,21 @@ VERB_MODULES: list[str] = [
 ]
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, ``ppdm: error: MESSAGE (see PROG --help)``, exit 2.
+
+    Sub-parsers (every verb, and their actions) are made of the same class, so
+    this holds for every verb; ``--help`` still prints the full usage.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        msg = " ".join(message.split())
+        sys.stderr.write(f"ppdm: error: {msg} (see {self.prog} --help)\n")
+        sys.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="ppdm",
         description="Privacy-preserving data mining: joint mining between party daemons, and local anonymization.",
     )

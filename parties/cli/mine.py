@@ -28,25 +28,34 @@ __all__ = ["register", "centralized_json", "load_analyst_config"]
 
 
 def _check_support(x: str, what: str, allow_zero: bool = False) -> str:
-    from fractions import Fraction
+    """Check a threshold the user gave (``0.3`` or ``1/3``: an exact rational, see :mod:`parties.ratio`).
+
+    Returns it unchanged: every mode (centralized, ``--local``, ``--parties``)
+    reads the same string exactly, so the threshold is ceil(minsup·N) everywhere.
+    """
+    from ..ratio import exact_ratio
 
     try:
-        f = Fraction(x)
-    except (ValueError, ZeroDivisionError):
-        raise CLIError(f"{what} must be a number in {'[0, 1]' if allow_zero else '(0, 1]'}, got {x!r}") from None
+        f = exact_ratio(x, what)
+    except ValueError:
+        raise CLIError(
+            f"{what} must be a number in {'[0, 1]' if allow_zero else '(0, 1]'} (0.25 or 1/4), got {x!r}"
+        ) from None
     if not ((0 <= f if allow_zero else 0 < f) and f <= 1):
         raise CLIError(f"{what} must be in {'[0, 1]' if allow_zero else '(0, 1]'}, got {x}")
-    return x
+    return x.strip()
 
 
 def centralized_json(db, min_support: str, min_confidence: str | None) -> dict:
-    """Mine ``db`` locally; the same JSON shape as the joint jobs."""
+    """Mine ``db`` locally; the same JSON shape as the joint jobs. Thresholds as :func:`parties.ratio.exact_ratio`."""
     from anonymize.itemsets import association_rules, frequent_itemsets
 
+    from ..ratio import exact_ratio
+
     t0 = time.perf_counter()
-    fi = frequent_itemsets(db, min_support)
+    fi = frequent_itemsets(db, exact_ratio(min_support, "min support"))
     t1 = time.perf_counter()
-    rules = association_rules(fi, min_confidence) if min_confidence is not None else None
+    rules = association_rules(fi, exact_ratio(min_confidence, "min confidence")) if min_confidence is not None else None
     t2 = time.perf_counter()
     return {
         "transactions": fi.n_transactions,
@@ -162,7 +171,9 @@ def run_local(
                 file=sys.stderr,
                 flush=True,
             )
-        with LocalCluster(n, workdir=Path(d) / "cluster", data=data) as cluster:
+        # the analyst holds the whole file here, so the parties' default minimum of 3 for
+        # sum-style jobs (parties.policy) protects nobody: allow --local 2
+        with LocalCluster(n, workdir=Path(d) / "cluster", data=data, policy={"min_parties": 2}) as cluster:
             follower = _LogFollower(cluster, "p0") if progress else None
             if follower:
                 follower.start()
@@ -337,7 +348,8 @@ def register(sub) -> None:
     p.add_argument(
         "--min-support",
         default="0.1",
-        help="minimum support in (0, 1] (default 0.1); frequent iff count >= ceil(min_support * N)",
+        help="minimum support in (0, 1], a decimal or a fraction like 1/3 (default 0.1); "
+        "frequent iff count >= ceil(min_support * N), computed exactly",
     )
     p.add_argument("--min-confidence", help="also derive rules with at least this confidence")
     p.add_argument("--local", type=int, metavar="N", help="start N local party daemons and mine jointly")

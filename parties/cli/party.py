@@ -1,8 +1,17 @@
 """``ppdm party init | analyst | serve | status``: set up and run a party daemon.
 
-    ppdm party init --name alice --ca-dir ca --out alice --listen 0.0.0.0:50051 \\
-                    --peer bob=bob.example.org:50051 --data transactions=alice.dat
-    ppdm party analyst --ca-dir ca --out analyst          # the analyst's client certificate
+Certificates without sharing the CA key (see :mod:`parties.pki` and ``ppdm ca``)::
+
+    ppdm ca init --out ca                                  # the CA operator, once
+    ppdm party init --name bob --csr                       # bob: bob/bob.key + bob/bob.csr, no CA key
+    ppdm ca sign bob/bob.csr --ca-dir ca -o bob.pem        # the CA operator signs bob's request
+    ppdm party init --cert bob.pem --key bob/bob.key --ca-cert ca/ca.pem \\
+                    --listen 0.0.0.0:50051 --peer alice=alice.example.org:50051 --data transactions=bob.dat
+
+One operator for everything (a local trial): ``ppdm party init --name alice ...``
+creates the CA in ``--ca-dir`` if missing and issues alice's certificate.
+
+    ppdm party analyst --party alice=HOST:PORT --party bob=HOST:PORT   # the analyst's certificate + analyst.toml
     ppdm party serve --config alice/party.toml
     ppdm party status --config alice/party.toml           # Health of every configured peer
 """
@@ -10,7 +19,7 @@
 from __future__ import annotations
 
 import json
-import shutil
+import sys
 from pathlib import Path
 
 from .common import CLIError
@@ -33,25 +42,51 @@ def register(sub) -> None:
     )
     psub = p.add_subparsers(dest="party_cmd", metavar="ACTION")
 
-    i = psub.add_parser("init", help="create keys, certificate (and CA if missing) and party.toml")
-    i.add_argument("--name", required=True, help="party name (= certificate common name)")
+    i = psub.add_parser(
+        "init",
+        help="create a party's key and certificate request, or its party.toml",
+        description="Three ways: --csr (key + certificate signing request, no CA key involved); "
+        "--cert/--key/--ca-cert (party.toml around a certificate the CA issued); or, for a local trial, "
+        "neither (a CA in --ca-dir, created if missing, issues the certificate here).",
+    )
+    i.add_argument("--name", help="party name (= certificate common name); with --cert taken from the certificate")
+    i.add_argument("--csr", action="store_true", help="write NAME.key and NAME.csr only (send the .csr to the CA)")
     i.add_argument("--ca-dir", default="ca", help="CA directory (ca.pem, ca.key); created if missing (default ./ca)")
-    i.add_argument("--ca-cert", help="use this CA certificate instead of --ca-dir (with --ca-key)")
+    i.add_argument("--ca-cert", help="the CA certificate (with --cert, or with --ca-key to issue here)")
     i.add_argument("--ca-key", help="the CA's private key (with --ca-cert)")
-    i.add_argument("--cert", help="use this existing party certificate (with --key and --ca-cert)")
-    i.add_argument("--key", help="the existing party key (with --cert)")
+    i.add_argument("--cert", help="this party's certificate, issued by the CA (with --key and --ca-cert)")
+    i.add_argument("--key", help="this party's private key (with --cert)")
+    i.add_argument("--crl", help="the CA's revocation list (copied next to party.toml; read by the daemon at start)")
     i.add_argument("--out", help="directory for the party's files (default ./NAME)")
-    i.add_argument("--listen", default="127.0.0.1:50051", help="HOST:PORT to listen on (default 127.0.0.1:50051)")
+    i.add_argument("--listen", help="HOST:PORT to listen on (default 127.0.0.1:50051)")
     i.add_argument("--peer", action="append", default=[], metavar="NAME=HOST:PORT", help="a peer (repeatable)")
+    i.add_argument(
+        "--pin",
+        action="append",
+        default=[],
+        metavar="NAME=SHA256|CERT",
+        help="pin a peer's certificate: its SHA-256 fingerprint, or its certificate file (repeatable)",
+    )
     i.add_argument("--analyst", action="append", metavar="NAME", help="analyst allowed to start jobs (default analyst)")
-    i.add_argument("--data", action="append", default=[], metavar="KEY=PATH", help="a local data path (repeatable)")
+    i.add_argument(
+        "--data",
+        action="append",
+        default=[],
+        metavar="KEY=PATH",
+        help="a local data path, relative to where this command runs (repeatable)",
+    )
+    i.add_argument("--min-parties", type=int, metavar="N", help="policy: parties a sum-style session needs (default 3)")
     i.add_argument("--host", action="append", default=[], metavar="HOST", help="extra DNS name/IP in the certificate")
     i.add_argument("--force", action="store_true", help="overwrite an existing party.toml and key")
     i.set_defaults(func=cmd_init)
 
-    a = psub.add_parser("analyst", help="issue the analyst's client certificate")
-    a.add_argument("--name", default="analyst")
-    a.add_argument("--ca-dir", default="ca")
+    a = psub.add_parser("analyst", help="the analyst's client certificate (or its request) and analyst.toml")
+    a.add_argument("--name", help="analyst name (default analyst; with --cert taken from the certificate)")
+    a.add_argument("--csr", action="store_true", help="write NAME.key and NAME.csr only (ppdm ca sign --client-only)")
+    a.add_argument("--cert", help="the analyst's certificate issued by the CA (with --key and --ca-cert)")
+    a.add_argument("--key", help="the analyst's private key (with --cert)")
+    a.add_argument("--ca-cert", help="the CA certificate (with --cert)")
+    a.add_argument("--ca-dir", default="ca", help="CA directory for a local trial (default ./ca)")
     a.add_argument("--out", help="directory (default ./NAME)")
     a.add_argument(
         "--party",
@@ -60,6 +95,7 @@ def register(sub) -> None:
         metavar="NAME=HOST:PORT",
         help="a party to run jobs on, in protocol order (repeatable); writes analyst.toml for 'ppdm mine --parties'",
     )
+    a.add_argument("--force", action="store_true", help="overwrite an existing key and analyst.toml")
     a.set_defaults(func=cmd_analyst)
 
     s = psub.add_parser("serve", help="run the daemon until SIGTERM/SIGINT")
@@ -76,33 +112,129 @@ def register(sub) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
+def _data_paths(specs: list[str]) -> dict[str, str]:
+    """``--data KEY=PATH``: each PATH resolved against the directory the command runs in."""
+    data = {}
+    for spec in specs:
+        k, v = _kv(spec, "--data")
+        path = Path(v).expanduser().resolve()
+        if not path.exists():
+            print(f"note: --data {k}: {path} does not exist yet", file=sys.stderr)
+        data[k] = str(path)
+    return data
+
+
+def _pins(specs: list[str]) -> dict[str, str]:
+    from ..tls import TLSError, format_fingerprint, normalize_fingerprint
+
+    pins = {}
+    for spec in specs:
+        name, value = _kv(spec, "--pin")
+        if Path(value).is_file():
+            from ..pki import fingerprint_of
+
+            fp = fingerprint_of(value)
+        else:
+            try:
+                fp = normalize_fingerprint(value)
+            except TLSError as e:
+                raise CLIError(f"--pin {name}: {e}") from None
+        pins[name] = format_fingerprint(fp)
+    return pins
+
+
+def _issued_cert(cert: str, key: str, ca_cert: str, *, server: bool):
+    """Load an issued certificate + key + CA, check it fits; return the credentials."""
+    from cryptography import x509
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+
+    from ..tls import load_credentials
+
+    creds = load_credentials(cert, key, ca_cert)
+    c = x509.load_pem_x509_certificate(creds.cert_pem)
+    try:
+        eku = c.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+        serves = ExtendedKeyUsageOID.SERVER_AUTH in eku
+    except x509.ExtensionNotFound:
+        serves = True
+    if server and not serves:
+        raise CLIError(f"{cert} is a client-only (analyst) certificate; a party needs one from 'ppdm ca sign'")
+    return creds
+
+
+def _relative(f: Path, out: Path) -> str:
+    """``f`` as written in a config file in ``out``: its bare name when it sits there, else its full path."""
+    return f.name if f.resolve().parent == out.resolve() else str(f.resolve())
+
+
+def _check_name(given: str | None, actual: str, cert: str) -> None:
+    if given is not None and given != actual:
+        raise CLIError(f"certificate {cert} is for {actual!r}, not {given!r}")
+
+
 def cmd_init(args) -> int:
     from ..config import ConfigError, parse_address, write_config
-    from ..tls import TLSError, ensure_ca, issue_cert, load_ca, load_credentials, validate_name
+    from ..pki import make_csr
+    from ..tls import TLSError, ensure_ca, issue_cert, load_ca, validate_name, write_public
 
+    made: list[Path] = []
     try:
-        validate_name(args.name)
+        if args.csr:
+            if args.cert or args.key or args.ca_cert or args.ca_key:
+                raise CLIError("--csr makes a new key and request; it takes no --cert/--key/--ca-cert/--ca-key")
+            given = [f for f in ("peer", "data", "pin", "analyst") if getattr(args, f)]
+            if given or args.listen or args.min_parties is not None or args.crl:
+                raise CLIError(
+                    "with --csr give only --name, --out and --host; the rest goes to the second step "
+                    "(ppdm party init --cert NAME.pem --key NAME.key --ca-cert ca.pem ...)"
+                )
+            if not args.name:
+                raise CLIError("--csr needs --name")
+            validate_name(args.name)
+            out = Path(args.out or args.name)
+            key, csr = make_csr(args.name, out, hosts=args.host, overwrite=args.force)
+            print(f"wrote {key} (private: keep it here)\nwrote {csr}")
+            print(f"next: send {csr} to the CA operator: ppdm ca sign {csr.name} --ca-dir CA_DIR -o {args.name}.pem")
+            print(
+                f"then: ppdm party init --cert {args.name}.pem --key {key} --ca-cert ca.pem --listen HOST:PORT --peer ..."
+            )
+            return 0
+        listen = args.listen or "127.0.0.1:50051"
         try:
-            parse_address(args.listen, "--listen")
+            parse_address(listen, "--listen")
         except ConfigError as e:
             raise CLIError(str(e)) from None
-        out = Path(args.out or args.name)
-        cfg = out / "party.toml"
-        if cfg.exists() and not args.force:
-            raise CLIError(f"{cfg} exists (use --force to overwrite)")
+        if args.min_parties is not None and args.min_parties < 2:
+            raise CLIError(f"--min-parties must be at least 2, got {args.min_parties}")
         peers = dict(_kv(x, "--peer") for x in args.peer)
-        data = dict(_kv(x, "--data") for x in args.data)
-        made = []
-        if bool(args.ca_cert) != bool(args.ca_key) and not (args.cert and args.ca_cert):
-            raise CLIError("--ca-cert and --ca-key go together")
+        data = _data_paths(args.data)
+        pins = _pins(args.pin)
+        unknown = sorted(set(pins) - set(peers))
+        if unknown:
+            raise CLIError(f"--pin {unknown[0]}: not given as a --peer")
         if args.cert or args.key:
             if not (args.cert and args.key and args.ca_cert):
                 raise CLIError("--cert needs --key and --ca-cert")
-            creds = load_credentials(args.cert, args.key, args.ca_cert)
-            if creds.name != args.name:
-                raise CLIError(f"certificate {args.cert} is for {creds.name!r}, not {args.name!r}")
-            ca_cert, cert, key = Path(args.ca_cert), Path(args.cert).resolve(), Path(args.key).resolve()
+            if args.ca_key:
+                raise CLIError("--ca-key is not needed with --cert (the certificate is already issued)")
+            creds = _issued_cert(args.cert, args.key, args.ca_cert, server=True)
+            _check_name(args.name, creds.name, args.cert)
+            name = creds.name
+            out = Path(args.out or name)
+            out.mkdir(parents=True, exist_ok=True)
+            cert = Path(args.cert).resolve()
+            if cert.parent != out.resolve():
+                cert = write_public(out / f"{name}.pem", creds.cert_pem, overwrite=True)
+                made.append(cert)
+            key = Path(args.key).resolve()
+            ca_cert = Path(args.ca_cert)
         else:
+            if not args.name:
+                raise CLIError("--name is required (or --cert with an issued certificate)")
+            name = validate_name(args.name)
+            out = Path(args.out or name)
+            if bool(args.ca_cert) != bool(args.ca_key):
+                raise CLIError("--ca-cert and --ca-key go together")
             if args.ca_cert:
                 ca_cert, ca_key = Path(args.ca_cert), Path(args.ca_key)
                 load_ca(ca_cert, ca_key)
@@ -110,68 +242,109 @@ def cmd_init(args) -> int:
                 ca_cert, ca_key, created = ensure_ca(args.ca_dir)
                 if created:
                     made += [ca_cert, ca_key]
-            if (out / f"{args.name}.key").exists() and not args.force:
-                raise CLIError(f"{out / (args.name + '.key')} exists (use --force to overwrite)")
-            cert, key = issue_cert(ca_cert, ca_key, args.name, out, hosts=args.host)
+            cfg = out / "party.toml"
+            if cfg.exists() and not args.force:
+                raise CLIError(f"{cfg} exists (use --force to overwrite)")
+            cert, key = issue_cert(ca_cert, ca_key, name, out, hosts=args.host, overwrite=args.force)
             made += [cert, key]
-        out.mkdir(parents=True, exist_ok=True)
+        cfg = out / "party.toml"
+        if cfg.exists() and not args.force:
+            raise CLIError(f"{cfg} exists (use --force to overwrite)")
         local_ca = out / "ca.pem"
         if ca_cert.resolve() != local_ca.resolve():
-            shutil.copyfile(ca_cert, local_ca)
+            write_public(local_ca, ca_cert.read_bytes(), overwrite=True)
             made.append(local_ca)
+        crl = None
+        if args.crl:
+            from ..pki import read_cert
+            from ..tls import load_crl, read_file
+
+            load_crl(args.crl, read_cert(local_ca))  # signed by this CA and current
+            crl = write_public(out / "crl.pem", read_file(args.crl, "revocation list"), overwrite=True)
+            made.append(crl)
         write_config(
             cfg,
-            name=args.name,
-            listen=args.listen,
+            name=name,
+            listen=listen,
             cert=cert.name if cert.parent.resolve() == out.resolve() else cert,
             key=key.name if key.parent.resolve() == out.resolve() else key,
             ca="ca.pem",
             peers=peers,
             analysts=args.analyst or ["analyst"],
             data=data,
+            crl=None if crl is None else crl.name,
+            pins=pins,
+            policy=None if args.min_parties is None else {"min_parties": args.min_parties},
+            overwrite=args.force,
         )
         made.append(cfg)
     except (TLSError, ConfigError) as e:
         raise CLIError(str(e)) from None
+    from ..tls import cert_fingerprint, format_fingerprint
+
     for f in made:
         print(f"wrote {f}")
+    print(f"certificate fingerprint (peers may pin it): {format_fingerprint(cert_fingerprint(cert.read_bytes()))}")
     print(f"next: ppdm party serve --config {cfg}")
     return 0
 
 
 def cmd_analyst(args) -> int:
-    from ..tls import TLSError, ensure_ca, issue_cert
+    from ..config import dump_toml
+    from ..pki import make_csr
+    from ..tls import TLSError, ensure_ca, issue_cert, validate_name, write_public
 
     try:
-        ca_cert, ca_key, _ = ensure_ca(args.ca_dir)
-        out = Path(args.out or args.name)
-        cert, key = issue_cert(ca_cert, ca_key, args.name, out, server=False)
-        shutil.copyfile(ca_cert, out / "ca.pem")
+        if args.csr:
+            if args.cert or args.key or args.ca_cert or args.party:
+                raise CLIError("--csr makes a new key and request; give --cert/--key/--ca-cert/--party afterwards")
+            name = validate_name(args.name or "analyst", "analyst name")
+            key, csr = make_csr(name, Path(args.out or name), overwrite=args.force)
+            print(f"wrote {key} (private: keep it here)\nwrote {csr}")
+            print(f"next: ppdm ca sign {csr.name} --ca-dir CA_DIR --client-only -o {name}.pem")
+            return 0
+        if args.cert or args.key or args.ca_cert:
+            if not (args.cert and args.key and args.ca_cert):
+                raise CLIError("--cert needs --key and --ca-cert")
+            creds = _issued_cert(args.cert, args.key, args.ca_cert, server=False)
+            _check_name(args.name, creds.name, args.cert)
+            name = creds.name
+            out = Path(args.out or name)
+            cert, key = Path(args.cert).resolve(), Path(args.key).resolve()
+            if cert.parent != out.resolve():
+                cert = write_public(out / f"{name}.pem", creds.cert_pem, overwrite=True)
+            write_public(out / "ca.pem", creds.ca_pem, overwrite=True)
+        else:
+            name = validate_name(args.name or "analyst", "analyst name")
+            ca_cert, ca_key, _ = ensure_ca(args.ca_dir)
+            out = Path(args.out or name)
+            cert, key = issue_cert(ca_cert, ca_key, name, out, server=False, overwrite=args.force)
+            write_public(out / "ca.pem", ca_cert.read_bytes(), overwrite=True)
     except TLSError as e:
         raise CLIError(str(e)) from None
     print(f"wrote {cert}\nwrote {key}\nwrote {out / 'ca.pem'}")
     if args.party:
         parties = {}
         for spec in args.party:
-            name, sep, addr = spec.partition("=")
-            if not sep or not name or not addr:
-                raise CLIError(f"--party expects NAME=HOST:PORT, got {spec!r}")
-            parties[name] = {"address": addr}
-        from ..config import dump_toml
-
-        doc = {"analyst": {"cert": Path(cert).name, "key": Path(key).name, "ca": "ca.pem"}, "parties": parties}
-        (out / "analyst.toml").write_text(dump_toml(doc))
-        print(f"wrote {out / 'analyst.toml'}\nnext: ppdm mine --parties {out / 'analyst.toml'} --split ...")
+            pname, addr = _kv(spec, "--party")
+            parties[pname] = {"address": addr}
+        doc = {
+            "analyst": {"cert": _relative(Path(cert), out), "key": _relative(Path(key), out), "ca": "ca.pem"},
+            "parties": parties,
+        }
+        target = out / "analyst.toml"
+        try:
+            write_public(target, dump_toml(doc).encode(), overwrite=args.force)
+        except TLSError as e:
+            raise CLIError(str(e)) from None
+        print(f"wrote {target}\nnext: ppdm mine --parties {target} --split ...")
     return 0
 
 
 def cmd_serve(args) -> int:
     from ..daemon import main as daemon_main
 
-    rc = daemon_main(["--config", args.config, "--log-level", args.log_level])
-    if rc == 2:
-        return 2
-    return rc
+    return daemon_main(["--config", args.config, "--log-level", args.log_level], prog="ppdm")
 
 
 def cmd_status(args) -> int:

@@ -47,9 +47,12 @@ __all__ = [
     "JOB_MODULES",
     "JobContext",
     "JobError",
+    "JobInfo",
+    "PolicyRefusal",
     "UnknownJobError",
     "job",
     "get_job",
+    "job_info",
     "registered_jobs",
     "load_job_modules",
 ]
@@ -72,6 +75,14 @@ class UnknownJobError(JobError):
     """No job is registered under the requested name."""
 
 
+class PolicyRefusal(JobError):
+    """This party's policy refuses the session (reported to the analyst with error kind ``refused``).
+
+    Raised by a job that can check a rule only once it has read its own data
+    (e.g. ``[policy.job.secure_sum] max_length``), before it sends anything.
+    """
+
+
 @dataclass
 class JobContext:
     """What a job gets: its party name, the session channel, the analyst's params, the party config."""
@@ -84,6 +95,7 @@ class JobContext:
     job: str = ""
     deadline: float | None = None  # time.monotonic() deadline of the session
     log: logging.Logger = field(default_factory=lambda: log)
+    max_length: int | None = None  # this party's policy cap on its input vector ([policy.job.NAME] max_length)
 
     @property
     def parties(self) -> tuple[str, ...]:
@@ -123,34 +135,75 @@ class JobContext:
             raise JobError(f"parameter {key!r} must be >= {min}, got {v!r}")
         return v
 
+    def check_input_length(self, n: int, what: str = "input vector") -> None:
+        """Refuse (:class:`PolicyRefusal`) an input longer than this party's policy allows.
+
+        Call it after reading the party's data and before sending anything.
+        """
+        if self.max_length is not None and n > self.max_length:
+            raise PolicyRefusal(
+                f"policy caps the {what} of {self.job or 'this job'} at {self.max_length} elements (got {n})"
+            )
+
 
 JobFn = Callable[[JobContext], Awaitable[dict]]
-_JOBS: dict[str, JobFn] = {}
 
 
-def job(name: str) -> Callable[[JobFn], JobFn]:
-    """Register an async job function under ``name``."""
+@dataclass(frozen=True)
+class JobInfo:
+    """A registered job and what its result reveals, for the party policy (:mod:`parties.policy`).
+
+    ``private_data``: the job computes on the parties' own data, so a session
+    of one party would hand that party's result to the analyst — it needs at
+    least 2 parties. ``sum_style``: its result is a sum over the parties'
+    inputs (a secure sum, joint horizontal mining's counts), which with two
+    parties gives each its peer's input, and which sessions over different
+    party sets difference into single inputs — the policy's ``min_parties``
+    (default 3) applies. Both default to True: a job that declares nothing is
+    treated as the most revealing kind.
+    """
+
+    name: str
+    fn: JobFn
+    private_data: bool = True
+    sum_style: bool = True
+
+
+_JOBS: dict[str, JobInfo] = {}
+
+
+def job(name: str, *, private_data: bool = True, sum_style: bool | None = None) -> Callable[[JobFn], JobFn]:
+    """Register an async job function under ``name`` (see :class:`JobInfo` for the flags).
+
+    ``sum_style`` defaults to ``private_data``.
+    """
     if not name or not name.replace("_", "").replace("-", "").replace(".", "").isalnum():
         raise ValueError(f"invalid job name {name!r}")
+    sums = private_data if sum_style is None else sum_style
 
     def deco(fn: JobFn) -> JobFn:
         if not asyncio.iscoroutinefunction(fn):
             raise TypeError(f"job {name!r} must be an async function")
         old = _JOBS.get(name)
-        if old is not None and (old.__module__, old.__qualname__) != (fn.__module__, fn.__qualname__):
-            raise ValueError(f"job {name!r} is already registered by {old.__module__}.{old.__qualname__}")
-        _JOBS[name] = fn
+        if old is not None and (old.fn.__module__, old.fn.__qualname__) != (fn.__module__, fn.__qualname__):
+            raise ValueError(f"job {name!r} is already registered by {old.fn.__module__}.{old.fn.__qualname__}")
+        _JOBS[name] = JobInfo(name, fn, private_data=private_data, sum_style=sums)
         return fn
 
     return deco
 
 
+def job_info(name: str) -> JobInfo:
+    """The registration of job ``name``, or :class:`UnknownJobError` listing the known ones."""
+    info = _JOBS.get(name)
+    if info is None:
+        raise UnknownJobError(f"unknown job {name!r} (known: {', '.join(registered_jobs())})")
+    return info
+
+
 def get_job(name: str) -> JobFn:
     """The job registered as ``name``, or :class:`UnknownJobError` listing the known ones."""
-    fn = _JOBS.get(name)
-    if fn is None:
-        raise UnknownJobError(f"unknown job {name!r} (known: {', '.join(registered_jobs())})")
-    return fn
+    return job_info(name).fn
 
 
 def registered_jobs() -> list[str]:

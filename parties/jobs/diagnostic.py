@@ -27,7 +27,7 @@ def _digest(b: bytes) -> str:
     return hashlib.sha256(b).hexdigest()[:32]
 
 
-@job("ping")
+@job("ping", private_data=False)
 async def ping_job(ctx: JobContext) -> dict:
     """Every party sends a tiny message to every other and waits for theirs."""
     await asyncio.gather(*(ctx.ch.send(p, "ping", ctx.name.encode()) for p in ctx.peers))
@@ -38,7 +38,7 @@ async def ping_job(ctx: JobContext) -> dict:
     return {"party": ctx.name, "parties": list(ctx.parties), "echo": ctx.params.get("echo")}
 
 
-@job("exchange")
+@job("exchange", private_data=False)
 async def exchange_job(ctx: JobContext) -> dict:
     """All-to-all exchange of random messages; returns digests of what was sent and received.
 
@@ -101,7 +101,7 @@ async def exchange_job(ctx: JobContext) -> dict:
     }
 
 
-@job("fail")
+@job("fail", private_data=False)
 async def fail_job(ctx: JobContext) -> dict:
     """Fail on purpose: party ``at`` (default the last) raises after ``after`` seconds; others wait.
 
@@ -121,7 +121,7 @@ async def fail_job(ctx: JobContext) -> dict:
     return {}
 
 
-@job("sleep")
+@job("sleep", private_data=False)
 async def sleep_job(ctx: JobContext) -> dict:
     """Sleep ``seconds`` (default 1) on every party, optionally blocking the event loop (``block``)."""
     s = ctx.param("seconds", float, 1.0, min=0)
@@ -132,7 +132,7 @@ async def sleep_job(ctx: JobContext) -> dict:
     return {"party": ctx.name, "slept": s}
 
 
-@job("bench_send")
+@job("bench_send", private_data=False)
 async def bench_send_job(ctx: JobContext) -> dict:
     """Throughput: ``parties[0]`` sends ``count`` messages of ``size`` bytes to ``parties[1]``, one after another."""
     size = ctx.param("size", int, 1 << 20, min=0)
@@ -157,7 +157,7 @@ async def bench_send_job(ctx: JobContext) -> dict:
     return {"party": ctx.name}
 
 
-@job("pingpong")
+@job("pingpong", private_data=False)
 async def pingpong_job(ctx: JobContext) -> dict:
     """Round trips: ``parties[0]`` sends ``count`` tiny messages to ``parties[1]``, which echoes each."""
     count = ctx.param("count", int, 200, min=1)

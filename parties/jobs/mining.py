@@ -82,7 +82,7 @@ async def mine_horizontal_job(ctx: JobContext) -> dict:
     return out
 
 
-@job("mine.vertical")
+@job("mine.vertical", sum_style=False)
 async def mine_vertical_job(ctx: JobContext) -> dict:
     """Vaidya–Clifton mining of vertically partitioned data; params min_support, ..."""
     ms, mc, max_len, db, report = _common(ctx)

@@ -91,7 +91,7 @@ RUNNERS = {
 }
 
 
-@job("bench.mpc")
+@job("bench.mpc", private_data=False)
 async def bench_mpc(ctx) -> dict:
     """Run one primitive on seeded inputs; params: operation, size, seed."""
     op = ctx.params["operation"]
@@ -115,8 +115,10 @@ async def secure_sum_job(ctx) -> dict:
     """Secure sum of every party's integer vector ``[data] <key>`` (a ``.npy`` file; params ``key``).
 
     Every party learns the elementwise sum (mod 2^64, as int64) and nothing
-    else (:func:`mpc.secure_sum.secure_sum`). Vectors of different lengths are
-    one clear error on every party.
+    else (:func:`mpc.secure_sum.secure_sum`); with two parties that is the
+    other party's vector, which is why a party's policy requires three
+    parties for this job by default (:mod:`parties.policy`). Vectors of
+    different lengths are one clear error on every party.
     """
     from . import JobError
 
@@ -128,5 +130,6 @@ async def secure_sum_job(ctx) -> dict:
         raise JobError(f"party {ctx.name!r} cannot read its {key!r} vector (.npy)") from e
     if x.ndim != 1 or x.dtype.kind not in "iu":
         raise JobError(f"party {ctx.name!r}: its {key!r} vector must be a 1-D integer array")
+    ctx.check_input_length(int(x.size), "vector")  # [policy.job.secure_sum] max_length, before sending
     total = await secure_sum.secure_sum(ctx.ch, x.astype(np.int64), tag="job")
     return {"sum": total.tolist(), "length": int(x.size)}

@@ -7,11 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from anonymize.itemsets import AssociationRules, FrequentItemsets, Rule, exact_fraction
+from anonymize.itemsets import AssociationRules, FrequentItemsets, Rule
 from mpc.channel import Channel, broadcast, gather_from
 from mpc.errors import ProtocolError
 
-__all__ = ["JointResult", "PhaseClock", "ProgressFn", "check_all", "support_ratio"]
+from ..ratio import exact_ratio
+
+__all__ = ["JointResult", "PhaseClock", "ProgressFn", "check_all", "support_ratio", "confidence_ratio"]
 
 ProgressFn = Callable[[str], None]  # gets one line per level (sizes every party learns anyway)
 
@@ -67,8 +69,19 @@ async def check_all(ch: Channel, tag: str, problem: str | None) -> None:
 
 
 def support_ratio(minsup) -> Fraction:
-    """The minimum support as the exact rational the user wrote; ``ValueError`` outside (0, 1]."""
-    f = exact_fraction(minsup)
+    """The minimum support as the exact rational the user wrote (``"0.3"``, ``"1/3"``, 0.3, a Fraction).
+
+    ``ValueError`` (one line) if it is not a number in (0, 1]; see :func:`parties.ratio.exact_ratio`.
+    """
+    f = exact_ratio(minsup, "min support")
     if not (0 < f <= 1):
         raise ValueError(f"min support must be in (0, 1] (got {minsup})")
+    return f
+
+
+def confidence_ratio(minconf) -> Fraction:
+    """The minimum confidence as an exact rational in [0, 1] (as :func:`support_ratio`)."""
+    f = exact_ratio(minconf, "min confidence")
+    if not (0 <= f <= 1):
+        raise ValueError(f"min confidence must be in [0, 1] (got {minconf})")
     return f

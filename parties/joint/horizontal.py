@@ -25,8 +25,12 @@ Revealed to every party: N = Σ|DB_i|; per level the union of the locally
 large candidates (what the secure union reveals, see its docstring: its
 size and, to the merging party, how many candidates are shared by groups of
 parties); which of them are globally frequent; the global counts of the
-frequent itemsets (which are the output). Never a party's local counts or
-transactions.
+frequent itemsets (which are the output). With two parties N and those
+counts give each party the other's database size and counts (minus its own),
+which is why a party's policy requires three parties for this job by default
+(:mod:`parties.policy`). Nothing else about a party's local counts or
+transactions; the collusion bound of the threshold step is that of
+:func:`mpc.secure_sum.secure_sum_threshold` (:func:`_revealed`).
 """
 
 from __future__ import annotations
@@ -42,7 +46,6 @@ from anonymize.itemsets import (
     apriori_gen,
     association_rules,
     count_support,
-    exact_fraction,
     min_count_for,
 )
 from mpc.channel import Channel, agree, scoped
@@ -50,7 +53,7 @@ from mpc.errors import ProtocolError
 from mpc.secure_sum import secure_sum, secure_sum_threshold
 from mpc.set_union import secure_set_union
 
-from .common import JointResult, PhaseClock, ProgressFn, check_all, support_ratio
+from .common import JointResult, PhaseClock, ProgressFn, check_all, confidence_ratio, support_ratio
 
 __all__ = ["mine_horizontal", "AUTO_ALL_MAX"]
 
@@ -110,6 +113,7 @@ async def mine_horizontal(
     if candidates not in ("union", "all", "auto"):
         raise ValueError(f"candidates must be 'union', 'all' or 'auto' (got {candidates!r})")
     s = support_ratio(min_support)
+    min_confidence = None if min_confidence is None else confidence_ratio(min_confidence)
     res = JointResult(frequent=None, rules=None)  # type: ignore[arg-type]
     clk = PhaseClock(res)
     b0 = ch.bytes_sent
@@ -175,8 +179,30 @@ async def mine_horizontal(
         res.rounds += 1
     clk.add("rules", t)
     res.bytes_sent = ch.bytes_sent - b0
-    res.revealed = [
-        "all parties: the total number of transactions N (secure sum)",
+    res.revealed = _revealed(ch.parties, candidates, reveal_counts, min_confidence is not None)
+    return res
+
+
+def _revealed(parties, candidates: str, reveal_counts: bool, rules: bool) -> list[str]:
+    """The "what the parties learned" lines of one run (``protocol.revealed`` in the job report).
+
+    Exact for the run's party list: with two parties, N and every revealed
+    global count minus a party's own give it the other party's database size
+    and counts. Secure sum with threshold as :func:`mpc.secure_sum.secure_sum_threshold`
+    runs it: the sums are split between two share holders (the first two
+    parties), who together could reconstruct them.
+    """
+    two = len(parties) == 2
+    h0, h1 = parties[0], parties[1]
+    threshold = (
+        "secure sum with threshold; each learns only these bits"
+        if two
+        else f"secure sum with threshold; the share holders {h0} and {h1} together could reconstruct the "
+        "sums compared, i.e. the global counts of the candidates tested; no other coalition learns more than the bits"
+    )
+    lines = [
+        "all parties: the total number of transactions N (secure sum)"
+        + ("; with two parties, N minus its own size is the other party's database size" if two else ""),
         "all parties, per level: the set of candidates locally large at some party "
         "(secure union; its merging party also learns how many are shared by each group of parties; "
         "padded set sizes within a factor of two)"
@@ -185,13 +211,23 @@ async def mine_horizontal(
         if candidates == "all"
         else f"levels with more than {AUTO_ALL_MAX} candidates: the union of locally large candidates (secure union, "
         "as above); smaller levels: nothing beyond the threshold bits",
-        "all parties: which of those are globally frequent (secure sum with threshold)",
-        "all parties: the global counts of the frequent itemsets (the output; secure sum)"
-        if reveal_counts
-        else "all parties: which candidate rules reach the confidence (secure sum with threshold); no counts at all",
-        "never: any party's local counts, local database size or transactions",
+        f"all parties: which of those are globally frequent ({threshold})",
     ]
-    return res
+    if reveal_counts:
+        lines.append(
+            "all parties: the global counts of the frequent itemsets (the output; secure sum)"
+            + ("; with two parties, a global count minus its own is the other party's count" if two else "")
+        )
+    else:
+        lines.append("all parties: no global counts are computed (private counts)")
+        if rules:
+            lines.append(f"all parties: which candidate rules reach the confidence ({threshold})")
+    lines.append(
+        "nothing else about any party's transactions, local counts or database size"
+        if not two
+        else "nothing else about the other party's transactions"
+    )
+    return lines
 
 
 def _candidate_rules(levels: dict[int, tuple[np.ndarray, np.ndarray]]):
@@ -220,9 +256,7 @@ async def _rules_by_threshold(ch: Channel, db: TransactionDB, levels, min_confid
     to every party only which candidate rules reach the confidence. Returns
     ``Rule``-like tuples ``(antecedent, consequent, None, None)``.
     """
-    c = exact_fraction(min_confidence)
-    if not (0 <= c <= 1):
-        raise ValueError(f"min confidence must be in [0, 1] (got {min_confidence})")
+    c = confidence_ratio(min_confidence)
     Dc, Mc = c.denominator, c.numerator
     groups, xs = [], []
     for Z, sel in _candidate_rules(levels):

@@ -41,7 +41,7 @@ from mpc.errors import ProtocolError
 from mpc.secure_sum import secure_sum, secure_sum_threshold
 from mpc.shared_product import product_count_shares
 
-from .common import JointResult, PhaseClock, ProgressFn, support_ratio
+from .common import JointResult, PhaseClock, ProgressFn, confidence_ratio, support_ratio
 
 __all__ = ["mine_vertical"]
 
@@ -61,6 +61,7 @@ async def mine_vertical(
     all N transactions, in the agreed transaction order. Any number of parties.
     """
     s = support_ratio(min_support)
+    min_confidence = None if min_confidence is None else confidence_ratio(min_confidence)
     res = JointResult(frequent=None, rules=None)  # type: ignore[arg-type]
     clk = PhaseClock(res)
     b0 = ch.bytes_sent
