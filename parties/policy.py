@@ -201,7 +201,21 @@ def min_parties_for(policy: Policy, job: str, *, private_data: bool, sum_style: 
 
 
 def _fmt(x: Fraction) -> str:
-    return str(x.numerator) if x.denominator == 1 else f"{x} (= {float(x):.6g})"
+    """An exact rational as a person writes it: ``3``, ``0.05`` (terminating decimals, exactly), else ``1/3``."""
+    d, twos, fives = x.denominator, 0, 0
+    while d % 2 == 0:
+        d, twos = d // 2, twos + 1
+    while d % 5 == 0:
+        d, fives = d // 5, fives + 1
+    if d != 1:
+        return str(x)
+    k = max(twos, fives)
+    digits = abs(x.numerator) * 10**k // x.denominator  # exact: the denominator divides 10^k
+    sign = "-" if x < 0 else ""
+    if k == 0:
+        return f"{sign}{digits}"
+    whole, frac = divmod(digits, 10**k)
+    return f"{sign}{whole}.{frac:0{k}d}"
 
 
 def check_session(policy: Policy, request: SessionRequest) -> Refusal | None:

@@ -49,7 +49,9 @@ def test_init_analyst_serve_mine(tmp_path):
             "--peer",
             f"bob=127.0.0.1:{pb}",
             "--data",
-            f"transactions={tmp_path / 'part0.dat'}",
+            "transactions=part0.dat",  # relative to where the command runs
+            "--min-parties",  # two organizations: each opts in to 2-party sums (docs/daemon.md)
+            "2",
         ],
         tmp_path,
     )
@@ -64,7 +66,9 @@ def test_init_analyst_serve_mine(tmp_path):
             "--peer",
             f"alice=127.0.0.1:{pa}",
             "--data",
-            f"transactions={tmp_path / 'part1.dat'}",
+            "transactions=part1.dat",  # relative to where the command runs
+            "--min-parties",  # two organizations: each opts in to 2-party sums (docs/daemon.md)
+            "2",
         ],
         tmp_path,
     )
