@@ -257,7 +257,7 @@ def test_cli_party_init(tmp_path, monkeypatch, capsys):
     assert main(["party", "init", "--name", "bob", "--listen", "127.0.0.1:7002", "--peer", "alice=127.0.0.1:7001"]) == 0
     cfg = load_config(tmp_path / "alice" / "party.toml")
     assert cfg.credentials().name == "alice" and cfg.peers["bob"].address == "127.0.0.1:7002"
-    assert cfg.data["transactions"] == str(tmp_path / "alice" / "a.dat")
+    assert cfg.data["transactions"] == str(tmp_path / "a.dat")  # where the command ran, not alice/
     assert stat.S_IMODE(os.stat(tmp_path / "alice" / "alice.key").st_mode) == 0o600
     # both parties share the CA that the first init created
     assert (tmp_path / "alice" / "ca.pem").read_bytes() == (tmp_path / "bob" / "ca.pem").read_bytes()
