@@ -345,7 +345,11 @@ class PartyService(pb_grpc.PartyServicer):
             left = context.time_remaining()
             if left is not None:
                 timeout = min(timeout, max(0.1, left - 0.5))
-            s = self.sessions.start(key, parties, job, timeout, analyst=analyst)
+            try:
+                s = self.sessions.start(key, parties, job, timeout, analyst=analyst)
+            except (Refused, SessionGone) as e:  # admitted by the guards, but it cannot start here
+                self._guards_finished(req, None, str(e))
+                raise
         except SessionGone as e:
             self.log.warning("session %s: job %s not started: %s", (key or sid)[:140], job[:64], e.reason)
             return self._reply_error("peer", e.reason, t0)
@@ -448,11 +452,15 @@ class PartyService(pb_grpc.PartyServicer):
         self.sessions.finish(s, error)
         result = None if error is not None else task.result()
         s.outcome = (error, result)
+        self._guards_finished(req, None if result is None else result[0], None if error is None else str(error))
+
+    def _guards_finished(self, req: SessionRequest, result: dict[str, Any] | None, error: str | None) -> None:
+        """Tell every guard how a session it admitted ended (once per admitted session)."""
         for g in self.d.guards:
             try:
-                g.finished(req, None if result is None else result[0], None if error is None else str(error))
+                g.finished(req, result, error)
             except Exception:
-                self.log.exception("session %s: session guard %r failed in finished()", s.id, g)
+                self.log.exception("session %s: session guard %r failed in finished()", req.session, g)
 
     async def _run(self, fn, ctx: jobs_mod.JobContext, s: Session) -> tuple[dict[str, Any], str]:
         left = s.remaining() or 0.0
