@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import logging
 import os
 import signal
@@ -98,13 +99,19 @@ def check_listen(address: str) -> None:
     if host in ("0.0.0.0", "::", "*", ""):
         infos = [i for i in infos if (i[0] == socket.AF_INET) == (host != "::")] or infos
     for family, kind, proto, _c, sockaddr in infos:
-        with socket.socket(family, kind, proto) as sock:
+        try:
+            sock = socket.socket(family, kind, proto)
+        except OSError:  # e.g. no IPv6 here: gRPC will not use it either
+            continue
+        with sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 sock.bind(sockaddr)
             except OSError as e:
-                why = "address already in use" if e.errno == 98 else (e.strerror or str(e)).lower()
-                raise ListenError(f"cannot listen on {address}: {why}") from None
+                # only what gRPC would hit too; an unusable address family is gRPC's to skip
+                if e.errno in (errno.EADDRINUSE, errno.EACCES):
+                    why = "address already in use" if e.errno == errno.EADDRINUSE else "permission denied"
+                    raise ListenError(f"cannot listen on {address}: {why}") from None
 
 
 def server_options() -> list[tuple[str, Any]]:

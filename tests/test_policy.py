@@ -198,10 +198,9 @@ def refusal(cluster, job, params=None, parties=None, creds=None):
 @pytest.mark.daemons
 def test_one_party_sum_is_refused_by_that_party(cluster):
     """Fails on main: StartJob(job="secure_sum", parties=["alice"]) returned alice's vector."""
-    e = refusal(cluster, "secure_sum", parties=["bob"])
-    assert e.kind == "refused" and e.party == "bob"
-    assert str(e).endswith("failed: refused by 'bob': policy requires at least 3 parties for secure_sum (got 1)")
-    assert "7" not in e.reason
+    e = refusal(cluster, "secure_sum", parties=["alice"])
+    assert e.kind == "refused" and e.party == "alice"
+    assert str(e).endswith("failed: refused by 'alice': policy requires at least 3 parties for secure_sum (got 1)")
 
 
 @pytest.mark.daemons
@@ -217,7 +216,7 @@ def test_pairwise_sums_are_refused_at_the_default_minimum(cluster):
     # all three parties: allowed (bob and carol have the default policy; alice caps the length at 2)
     e = refusal(cluster, "secure_sum")
     assert e.party == "alice" and e.kind == "refused"
-    assert "refused by 'alice': policy caps the vector of secure_sum at 2 elements (got 3)" in e.reason
+    assert e.reason == "refused by 'alice': policy caps the vector of secure_sum at 2 elements"
 
 
 @pytest.mark.daemons

@@ -141,9 +141,8 @@ class JobContext:
         Call it after reading the party's data and before sending anything.
         """
         if self.max_length is not None and n > self.max_length:
-            raise PolicyRefusal(
-                f"policy caps the {what} of {self.job or 'this job'} at {self.max_length} elements (got {n})"
-            )
+            # the length itself is this party's business: say only that it is over the cap
+            raise PolicyRefusal(f"policy caps the {what} of {self.job or 'this job'} at {self.max_length} elements")
 
 
 JobFn = Callable[[JobContext], Awaitable[dict]]
