@@ -25,6 +25,9 @@ VERB_MODULES = [
     "parties.cli_bench",
     "anonymize.cli_anonymize",
     "anonymize.cli",
+    "parties.cli_perturb",
+    "parties.cli_dp",
+    "parties.cli_attack",
 ]
 
 
