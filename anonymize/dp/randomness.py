@@ -56,7 +56,7 @@ class RandomSource:
 
     def words(self, size: int) -> np.ndarray:
         """``size`` independent uniform ``uint64`` words."""
-        return np.frombuffer(self._read(8 * int(size)), dtype="<u8").astype(np.uint64, copy=False)
+        return np.frombuffer(self._read(8 * int(size)), dtype="<u8").astype(np.uint64)  # a writable copy
 
     def below(self, n) -> np.ndarray:
         """Integers exactly uniform on ``[0, n_i)`` for every bound ``n_i`` in ``n`` (≥ 1, < 2**63).
