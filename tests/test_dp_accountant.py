@@ -24,7 +24,7 @@ SUBSET = ROOT / "anonymize" / "data" / "adult_subset.csv"
 def test_refuses_exactly_when_epsilon_is_spent_and_spends_nothing(tmp_path):
     acc = BudgetAccountant.create(tmp_path / "b.json", "1")
     for i in range(10):  # 10 × 0.1 = 1 exactly (rational arithmetic)
-        out, st = acc.spend("0.1", lambda: i)
+        out, st = acc.spend("0.1", lambda i=i: i)
         assert out == i
     assert st["epsilon_left"] == 0 and st["queries"] == 10
     before = (tmp_path / "b.json").read_bytes()
