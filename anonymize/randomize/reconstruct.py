@@ -43,7 +43,17 @@ import numpy as np
 from ..errors import AnonymizeError
 from .noise import Noise
 
-__all__ = ["METHODS", "Reconstruction", "reconstruct", "information_loss", "default_domain", "histogram_on"]
+__all__ = [
+    "METHODS",
+    "Reconstruction",
+    "reconstruct",
+    "reconstruct_binned",
+    "kernel_matrix",
+    "z_histogram",
+    "information_loss",
+    "default_domain",
+    "histogram_on",
+]
 
 METHODS = ("as", "em")
 _MAX_Z_BINS = 16384
@@ -119,7 +129,7 @@ def _chi2_critical_95(df: int) -> float:
     return k * (1.0 - c + 1.6448536269514722 * math.sqrt(c)) ** 3
 
 
-def _z_grid(z: np.ndarray, edges: np.ndarray, z_per_bin: int) -> tuple[np.ndarray, np.ndarray]:
+def z_histogram(z: np.ndarray, edges: np.ndarray, z_per_bin: int) -> tuple[np.ndarray, np.ndarray]:
     """Edges of the z intervals (aligned with the x grid, width w/z_per_bin) and counts per interval;
     intervals with no z are dropped (they contribute nothing to either update)."""
     w = (edges[-1] - edges[0]) / (len(edges) - 1)
@@ -139,7 +149,11 @@ def _z_grid(z: np.ndarray, edges: np.ndarray, z_per_bin: int) -> tuple[np.ndarra
     return np.stack([lo, hi], axis=1), counts[keep]
 
 
-def _kernel(method: str, noise: Noise, edges: np.ndarray, zint: np.ndarray) -> np.ndarray:
+def kernel_matrix(method: str, noise: Noise, edges: np.ndarray, z_intervals: np.ndarray) -> np.ndarray:
+    """The (Q × B) kernel of ``method`` for z intervals ``z_intervals`` (Q × 2: lo, hi) and x
+    intervals ``edges``: AS — f_Y(m(J_q) − m(I_p)); EM — P(z ∈ J_q | X uniform on I_p) =
+    (G(d−l) − G(d−u) − G(c−l) + G(c−u)) / (u − l) with G = :meth:`.noise.Noise.cdf_integral`."""
+    zint = np.asarray(z_intervals, dtype=np.float64)
     c, d = zint[:, 0:1], zint[:, 1:2]
     if method == "as":
         mz = 0.5 * (c + d)
@@ -149,6 +163,12 @@ def _kernel(method: str, noise: Noise, edges: np.ndarray, zint: np.ndarray) -> n
     G = noise.cdf_integral
     k = (G(d - lo) - G(d - hi) - G(c - lo) + G(c - hi)) / (hi - lo)
     return np.clip(k, 0.0, None)
+
+
+def _check_int(x, name: str, lo: int, hi: int) -> int:
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or not lo <= x <= hi:
+        raise AnonymizeError(f"{name} must be an integer between {lo} and {hi}, got {x!r}")
+    return int(x)
 
 
 def reconstruct(
@@ -168,12 +188,8 @@ def reconstruct(
     "em"; ``max_iter`` caps the iterations; ``tol`` is EM's log-likelihood stopping threshold and
     ``chi2_fraction`` AS's; ``z_per_bin`` — z intervals per x-interval width.
     """
-    if method not in METHODS:
-        raise AnonymizeError(f"unknown reconstruction method '{method}' (use {' or '.join(METHODS)})")
-    if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or not 2 <= bins <= 10000:
-        raise AnonymizeError(f"bins must be an integer between 2 and 10000, got {bins!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        raise AnonymizeError(f"max_iter must be a positive integer, got {max_iter!r}")
+    bins = _check_int(bins, "bins", 2, 10000)
+    z_per_bin = _check_int(z_per_bin, "z_per_bin", 1, 1000)
     z = np.asarray(z, dtype=np.float64).ravel()
     if z.size == 0:
         raise AnonymizeError("no values to reconstruct from")
@@ -184,60 +200,91 @@ def reconstruct(
     lo, hi = float(domain[0]), float(domain[1])
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise AnonymizeError(f"domain must be two finite numbers LO < HI, got {domain}")
-    edges = np.linspace(lo, hi, int(bins) + 1)
-    zint, nq = _z_grid(z, edges, int(z_per_bin))
-    K = _kernel(method, noise, edges, zint)
+    edges = np.linspace(lo, hi, bins + 1)
+    zint, nq = z_histogram(z, edges, z_per_bin)
+    return reconstruct_binned(zint, nq, noise, edges, method, max_iter, tol, chi2_fraction)
+
+
+def reconstruct_binned(
+    z_intervals,
+    counts,
+    noise: Noise,
+    edges,
+    method: str = "em",
+    max_iter: int = 2000,
+    tol: float = 1e-7,
+    chi2_fraction: float = CHI2_FRACTION,
+) -> Reconstruction:
+    """The iteration itself, from perturbed values already counted on intervals: ``z_intervals``
+    (Q × 2, lo/hi) holding ``counts[q]`` values each; x intervals ``edges`` (module docstring)."""
+    if method not in METHODS:
+        raise AnonymizeError(f"unknown reconstruction method '{method}' (use {' or '.join(METHODS)})")
+    max_iter = _check_int(max_iter, "max_iter", 1, 10**7)
+    if not 0 <= chi2_fraction < 1 or not tol >= 0:
+        raise AnonymizeError("stopping thresholds must be non-negative (chi2_fraction below 1)")
+    edges = np.asarray(edges, dtype=np.float64)
+    nq = np.asarray(counts, dtype=np.float64)
+    K = kernel_matrix(method, noise, edges, z_intervals)
     n = float(nq.sum())
     observable = K.sum(axis=1) > 0
     if not observable.all():  # z intervals no x-interval can produce (midpoint kernel of AS)
         K, nq = K[observable], nq[observable]
     if nq.sum() == 0:
+        if method == "as":
+            w = float(np.min(np.diff(edges)))
+            raise AnonymizeError(
+                f"the AS midpoint kernel is zero everywhere: the noise (scale {noise.scale:g}) is narrower than "
+                f"the interval grid (width {w:.3g}); use fewer --bins or --method em"
+            )
         raise AnonymizeError(
             "no perturbed value is consistent with the noise and the domain; check --scale and --domain"
         )
     n_used = float(nq.sum())
     B = len(edges) - 1
     pi = np.full(B, 1.0 / B)
-    if not 0 <= chi2_fraction < 1 or not tol >= 0:
-        raise AnonymizeError("stopping thresholds must be non-negative (chi2_fraction below 1)")
     crit = chi2_fraction * _chi2_critical_95(B - 1)
-    prev_ll = -math.inf
+
+    def loglik(dn: np.ndarray) -> float:
+        return float(np.sum(nq * np.log(np.where(dn > 0, dn, 1.0)))) / n_used
+
+    denom = K @ pi
+    prev_ll = loglik(denom) if method == "em" else -math.inf
     converged = False
     history = []
     iterations = 0
-    for step in range(1, int(max_iter) + 1):
+    for step in range(1, max_iter + 1):
         iterations = step
-        denom = K @ pi
         ratio = np.divide(nq, denom, out=np.zeros_like(nq), where=denom > 0)
         new = pi * (K.T @ ratio) / n_used
         s = new.sum()
         if s <= 0:
             raise AnonymizeError("reconstruction collapsed (no mass left); check --scale and --domain")
-        new /= s  # exact already for EM; AS's midpoint kernel can lose rows
+        new /= s  # a no-op for EM (Σ_p new_p = 1 exactly); AS's midpoint kernel can drop rows
+        old, pi = pi, new
+        denom = K @ pi
         if method == "as":
             with np.errstate(divide="ignore", invalid="ignore"):
-                stat = float(np.sum(np.where(pi > 0, n_used * (new - pi) ** 2 / pi, 0.0)))
+                stat = float(np.sum(np.where(old > 0, n_used * (pi - old) ** 2 / old, 0.0)))
             history.append(stat)
-            pi = new
             if stat < crit:
                 converged = True
                 break
         else:
-            pi = new
-            dn = K @ pi
-            ll = float(np.sum(nq * np.log(np.where(dn > 0, dn, 1.0)))) / n_used
+            ll = loglik(denom)
             history.append(ll)
             if ll - prev_ll < tol:
                 converged = True
                 break
             prev_ll = ll
-    dn = K @ pi
     if method == "em":
-        ll = float(np.sum(nq * np.log(np.where(dn > 0, dn, 1.0)))) / n_used
+        ll = loglik(denom)
         rule = f"log-likelihood gain per value < {tol:g} nats, at most {max_iter} iterations"
     else:
         ll = float("nan")
-        rule = f"chi-square between successive estimates < {chi2_fraction:g} of chi2_0.95({B - 1}) = {crit:.4g}, at most {max_iter} iterations"
+        rule = (
+            f"chi-square between successive estimates < {chi2_fraction:g} of chi2_0.95({B - 1}) = {crit:.4g}, "
+            f"at most {max_iter} iterations"
+        )
     return Reconstruction(edges, pi, method, noise, iterations, converged, rule, ll, int(n), history)
 
 
