@@ -150,9 +150,9 @@ def _plot(path: Path, rec, z, original, column: str) -> None:
 
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
     if original is not None:
-        ax.hist(original, bins=rec.edges, density=True, alpha=0.35, color="tab:green", label="original")
+        ax.hist(original, bins=list(rec.edges), density=True, alpha=0.35, color="tab:green", label="original")
     zb = np.histogram_bin_edges(z, bins=min(100, max(10, len(rec.edges) * 3)))
-    ax.hist(z, bins=zb, density=True, histtype="step", color="tab:gray", label="perturbed")
+    ax.hist(z, bins=list(zb), density=True, histtype="step", color="tab:gray", label="perturbed")
     ax.stairs(rec.densities, rec.edges, color="tab:blue", linewidth=2, label=f"reconstructed ({rec.method.upper()})")
     ax.set_xlabel(column)
     ax.set_ylabel("density")

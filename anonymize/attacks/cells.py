@@ -84,26 +84,26 @@ def cover_matrix(cells: Sequence, values: Sequence, hierarchy: Hierarchy | None 
     val_num = _numeric_values(values)
     out = np.zeros((len(cell_txt), len(val_txt)), dtype=bool)
 
-    leaf_codes = None
+    leaf_codes = np.full(len(val_txt), -1, dtype=np.int64)
     levels: list[pd.Index] = []
     if hierarchy is not None:
         levels = _hierarchy_levels(hierarchy)
         if hierarchy.numeric and val_num is not None:
-            lv = hierarchy.leaves.astype(np.float64)
-            pos = np.clip(np.searchsorted(lv, val_num), 0, len(lv) - 1)
-            leaf_codes = np.where(lv[pos] == val_num, pos, -1)
+            leaf_vals = hierarchy.leaves.astype(np.float64)
+            pos = np.clip(np.searchsorted(leaf_vals, val_num), 0, len(leaf_vals) - 1)
+            leaf_codes = np.where(leaf_vals[pos] == val_num, pos, -1)
         else:
             leaf_codes = pd.Index(np.asarray(hierarchy.leaves).astype(str)).get_indexer(val_txt)
 
     val_series: pd.Series | None = None
-    lengths = None
+    lengths = np.zeros(0, dtype=np.int64)
     for i, c in enumerate(cell_txt):
         if c in ("", "*"):
             out[i] = True
             continue
         r = parse_range(c) if val_num is not None else None
         in_range = None
-        if r is not None:
+        if r is not None and val_num is not None:
             lo, hi, lo_open, hi_open = r
             above = val_num > lo if lo_open else val_num >= lo
             below = val_num < hi if hi_open else val_num <= hi

@@ -62,10 +62,8 @@ class AttackResult:
         return out
 
 
-def _truth_codes(link: Linkage, sensitive: str, truth) -> np.ndarray | None:
+def _truth_codes(link: Linkage, sensitive: str, truth) -> np.ndarray:
     """Index of each person's true value among the release's sensitive values (−1 if absent)."""
-    if truth is None:
-        return None
     from .cells import value_text
 
     vals = {v: i for i, v in enumerate(link.sensitive_values[sensitive])}

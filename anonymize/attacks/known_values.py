@@ -51,13 +51,15 @@ def choose_known(candidates: np.ndarray, B: int, rng: np.random.Generator) -> np
     return cand & (rank < B)
 
 
-def reidentify(data: np.ndarray, victims: Sequence[int], B: int, rng=None, known: str = "any") -> np.ndarray:
+def reidentify(
+    data: np.ndarray, victims: Sequence[int] | np.ndarray, B: int, rng=None, known: str = "any"
+) -> np.ndarray:
     """Exercise 16 on a code matrix ``data`` (people × attributes): for each victim row, pick B
     known attributes at random (``known="nonzero"``: only among the victim's non-zero entries —
     items bought, movies rated) and return, per victim, how many rows agree on all of them
     (1 = unique: re-identified). Vectorized over blocks of victims."""
     data = np.asarray(data)
-    victims = np.asarray(victims, dtype=np.int64)
+    victims = np.asarray(victims, dtype=np.int64)  # type: ignore[assignment]
     rng = np.random.default_rng(rng)
     if B < 1:
         raise AnonymizeError("B must be at least 1")
