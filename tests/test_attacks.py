@@ -25,6 +25,7 @@ from anonymize.attacks import (
     reidentify,
     run_attacks,
 )
+from anonymize.attacks.linkage import unique_rows
 from anonymize.publish import Schema, anonymize_table, build_models
 from anonymize.publish.hierarchy import Hierarchy
 from anonymize.publish.io import read_hierarchies, read_table
@@ -94,18 +95,34 @@ def generalized_tables(draw):
     return rel, ext, truth
 
 
-@settings(max_examples=60, deadline=None)
-@given(generalized_tables())
-def test_link_matches_brute_force(data):
+@settings(max_examples=80, deadline=None)
+@given(generalized_tables(), st.randoms(use_true_random=False))
+def test_link_matches_brute_force(data, rnd):
     rel, ext, truth = data
-    lk = link(rel, ext, ["x", "y"], ["s"])
+    use_mask = rnd.random() < 0.5  # half the time, each person uses a random subset of the columns
+    mask = np.array([[rnd.random() < 0.6 for _ in range(2)] for _ in range(len(ext))]) if use_mask else None
+    lk = link(rel, ext, ["x", "y"], ["s"], mask=mask)
     for i, (px, py) in enumerate(ext.to_numpy()):
-        hits = [r for r, (sx, sy) in enumerate(truth) if sx[0] <= px <= sx[1] and sy[0] <= py <= sy[1]]
+        ux, uy = (True, True) if mask is None else mask[i]
+        hits = [
+            r
+            for r, (sx, sy) in enumerate(truth)
+            if (not ux or sx[0] <= px <= sx[1]) and (not uy or sy[0] <= py <= sy[1])
+        ]
         assert lk.n_records[i] == len(hits)
         want = {v: sum(1 for r in hits if rel["s"][r] == v) for v in set(rel["s"])}
         got = dict(zip(lk.sensitive_values["s"], lk.sensitive_counts["s"][i]))
         assert {k: v for k, v in want.items() if v} == {k: int(v) for k, v in got.items() if v}
         assert lk.single_record[i] == (hits[0] if len(hits) == 1 else -1)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 300), st.integers(0, 2)), min_size=1, max_size=40))
+def test_unique_rows_is_numpys_unique(rows):
+    codes = np.array(rows, dtype=np.int64)
+    u, inv, cnt = unique_rows(codes)
+    nu, ninv, ncnt = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
+    assert (u == nu).all() and (inv == ninv.ravel()).all() and (cnt == ncnt).all()
 
 
 # ---------------------------------------------------------------- the suite on real releases

@@ -36,7 +36,7 @@ import pandas as pd
 
 from ..errors import AnonymizeError
 from ..query import parse_query
-from .linkage import factorize_text
+from .linkage import factorize_text, unique_rows
 
 __all__ = ["AggregateServer", "differencing_attack", "differencing_exposed", "subsets_tried"]
 
@@ -154,10 +154,8 @@ def differencing_exposed(df: pd.DataFrame, qis: Sequence[str], min_size: int, de
             if not cols:
                 cache[cols] = np.full(len(df), len(df), dtype=np.int64)
             else:
-                _, inv, cnt = np.unique(
-                    codes[:, [index[c] for c in cols]], axis=0, return_inverse=True, return_counts=True
-                )
-                cache[cols] = cnt[inv.ravel()]
+                _, inv, cnt = unique_rows(codes[:, [index[c] for c in cols]])
+                cache[cols] = cnt[inv]
         return cache[cols]
 
     exposed = np.zeros(len(df), dtype=bool)

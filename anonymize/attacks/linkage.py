@@ -15,9 +15,12 @@ report is computed from the candidates:
 
 Vectorized: released records are grouped into distinct QI-cell tuples (equivalence classes)
 and external people into distinct raw QI tuples; per column a (distinct cells × distinct values)
-cover matrix; the class × person match is the AND of gathered cover rows, computed in blocks
-of people so memory stays bounded; counts are matrix products. ``mask`` (person × column)
-lets an attacker use only some columns per person (known-attribute attacks).
+cover matrix. The join is sparse: candidate (person, class) pairs come from the most selective
+column (value → covering cells → classes with that cell, expanded with ``np.repeat``), then are
+filtered by gathering the other columns' cover entries; counts are ``np.bincount`` over the
+surviving pairs. Work and memory grow with the number of candidate pairs, in blocks of people,
+not with classes × people. ``mask`` (person × column) lets an attacker use only some columns
+per person (known-attribute attacks); people are grouped by the columns they use.
 """
 
 from __future__ import annotations
@@ -32,9 +35,9 @@ from ..errors import AnonymizeError
 from ..publish.hierarchy import Hierarchy
 from .cells import cover_matrix, value_text
 
-__all__ = ["Linkage", "link", "factorize_text"]
+__all__ = ["Linkage", "link", "factorize_text", "unique_rows"]
 
-_BLOCK_CELLS = 1 << 23  # class × person booleans per block
+_BLOCK_CELLS = 1 << 22  # (person, class) candidate pairs per block
 
 
 @dataclass
@@ -56,6 +59,64 @@ class Linkage:
     @property
     def n_people(self) -> int:
         return len(self.n_records)
+
+
+def unique_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(codes, axis=0, return_inverse=True, return_counts=True)`` for non-negative integer
+    codes, via one mixed-radix int64 key per row when it fits (much faster than sorting rows)."""
+    codes = np.asarray(codes, dtype=np.int64)
+    if codes.ndim != 2 or codes.shape[1] == 0 or len(codes) == 0:
+        u, inv, cnt = np.unique(codes.reshape(len(codes), -1), axis=0, return_inverse=True, return_counts=True)
+        return u, inv.ravel(), cnt
+    radix = codes.max(axis=0) + 1
+    if float(np.prod(radix.astype(np.float64))) >= 2**62:
+        u, inv, cnt = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
+        return u, inv.ravel(), cnt
+    key = np.zeros(len(codes), dtype=np.int64)
+    for j in range(codes.shape[1]):
+        key = key * int(radix[j]) + codes[:, j]
+    _, first, inv, cnt = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
+    return codes[first], inv.ravel(), cnt
+
+
+def _ragged(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For items with ``counts[i]`` children each: (item index, offset within the item) of every child."""
+    counts = np.asarray(counts, dtype=np.int64)
+    item = np.repeat(np.arange(len(counts)), counts)
+    starts = np.cumsum(counts) - counts
+    return item, np.arange(len(item)) - starts[item]
+
+
+def _chunks(group: np.ndarray, fan: np.ndarray, limit: int):
+    """Split ``group`` (people) into runs whose candidate counts ``fan`` add up to about ``limit``."""
+    cum = np.cumsum(fan)
+    cuts = np.searchsorted(cum, np.arange(limit, int(cum[-1]) if len(cum) else 0, limit), side="right")
+    for part in np.split(group, np.unique(cuts)):
+        if len(part):
+            yield part
+
+
+class _ColumnIndex:
+    """Sparse view of one column's cover matrix: for a raw value, the classes whose cell covers it."""
+
+    def __init__(self, cover: np.ndarray, class_cells: np.ndarray):
+        n_cells = cover.shape[0]
+        self.order = np.argsort(class_cells, kind="stable")  # classes grouped by their cell
+        self.cell_n = np.bincount(class_cells, minlength=n_cells)
+        self.cell_start = np.cumsum(self.cell_n) - self.cell_n
+        val, cell = np.nonzero(cover.T)  # (value, covering cell) pairs, grouped by value
+        self.val_cells = cell
+        self.val_deg = np.bincount(val, minlength=cover.shape[1])
+        self.val_start = np.cumsum(self.val_deg) - self.val_deg
+        self.fan = cover.T.astype(np.int64) @ self.cell_n  # classes covering each value
+
+    def candidates(self, people: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(person, class) for every class whose cell in this column covers the person's value."""
+        pi, off = _ragged(self.val_deg[values])
+        cell = self.val_cells[self.val_start[values][pi] + off]
+        ci, off2 = _ragged(self.cell_n[cell])
+        cls = self.order[self.cell_start[cell][ci] + off2]
+        return people[pi[ci]], cls
 
 
 def factorize_text(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -102,7 +163,7 @@ def link(
     for j, c in enumerate(qis):
         rel_codes[:, j], u = factorize_text(release[c])
         cell_uniques.append(u)
-    cls_rows, rel_class, sizes = np.unique(rel_codes, axis=0, return_inverse=True, return_counts=True)
+    cls_rows, rel_class, sizes = unique_rows(rel_codes)
     rel_class = rel_class.ravel()
     n_cls = len(cls_rows)
 
@@ -121,7 +182,7 @@ def link(
         if mask.shape != (len(external), q):
             raise AnonymizeError("mask must have one row per external person and one column per QI")
         key = np.hstack([ext_codes, mask.astype(np.int64)])
-    people, person_of = np.unique(key, axis=0, return_inverse=True)
+    people, person_of, _ = unique_rows(key)
     person_of = person_of.ravel()
     pv = people[:, :q]
     pm = people[:, q:].astype(bool) if mask is not None else None
@@ -133,33 +194,64 @@ def link(
         h = np.bincount(rel_class * len(u) + codes, minlength=n_cls * len(u)).reshape(n_cls, len(u))
         sens_vals[s], sens_hist[s] = u, h.astype(np.float64)
 
+    # a representative release row per class (for people matched to a single record)
+    first_row = np.full(n_cls, -1, dtype=np.int64)
+    first_row[rel_class[::-1]] = np.arange(len(release))[::-1]
+
     n_p = len(people)
     n_classes = np.zeros(n_p, dtype=np.int64)
     n_records = np.zeros(n_p, dtype=np.int64)
     counts = {s: np.zeros((n_p, sens_hist[s].shape[1]), dtype=np.int64) for s in sensitive}
-    single_class = np.full(n_p, -1, dtype=np.int64)
-    sizes_f = sizes.astype(np.float64)
-    block = max(1, _BLOCK_CELLS // max(n_cls, 1))
-    for b0 in range(0, n_p, block):
-        sl = slice(b0, min(b0 + block, n_p))
-        m = np.ones((n_cls, sl.stop - sl.start), dtype=bool)
-        for j in range(q):
-            g = covers[j][cls_rows[:, j]][:, pv[sl, j]]
-            if pm is not None:
-                g |= ~pm[sl, j][None, :]
-            m &= g
-        mf = m.astype(np.float64)
-        n_classes[sl] = m.sum(axis=0)
-        n_records[sl] = np.rint(sizes_f @ mf).astype(np.int64)
-        for s in sensitive:
-            counts[s][sl] = np.rint(mf.T @ sens_hist[s]).astype(np.int64)
-        one = n_classes[sl] == 1
-        if one.any():
-            single_class[sl][one] = np.argmax(m[:, one], axis=0)
-    # the release row of a person matched to one record (a class of size 1)
-    first_row = np.full(n_cls, -1, dtype=np.int64)
-    first_row[rel_class[::-1]] = np.arange(len(release))[::-1]
-    single = np.where((n_records == 1) & (single_class >= 0), first_row[np.maximum(single_class, 0)], -1)
+    last_row = np.full(n_p, -1, dtype=np.int64)
+
+    patterns = [(np.arange(n_p), np.arange(q))]
+    if pm is not None:
+        pats, which, _ = unique_rows(pm)
+        which = which.ravel()
+        patterns = [(np.flatnonzero(which == g), np.flatnonzero(pats[g])) for g in range(len(pats))]
+    for group, used in patterns:
+        # classes as seen through the columns this group of people uses (all of them without a mask)
+        if len(used) == q:
+            g_rows, g_sizes, g_hist, g_first = cls_rows, sizes, sens_hist, first_row
+        else:
+            g_rows, inv, _ = unique_rows(cls_rows[:, used])
+            inv = inv.ravel()
+            g_sizes = np.bincount(inv, weights=sizes, minlength=len(g_rows)).astype(np.int64)
+            g_hist = {
+                s: np.stack(
+                    [np.bincount(inv, weights=h[:, v], minlength=len(g_rows)) for v in range(h.shape[1])], axis=1
+                )
+                for s, h in sens_hist.items()
+            }
+            g_first = np.full(len(g_rows), -1, dtype=np.int64)
+            g_first[inv[::-1]] = first_row[::-1]
+        if not len(used):  # nothing known about these people: the whole release matches
+            g_sizes = np.array([sizes.sum()])
+            g_hist = {s: h.sum(axis=0, keepdims=True) for s, h in sens_hist.items()}
+            g_first = first_row[:1]
+            pairs = [(np.repeat(group, 1), np.zeros(len(group), dtype=np.int64))]
+        else:
+            index = [_ColumnIndex(covers[j], g_rows[:, k]) for k, j in enumerate(used)]
+            # start from the column that yields the fewest (person, class) candidates
+            fans = [index[k].fan[pv[group, j]] for k, j in enumerate(used)]
+            k0 = int(np.argmin([f.sum() for f in fans]))
+            pairs = []
+            for chunk in _chunks(group, fans[k0], _BLOCK_CELLS):
+                person, cls = index[k0].candidates(chunk, pv[chunk, used[k0]])
+                for k, j in enumerate(used):
+                    if k != k0:
+                        keep = covers[j][g_rows[cls, k], pv[person, j]]
+                        person, cls = person[keep], cls[keep]
+                pairs.append((person, cls))
+        for person, cls in pairs:
+            n_classes[:] += np.bincount(person, minlength=n_p)
+            n_records[:] += np.bincount(person, weights=g_sizes[cls], minlength=n_p).astype(np.int64)
+            for s in sensitive:
+                h = g_hist[s]
+                for v in range(h.shape[1]):
+                    counts[s][:, v] += np.rint(np.bincount(person, weights=h[cls, v], minlength=n_p)).astype(np.int64)
+            last_row[person] = g_first[cls]
+    single = np.where(n_records == 1, last_row, -1)
     return Linkage(
         n_classes=n_classes[person_of],
         n_records=n_records[person_of],
