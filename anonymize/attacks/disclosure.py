@@ -10,10 +10,10 @@ test — how many of its conclusions are right (``correct``).
   re-identified. ``expected_rate`` is the mean of 1/n_records — the chance of picking the
   person's record at random among the matches (the prosecutor risk of a person).
 * **Homogeneity** (A. Machanavajjhala, J. Gehrke, D. Kifer, M. Venkitasubramaniam, "ℓ-Diversity:
-  Privacy Beyond k-Anonymity", ICDE 2006, §3.1): every matching record has the same sensitive
+  Privacy Beyond k-Anonymity", ICDE 2006, §3): every matching record has the same sensitive
   value, so the person's value is disclosed without knowing which record is theirs. Defeats
   k-anonymity; a distinct ℓ-diverse release (ℓ ≥ 2) has no such person.
-* **Background knowledge** (same paper, §3.1): the adversary can rule out ``rule_out`` wrong
+* **Background knowledge** (same paper, §3): the adversary can rule out ``rule_out`` wrong
   sensitive values for the person (e.g. "Japanese rarely have heart disease"); success when at
   most ``rule_out + 1`` values remain among the matches, so one is left. A distinct ℓ-diverse
   release resists ``rule_out ≤ ℓ − 2``. Without the true values the adversary is assumed to rule

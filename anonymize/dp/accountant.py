@@ -12,8 +12,8 @@ Composition (how the per-query ε_i add up):
   rational arithmetic.
 * ``advanced`` — for pure ε_i-DP mechanisms and a slack δ > 0, the adaptive composition is
   (ε', δ)-DP with ε' = √(2 ln(1/δ) Σ ε_i²) + Σ ε_i (e^{ε_i} − 1) (C. Dwork, G. N. Rothblum,
-  S. Vadhan, "Boosting and Differential Privacy", FOCS 2010, Thm III.3, stated there for equal
-  ε_i; the same Azuma argument gives this form for unequal ε_i, cf. Dwork–Roth Thm 3.20). The
+  S. Vadhan, "Boosting and Differential Privacy", FOCS 2010; Dwork–Roth Thm 3.20 — stated there
+  for equal ε_i; the same Azuma argument gives this form for unequal ε_i). The
   accountant charges min(basic, advanced): both bounds hold, so the smaller does. Floating point,
   rounded up by one part in 10¹².
 

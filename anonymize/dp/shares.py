@@ -2,8 +2,8 @@
 discrete-Laplace noise, and no party knows that noise.
 
 Construction (S. Goryczka and L. Xiong, "A Comprehensive Comparison of Multiparty Secure
-Additions with Differential Privacy", IEEE Transactions on Dependable and Secure Computing
-14(5), 2017, §4 — distributed noise generation from the infinite divisibility of the geometric
+Additions with Differential Privacy", IEEE Transactions on Dependable and Secure Computing,
+2017 — distributed noise generation from the infinite divisibility of the geometric
 distribution):
 
     Geometric(α) = NB(1, α) = Σ_{i=1..n} NB(1/n, α)   (negative binomials with a common α add

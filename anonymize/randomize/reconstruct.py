@@ -25,8 +25,8 @@ Two estimators, the same update shape, different kernels and stopping rules:
   exact interval kernel P(z ∈ J_q | X uniform on I_p) — computed in closed form from the
   antiderivative of F_Y (:meth:`.noise.Noise.cdf_integral`) — instead of midpoint densities.
   Each step is one EM step for the multinomial likelihood Π_q (Σ_p θ_p P_qp)^{N(J_q)}, so the
-  likelihood never decreases and the iterates converge to a maximum-likelihood estimate (AA 2001,
-  Thm 4.1). **Stopping rule**: stop when the mean log-likelihood per value gains less than
+  likelihood never decreases and the iterates converge to a maximum-likelihood estimate (AA 2001
+  prove this for their EM). **Stopping rule**: stop when the mean log-likelihood per value gains less than
   ``tol`` (default 1e-7 nats) in one step, or after ``max_iter`` iterations.
 
 Both report ``iterations`` and whether the rule (rather than ``max_iter``) stopped them.
