@@ -120,7 +120,12 @@ def _cmd_perturb(args) -> int:
     rel = f" = {100 * w / rng:.0f}% of the column's range" if rng > 0 else ""
     print(
         f"perturbed {len(z):,} values of '{args.column}' with {noise.kind} noise (scale {noise.scale:g}); "
-        f"95% privacy interval {w:.4g}{rel} -> {out}",
+        f"95% privacy interval {w:.4g}{rel} -> {out}"
+        + (
+            " (seeded noise: reproducible by anyone who knows the seed; for tests only)"
+            if args.seed is not None
+            else ""
+        ),
         file=sys.stderr,
     )
     return 0
