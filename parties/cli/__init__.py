@@ -38,6 +38,9 @@ VERB_MODULES: list[str] = [
     "parties.cli.bench",
     "parties.cli.anonymize",
     "parties.cli.check",
+    "parties.cli.perturb",
+    "parties.cli.dp",
+    "parties.cli.attack",
 ]
 
 
