@@ -1,13 +1,15 @@
 """Full-domain generalization lattice and frequency-set evaluation of its nodes.
 
-Model (Aggarwal §20.3.1.1–20.3.1.2, seed 000; Samarati 2001; LeFevre, DeWitt,
-Ramakrishnan, *Incognito*, SIGMOD 2005). A node is a vector of levels
-``(l_1, …, l_q)``, one per quasi-identifier, ``0 ≤ l_j ≤ h_j``; it stands for the
-table in which every value of QI ``j`` is replaced by its ancestor at level
-``l_j``. Its height is ``Σ l_j``. A node *satisfies* the privacy models within
-the suppression budget ``MaxSup = ⌊max_suppression · n⌋`` if the rows of the
-equivalence classes that fail some model number at most ``MaxSup`` (those rows
-are suppressed, i.e. released with every QI ``*``).
+Model (Aggarwal, *Data Mining: The Textbook*, Springer 2015, §20.3.1.1–20.3.1.2;
+Samarati, "Protecting respondents' identities in microdata release", IEEE TKDE 2001;
+LeFevre, DeWitt, Ramakrishnan, "Incognito: efficient full-domain k-anonymity",
+SIGMOD 2005). A node is a vector of levels ``(l_1, …, l_q)``, one per
+quasi-identifier, ``0 ≤ l_j ≤ h_j``; it stands for the table in which every
+value of QI ``j`` is replaced by its ancestor at level ``l_j``. Its height is
+``Σ l_j``. A node *satisfies* the privacy models within the suppression budget
+``MaxSup = ⌊max_suppression · n⌋`` if the rows of the equivalence classes that
+fail some model number at most ``MaxSup`` (those rows are suppressed, i.e.
+released with every QI ``*``).
 
 Frequency sets (Incognito §3.2, "rollup"). The frequency set of a node is its
 list of distinct generalized QI tuples with their counts (and, when l-diversity

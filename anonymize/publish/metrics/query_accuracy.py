@@ -1,4 +1,9 @@
-"""Average relative error of random COUNT queries on a release (utility for aggregate analysis)."""
+"""Average relative error of random COUNT queries on a release (utility for aggregate analysis).
+
+The measure and its workload follow Xiao & Tao, "Anatomy: simple and effective privacy
+preservation", VLDB 2006, and LeFevre, DeWitt, Ramakrishnan, "Mondrian multidimensional
+k-anonymity", ICDE 2006 (full entries: docs/references.md).
+"""
 
 from __future__ import annotations
 
@@ -44,7 +49,7 @@ def query_error(
     seed: int = 0,
     sensitive: bool = True,
 ) -> dict:
-    """Average relative error of random COUNT queries (seed 004 def. 1.4): mean |act − est| / act.
+    """Average relative error of random COUNT queries (Xiao & Tao 2006): mean |act − est| / act.
 
     Workload (LeFevre et al. 2006; Xiao & Tao 2006): each query ANDs predicates on ``dims``
     random QIs (default min(3, q)) and, if ``sensitive`` and the table has one, on the first

@@ -1,9 +1,11 @@
 """Measuring privacy as released: what ``ppdm check`` prints and what every report's "achieved" says.
 
 * :func:`sensitive_privacy` — the one measurement of a sensitive attribute over classes:
-  distinct l, entropy l (Machanavajjhala et al. 2007; Aggarwal 2015, eq. 20.10), the
-  recursive-(c,l) bound (eq. 20.11), and t for every distance (Li, Li, Venkatasubramanian 2007;
-  eq. 20.12–20.14). Both functions below call it.
+  distinct l, entropy l (Machanavajjhala, Kifer, Gehrke, Venkitasubramaniam, "l-Diversity: privacy
+  beyond k-anonymity", ACM TKDD 1(1), 2007; Aggarwal, *Data Mining: The Textbook*, Springer 2015,
+  eq. 20.10), the recursive-(c,l) bound (eq. 20.11), and t for every distance (Li, Li,
+  Venkatasubramanian, "t-Closeness: privacy beyond k-anonymity and l-diversity", ICDE 2007;
+  Aggarwal 2015, eqs. 20.12–20.14). Both functions below call it.
 * :func:`achieved_privacy` — the privacy an anonymizer's release offers, from its encoded table,
   class labels and suppressed rows;
 * :func:`measure_release` — any table *as released* (generalized values such as ``*`` or
@@ -220,14 +222,15 @@ def measure_release(
     """Measure a table *as released* (generalized values such as ``*`` or ``20-29`` are plain
     categories), like pycanon but vectorized and index-independent.
 
-    Reports: rows, classes and their sizes, k (seed 000 def. 20.3.1); per sensitive attribute
-    distinct l (def. 20.3.2), entropy l = exp(min class entropy) (eq. 20.10; pycanon reports its
-    floor), recursive (c,l) (eq. 20.11: ``c_bound`` such that every class is (c, l)-diverse for
-    every c > c_bound at l = distinct l, and with ``c`` the largest l that holds), t for each
-    distance (variational eq. 20.13, KL eq. 20.14, EMD equal/ordered, hierarchical when a
-    hierarchy for the attribute is given); DM, CDM, C_avg, prosecutor/journalist/marketer risk
-    (journalist against ``population`` if given: a table with the same QI columns in the same
-    released form); NCP for QIs whose hierarchy is given and whose released values are labels of it.
+    Reports: rows, classes and their sizes, k (Aggarwal 2015, def. 20.3.1); per sensitive attribute
+    distinct l (Machanavajjhala et al. 2007), entropy l = exp(min class entropy) (Aggarwal 2015,
+    eq. 20.10; pycanon reports its floor), recursive (c,l) (eq. 20.11: ``c_bound`` such that every
+    class is (c, l)-diverse for every c > c_bound at l = distinct l, and with ``c`` the largest l
+    that holds), t for each distance (variational eq. 20.13, KL eq. 20.14, EMD equal/ordered,
+    hierarchical when a hierarchy for the attribute is given); DM, CDM, C_avg,
+    prosecutor/journalist/marketer risk (journalist against ``population`` if given: a table with
+    the same QI columns in the same released form); NCP for QIs whose hierarchy is given and whose
+    released values are labels of it.
     """
     t0 = time.perf_counter()
     qis, sensitive, identifiers = list(qis), list(sensitive), list(identifiers)
