@@ -23,6 +23,7 @@ VERB_MODULES = [
     "parties.cli_party",
     "parties.cli_mine",
     "parties.cli_bench",
+    "parties.cli_audit",
     "anonymize.cli_anonymize",
     "anonymize.cli",
 ]

@@ -106,11 +106,16 @@ class RecordIndex:
             return query
         m = np.zeros(n, dtype=bool)
         if self.identity:
-            idx = np.fromiter((self._int(k) for k in query), dtype=np.int64)
-            if idx.size and (idx.min() < 0 or idx.max() >= n):
-                bad = idx[(idx < 0) | (idx >= n)][0]
+            arr = query if isinstance(query, np.ndarray) else np.asarray(list(query))
+            if arr.size == 0:
+                return m
+            if arr.ndim != 1 or arr.dtype.kind not in "iu":
+                bad = next((k for k in arr.ravel().tolist() if not isinstance(k, int) or isinstance(k, bool)), arr)
+                raise AuditError(f"records are numbered 0..n-1; got {bad!r}")
+            if arr.min() < 0 or arr.max() >= n:
+                bad = arr[(arr < 0) | (arr >= n)][0]
                 raise AuditError(f"unknown record {int(bad)} (records are 0..{n - 1})")
-            m[idx] = True
+            m[arr] = True
             return m
         for k in query:
             try:
@@ -118,12 +123,6 @@ class RecordIndex:
             except (KeyError, TypeError):
                 raise AuditError(f"unknown record {k!r}") from None
         return m
-
-    @staticmethod
-    def _int(k: Any) -> int:
-        if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
-            raise AuditError(f"records are numbered 0..n-1; got {k!r}")
-        return int(k)
 
     def keys_of(self, positions: Iterable[int]) -> tuple:
         return tuple(self.keys[int(i)] for i in positions)

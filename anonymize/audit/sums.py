@@ -45,7 +45,7 @@ from collections.abc import Hashable, Iterable
 import numpy as np
 
 from .base import AuditError, Auditor
-from .rowspace import ModularRowSpace, RationalRowSpace, Step, modular_error_bound
+from .rowspace import ModularRowSpace, RationalRowSpace, Step, modular_error_bound, single_threaded_blas
 
 __all__ = ["SumAuditor", "SimulatableSumAuditor", "EXACT_UP_TO"]
 
@@ -102,7 +102,8 @@ class SumAuditor(Auditor):
         c = self._cache
         if c is not None and c[0].shape == mask.shape and np.array_equal(c[0], mask):
             return c[1], c[2]
-        steps = [e.check(mask) for e in self.engines]
+        with single_threaded_blas():
+            steps = [e.check(mask) for e in self.engines]
         if not self.exact:
             self._bound += modular_error_bound(self.rank + 1, self.n, len(self.engines))
         if len(steps) == 1:
@@ -125,8 +126,9 @@ class SumAuditor(Auditor):
     def _commit(self, mask, answer, agg):
         steps, newly = self._steps(mask)
         self._cache = None
-        for e, s in zip(self.engines, steps):
-            e.commit(s)
+        with single_threaded_blas():
+            for e, s in zip(self.engines, steps):
+                e.commit(s)
         return newly
 
     def _disclosed_mask(self) -> np.ndarray:

@@ -68,6 +68,7 @@ class TableAuditor:
         self.cls = AUDITORS[auditor]
         self.options = options
         self.auditors: dict[str, Auditor] = {}
+        self._text: dict = {}  # text columns converted once for predicate evaluation
 
     @property
     def n(self) -> int:
@@ -97,7 +98,7 @@ class TableAuditor:
 
     def evaluate(self, q: Query) -> tuple[np.ndarray, Any]:
         """The selected rows and the true answer (None for max/min/mean over no row)."""
-        mask = q.rows(self.df)
+        mask = q.rows(self.df, self._text)
         if q.agg == "count":
             return mask, int(mask.sum())
         vals = self.df.loc[mask, q.column].to_numpy()
