@@ -85,5 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # run as parties.cli, so verbs raise the CLIError this main() catches
+    from parties.cli import main as _main
+
+    sys.exit(_main())

@@ -112,6 +112,29 @@ def test_simulatable_sum_makes_no_use_of_answers():
     assert not a.check([0, 1, 2], answer=-5).allowed  # the answer is ignored
 
 
+# --------------------------------------------------------------------------- what it cannot prevent
+def test_limitation_a_known_domain_can_pin_values_the_row_space_does_not():
+    """Documented limitation: with non-negative values known, a zero sum pins every summand."""
+    x = np.array([0.0, 0.0, 7.0])
+    a = SumAuditor(3)
+    assert a.submit([0, 1]).allowed  # the row space holds no unit vector...
+    A = np.array([[1.0, 1.0, 0.0]])
+    hi = linprog(-np.eye(3)[0], A_eq=A, b_eq=A @ x, bounds=[(0, None)] * 3, method="highs")
+    assert hi.status == 0 and -hi.fun == 0.0  # ...but 0 <= x0 <= 0: x0 is disclosed by the domain
+
+
+def test_limitation_a_denial_reveals_the_size_of_a_selection_when_where_columns_are_secret():
+    """Documented limitation: the decision reads the row set, so it leaks facts about the filter columns."""
+    import pandas as pd
+
+    from anonymize.audit import TableAuditor
+
+    df = pd.DataFrame({"zip": ["A", "A", "B"], "age": [37, 50, 37], "salary": [10, 20, 30]})
+    ta = TableAuditor(df, "sum")
+    out = ta.ask({"agg": "sum", "column": "salary", "where": [["zip", "==", "B"], ["age", "==", 37]]})
+    assert not out.allowed  # denied ⇔ exactly one person in zip B is 37: known to the analyst now
+
+
 # --------------------------------------------------------------------------- exactness (property)
 @st.composite
 def query_runs(draw):
