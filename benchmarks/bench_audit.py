@@ -33,7 +33,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from anonymize.audit import MaxAuditor, SimulatableMaxAuditor, SumAuditor, TableAuditor  # noqa: E402
+from anonymize.audit import MaxAuditor, SimulatableMaxAuditor, SumAuditor, TableAuditor
 
 ROOT = Path(__file__).resolve().parent.parent
 

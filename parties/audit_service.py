@@ -35,7 +35,7 @@ from typing import Any
 
 import grpc
 
-from anonymize.audit import AuditError, TableAuditor
+from anonymize.audit import TableAuditor
 from anonymize.errors import AnonymizeError
 
 from .proto.ppdm.v1 import audit_pb2 as pb

@@ -166,9 +166,7 @@ def _cmd_serve(args) -> int:
     )
     alog = AuditLog(log_path, header)
     try:
-        asyncio.run(
-            serve_audit(name=cfg.name, creds=creds, listen=listen, analysts=cfg.analysts, ta=ta, alog=alog)
-        )
+        asyncio.run(serve_audit(name=cfg.name, creds=creds, listen=listen, analysts=cfg.analysts, ta=ta, alog=alog))
     except AuditLogError as e:
         raise CLIError(str(e)) from None
     except OSError as e:
@@ -291,8 +289,12 @@ def register(sub) -> None:
     s.set_defaults(func=_cmd_serve)
 
     q = asub.add_parser("query", help="ask the audit service one query (exit 3 when denied)")
-    q.add_argument("--config", required=True, metavar="analyst.toml", help="[analyst] cert/key/ca, [audit] server/address")
-    q.add_argument("--query", required=True, metavar="JSON", help='e.g. {"agg": "sum", "column": "salary", "where": []}')
+    q.add_argument(
+        "--config", required=True, metavar="analyst.toml", help="[analyst] cert/key/ca, [audit] server/address"
+    )
+    q.add_argument(
+        "--query", required=True, metavar="JSON", help='e.g. {"agg": "sum", "column": "salary", "where": []}'
+    )
     q.add_argument("--server", metavar="NAME=HOST:PORT", help="the service (default: [audit] in the config)")
     q.add_argument("--timeout", type=float, default=30.0)
     q.add_argument("--json", action="store_true")

@@ -179,6 +179,8 @@ def test_bad_config_is_one_line(setup, capsys):
     code = main(["audit", "serve", "--table", str(d / "t.csv"), "--auditor", "sum", "--config", str(d / "broken.toml")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "not valid TOML" in err
-    code = main(["audit", "serve", "--table", str(d / "x.csv"), "--auditor", "sum", "--config", str(d / "srv/party.toml")])
+    code = main(
+        ["audit", "serve", "--table", str(d / "x.csv"), "--auditor", "sum", "--config", str(d / "srv/party.toml")]
+    )
     assert code == 2 and "input file not found" in capsys.readouterr().err
     assert not list((d / "srv").glob("audit-*.jsonl"))  # nothing written on bad input

@@ -69,9 +69,9 @@ class RecordIndex:
         else:
             self.keys = []
             self.identity = False
-        self.pos: dict = {} if not self.identity else {}
+        self.pos: dict = {}
         if not self.identity:
-            self.add(records)
+            self.add(records)  # type: ignore[arg-type]  # not an int here
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -167,7 +167,7 @@ class Auditor:
         """Add records no query has touched yet (keys, or a count for 0..n-1 numbering)."""
         if isinstance(keys, (int, np.integer)) and not isinstance(keys, bool):
             keys = range(self.n, self.n + int(keys))
-        k = self.index.add(keys)
+        k = self.index.add(keys)  # type: ignore[arg-type]
         if k:
             self._grow(k)
 
@@ -240,6 +240,8 @@ class Auditor:
         from .registry import make_auditor
 
         name = state.get("auditor")
+        if not isinstance(name, str):
+            raise AuditError("audit state: 'auditor' must be a name")
         if cls is not Auditor and name != cls.name:
             raise AuditError(f"the state is for the {name!r} auditor, not {cls.name!r}")
         recs = state.get("records")

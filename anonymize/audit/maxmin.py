@@ -46,7 +46,7 @@ def _bounds(n: int, queries: list[tuple[np.ndarray, float]], fold) -> np.ndarray
 def _sat(clauses: list[tuple[list[int], bool]], fixed: dict[int, bool], budget: list[int]) -> bool | None:
     """Monotone SAT: each clause ``(vars, want)`` needs one var equal to ``want``. None: budget exhausted."""
     assign = dict(fixed)
-    stack: list[tuple[int, bool, int]] = []  # (var, value, trail length) of decisions
+    stack: list[tuple[int, bool | None, int]] = []  # (var, value, trail length) of decisions; None: flipped
     trail: list[int] = []
 
     def propagate() -> bool:
@@ -54,7 +54,7 @@ def _sat(clauses: list[tuple[list[int], bool]], fixed: dict[int, bool], budget: 
         while changed:
             changed = False
             for vars_, want in clauses:
-                free = None
+                free = -1
                 n_free = 0
                 for v in vars_:
                     val = assign.get(v)
@@ -93,13 +93,13 @@ def _sat(clauses: list[tuple[list[int], bool]], fixed: dict[int, bool], budget: 
             continue
         # conflict: undo to the last decision not yet flipped
         while stack:
-            var, value, mark = stack.pop()
+            var, tried, mark = stack.pop()
             for v in trail[mark:]:
                 del assign[v]
             del trail[mark:]
-            if value is not None:
+            if tried is not None:
                 stack.append((var, None, mark))  # flipped: no further alternative
-                assign[var] = not value
+                assign[var] = not tried
                 trail.append(var)
                 break
         else:

@@ -223,6 +223,14 @@ class ModularRowSpace:
     """
 
     exact = False
+    T0: np.ndarray
+    U: np.ndarray
+    V0: np.ndarray
+    V1: np.ndarray
+    bits: np.ndarray
+    g: np.ndarray
+    g2: np.ndarray
+    piv: np.ndarray
 
     def __init__(self, n: int = 0, p: int | None = None):
         self.p = p or random_prime()
@@ -443,7 +451,7 @@ class ModularRowSpace:
             off = ~self.is_piv
             off[j0] = False
             for k in flagged:  # exact re-check of every fingerprint hit
-                row = (self._times_rows(self._row(k)) - int(u[k]) * r_new) % p
+                row = (self._times_rows(self._row(int(k))) - int(u[k]) * r_new) % p
                 if not row[off].any():
                     newly.append(int(piv[k]))
         data = {"q": q, "qK": qK, "y": y, "j0": j0, "inv": inv, "u": u, "g_old": g_old, "gw_new": gw_new}

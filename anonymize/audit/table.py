@@ -114,7 +114,7 @@ class TableAuditor:
         """Decide one query online; the answer is released only when the auditor allows it."""
         q = self.parse(query)
         mask, value = self.evaluate(q)
-        if q.agg == "count":
+        if q.agg == "count" or q.column is None:
             return Outcome(q, Decision(True, (), "a count reveals no value of any column"), value)
         aud = self.auditor_for(q.column)
         if value is None:  # max/min/mean of no row: nothing about any value
@@ -128,7 +128,7 @@ class TableAuditor:
         """Take ``query`` as already answered (offline audit): what did this answer newly disclose?"""
         q = self.parse(query)
         mask, value = self.evaluate(q)
-        if q.agg == "count" or value is None:
+        if q.agg == "count" or q.column is None or value is None:
             return Outcome(q, Decision(True, (), "reveals no value"), value, q.column)
         aud = self.auditor_for(q.column)
         agg = "sum" if q.agg == "mean" else q.agg
