@@ -162,6 +162,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     n, t = (2_000, 200) if args.quick else (args.rows, args.queries)
     results = []
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    if not args.json:
+        print(f"{os.cpu_count()} CPUs, load average {load:.2f} (wall time on a shared machine: compare CPU time)")
 
     def show(r):
         results.append(r)
@@ -169,7 +172,10 @@ def main(argv=None) -> int:
             keys = [k for k in ("rows", "queries", "answered", "rank", "unit_rows") if k in r]
             extra = ", ".join(f"{k} {r[k]:,}" for k in keys)
             if "seconds" in r:
-                print(f"{r['workload']:<58} {r['seconds']:>7.3f} s  ({r.get('ms_per_query', '-')} ms/query)  {extra}")
+                print(
+                    f"{r['workload']:<58} {r['seconds']:>7.3f} s wall {r['cpu_seconds']:>7.3f} s CPU"
+                    f"  ({r.get('ms_per_query', '-')} ms/query)  {extra}"
+                )
             else:
                 print(f"{r['workload']:<58} skipped: {r['skipped']}")
             sys.stdout.flush()
@@ -187,7 +193,7 @@ def main(argv=None) -> int:
     show(table_run(df, adult_queries(df, t, "max"), "max"))
     show(table_run(df, adult_queries(df, t, "max"), "simulatable-max"))
     if args.json:
-        print(json.dumps({"cpus": os.cpu_count(), "results": results}, indent=2))
+        print(json.dumps({"cpus": os.cpu_count(), "load_average": load, "results": results}, indent=2))
     return 0
 
 

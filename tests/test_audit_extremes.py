@@ -132,7 +132,7 @@ def test_max_auditor_is_exact(run):
     assert pinned(D, answered) == set()
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(runs(("max",)))
 def test_simulatable_max_denies_iff_some_consistent_answer_discloses(run):
     n, x, qs = run
