@@ -43,6 +43,13 @@ from .proto.ppdm.v1 import audit_pb2_grpc as pb_grpc
 
 __all__ = ["AuditLog", "AuditService", "AuditLogError", "MAX_QUERY_BYTES", "serve_audit", "log_path_for"]
 
+try:
+    from importlib.metadata import version as _version
+
+    VERSION = _version("ppdm")
+except Exception:  # pragma: no cover - running from a source tree
+    VERSION = "0+unknown"
+
 MAX_QUERY_BYTES = 16 << 10
 LOG_FORMAT = "ppdm.audit-log/1"
 DENIAL = "denied: with the answers already given, the answer could determine an individual value"
@@ -220,8 +227,6 @@ class AuditService(pb_grpc.AuditorServicer):
 
     async def Status(self, request, context):
         await self._identify(context, "Status")
-        from .daemon import VERSION
-
         return pb.AuditStatusReply(
             name=self.name,
             version=VERSION,
