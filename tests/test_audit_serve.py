@@ -123,12 +123,14 @@ def test_restart_keeps_the_auditor_state(setup):
     kind, reason = q(addr, creds["analyst"], Q012)
     assert kind == "deny" and "cid" not in reason and "2" not in reason  # a denial names no record
     s.kill()  # SIGKILL: no chance to flush anything the log had not already fsync'ed
+    log = d / "srv" / "audit-t.jsonl"
+    with open(log, "ab") as fh:  # a crash in the middle of an append: that reply was never sent
+        fh.write(b'{"seq": 3, "decis')
     s2 = service().start()
     assert "1 answered and 1 denied replayed" in s2.ready
     assert q(addr, creds["analyst"], Q012)[0] == "deny"  # still denied after the restart
     assert q(addr, creds["analyst"], Q2)[0] == "deny"
     assert q(addr, creds["analyst"], Q01) == ("answer", 450)  # implied by what was answered
-    log = d / "srv" / "audit-t.jsonl"
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
     lines = [json.loads(x) for x in log.read_text().splitlines()]
     assert lines[0]["format"] == "ppdm.audit-log/1" and lines[0]["auditor"] == "sum"
@@ -146,6 +148,12 @@ def test_identity_bounds_and_the_thin_client(setup, capsys):
     with pytest.raises(grpc.RpcError) as e:
         ask("auditor", addr, creds["analyst"], json.dumps({**Q01, "pad": "x" * 40_000}), timeout=20)
     assert e.value.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED)
+    from parties.proto.ppdm.v1 import audit_pb2, audit_pb2_grpc
+
+    opts = [("grpc.ssl_target_name_override", "auditor")]
+    with grpc.secure_channel(addr, creds["analyst"].channel_credentials(), options=opts) as ch:
+        st = audit_pb2_grpc.AuditorStub(ch).Status(audit_pb2.AuditStatusRequest(), timeout=20)
+    assert (st.name, st.auditor, st.rows, st.answered, st.denied) == ("auditor", "sum", 4, 0, 0)
     cfg = str(d / "analyst" / "analyst.toml")
     assert main(["audit", "query", "--config", cfg, "--query", json.dumps(Q01)]) == 0
     assert capsys.readouterr().out.strip() == "450"
