@@ -41,6 +41,7 @@ VERB_MODULES: list[str] = [
     "parties.cli.perturb",
     "parties.cli.dp",
     "parties.cli.attack",
+    "parties.cli.audit",
 ]
 
 
