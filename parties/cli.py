@@ -22,6 +22,7 @@ VERB_MODULES = [
     "parties.cli_demo",
     "parties.cli_party",
     "parties.cli_mine",
+    "parties.cli_hide_rules",
     "parties.cli_bench",
     "anonymize.cli_anonymize",
     "anonymize.cli",
