@@ -36,7 +36,14 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..itemsets import FrequentItemsets, TransactionDB, association_rules, count_support, frequent_itemsets
+from ..itemsets import (
+    FrequentItemsets,
+    RowIndex,
+    TransactionDB,
+    association_rules,
+    count_support,
+    frequent_itemsets,
+)
 from .patterns import SensitivePattern, is_mined
 
 __all__ = [
@@ -129,8 +136,57 @@ def _contains_any(items: tuple[int, ...], sets: Sequence[frozenset]) -> bool:
     return any(p <= s for p in sets)
 
 
-def _rule_set(fi: FrequentItemsets, conf: Fraction) -> set[tuple[tuple[int, ...], tuple[int, ...]]]:
-    return {(r.antecedent, r.consequent) for r in association_rules(fi, conf)}
+def _rule_keys(fi: FrequentItemsets, conf: Fraction) -> dict[int, np.ndarray]:
+    """Rules at ``conf`` as integer rows per size k of X ∪ Y: ``[z_1 .. z_k, mask of Y's positions]``."""
+    rules = association_rules(fi, conf)
+    out = {}
+    for k in np.unique(rules.size).tolist():
+        sel = rules.size == k
+        z = fi.itemsets(k)[rules.row[sel]]
+        out[k] = np.concatenate([z, rules.mask[sel][:, None]], axis=1)
+    return out
+
+
+def _rule_key(p: SensitivePattern) -> tuple[int, np.ndarray]:
+    z = p.items
+    mask = sum(1 << z.index(i) for i in p.consequent)
+    return len(z), np.array([*z, mask], dtype=np.int64)
+
+
+def _missing(rows: np.ndarray, table: np.ndarray | None) -> np.ndarray:
+    if table is None or table.shape[0] == 0:
+        return np.ones(rows.shape[0], dtype=bool)
+    return RowIndex(table).find(rows) < 0
+
+
+def _rule_metrics(m: HidingMetrics, fb, fa, patterns, conf) -> None:
+    """Rule counts, misses cost and ghosts, vectorized over rules encoded as integer rows."""
+    rb, ra = _rule_keys(fb, conf), _rule_keys(fa, conf)
+    sens_keys: dict[int, list[np.ndarray]] = {}
+    for p in patterns:
+        if p.is_rule:
+            k, key = _rule_key(p)
+            sens_keys.setdefault(k, []).append(key)
+    sens_itemsets = [np.array(p.items) for p in patterns if not p.is_rule]
+    n_b = n_a = n_ns = lost = ghosts = 0
+    for k in set(rb) | set(ra):
+        b, a = rb.get(k), ra.get(k)
+        if b is not None:
+            n_b += b.shape[0]
+            ns = np.ones(b.shape[0], dtype=bool)
+            if k in sens_keys:
+                ns &= _missing(b, np.stack(sens_keys[k]))
+            for s in sens_itemsets:
+                if s.size <= k:
+                    ns &= np.isin(b[:, :k], s).sum(axis=1) != s.size
+            n_ns += int(ns.sum())
+            lost += int(_missing(b[ns], a).sum())
+        if a is not None:
+            n_a += a.shape[0]
+            ghosts += int(_missing(a, b).sum())
+    m.rules_before, m.rules_after, m.nonsensitive_rules = n_b, n_a, n_ns
+    m.lost_rules, m.misses_cost_rules = lost, (lost / n_ns if n_ns else 0.0)
+    m.ghost_rules, m.artifactual_rules = ghosts, (ghosts / n_a if n_a else 0.0)
 
 
 def measure_hiding(
@@ -194,12 +250,6 @@ def measure_hiding(
     m.ghost_itemsets, m.artifactual_patterns = artifactual_patterns(before, after)
     # rules
     if conf is not None:
-        rb, ra = _rule_set(fb, conf), _rule_set(fa, conf)
-        sens_rules = {(p.antecedent, p.consequent) for p in patterns if p.is_rule}
-        sens_itemsets = [frozenset(p.items) for p in patterns if not p.is_rule]
-        nonsens_r = {r for r in rb if r not in sens_rules and not _contains_any(r[0] + r[1], sens_itemsets)}
-        m.rules_before, m.rules_after, m.nonsensitive_rules = len(rb), len(ra), len(nonsens_r)
-        m.lost_rules, m.misses_cost_rules = misses_cost(nonsens_r, ra)
-        m.ghost_rules, m.artifactual_rules = artifactual_patterns(rb, ra)
+        _rule_metrics(m, fb, fa, patterns, conf)
     m.dissimilarity = dissimilarity(original, sanitized)
     return m
