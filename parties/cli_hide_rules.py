@@ -141,18 +141,11 @@ def _cmd(args) -> int:
         patterns = parse_sensitive(args.sensitive)
     except HidingError as e:
         raise CLIError(str(e)) from None
-    _check_paths(args.file, args.output)
-    try:
-        db = read_fimi(args.file)
-    except (OSError, UnicodeError) as e:
-        raise CLIError(f"cannot read {args.file}: {getattr(e, 'strerror', None) or e}") from None
-    except ValueError as e:
-        raise CLIError(str(e)) from None
     kw: dict = {}
     if args.algorithm == "heuristic":
         kw.update(strategy=args.strategy, victim=args.victim)
     elif args.algorithm == "swa":
-        kw.update(psi=args.psi if args.psi is not None else "auto")
+        kw.update(psi=_psi(args.psi) if args.psi is not None else "auto")
         if args.window is not None:
             kw.update(window=args.window)
     elif args.algorithm == "exact":
@@ -164,6 +157,13 @@ def _cmd(args) -> int:
             kw.update(max_variables=args.max_variables)
         if args.max_constraints is not None:
             kw.update(max_constraints=args.max_constraints)
+    _check_paths(args.file, args.output)
+    try:
+        db = read_fimi(args.file)
+    except (OSError, UnicodeError) as e:
+        raise CLIError(f"cannot read {args.file}: {getattr(e, 'strerror', None) or e}") from None
+    except ValueError as e:
+        raise CLIError(str(e)) from None
     try:
         sanitized, report = hide(
             db,
@@ -193,6 +193,8 @@ def _psi(x: str):
         return x
     try:
         v = float(x)
+        if v != v:
+            raise ValueError
     except ValueError:
         raise CLIError(f"--psi must be 'auto' or a number in [0, 1], got {x!r}") from None
     if not (0 <= v <= 1):
@@ -225,7 +227,7 @@ def register(sub) -> None:
         choices=["min-side-effect", "max-support", "round-robin"],
         help="heuristic: which item of the pattern is deleted",
     )
-    p.add_argument("--psi", type=_psi, help="swa: disclosure threshold in [0, 1], or 'auto' (largest that hides)")
+    p.add_argument("--psi", help="swa: disclosure threshold in [0, 1], or 'auto' (largest that hides)")
     p.add_argument("--window", type=int, metavar="K", help="swa: transactions per window (default 10000)")
     p.add_argument("--time-limit", type=float, metavar="SECONDS", help="exact: solver time limit (default 60)")
     p.add_argument("--max-variables", type=int, metavar="N", help="exact: size guard on variables")

@@ -50,13 +50,11 @@ from .state import HidingState
 __all__ = ["run_exact", "MAX_VARIABLES", "MAX_CONSTRAINTS"]
 
 
-def _hidden(state: HidingState, patterns: Sequence[SensitivePattern]) -> bool:
-    return all(state.count(state.rows(p.items)) < state.min_count for p in patterns)
-
-
-def _score(state: HidingState) -> tuple[int, int]:
-    t, _, added = state.net_edits()
-    return state.lost_count(), int((~added).sum())
+def _score(state: HidingState, patterns: Sequence[SensitivePattern]) -> tuple[int, int, int]:
+    """(sensitive itemsets still frequent, non-sensitive itemsets lost, items deleted): smaller is better."""
+    failures = sum(state.count(state.rows(p.items)) >= state.min_count for p in patterns)
+    _, _, added = state.net_edits()
+    return failures, state.lost_count(), int((~added).sum())
 
 
 def _lost_at_risk(state: HidingState, model: IPModel) -> int:
@@ -111,10 +109,15 @@ def run_exact(
     deadline = t0 + float(time_limit)
     base = state.fork()
     model = build_model(base, patterns, max_variables=max_variables, max_constraints=max_constraints, progress=progress)
+    mined = [p for p in patterns if base.count(base.rows(p.items)) >= base.min_count]
+    hideable = model.hideable if model is not None else []
+    unhideable = [str(p) for p in mined if p not in hideable]  # every transaction would have to be emptied
     if model is None:
-        return {"optimal": True, "lower_bound": 0, "source": "none", "solver_seconds": 0.0}
+        return {"optimal": True, "lower_bound": 0, "source": "none", "solver_seconds": 0.0, "unhideable": unhideable}
     info: dict = dict(model.stats)
-    # 1. incumbents
+    info["unhideable"] = unhideable
+    patterns = hideable
+    # 1. incumbents (kept even if they fail to hide: the last resort when nothing hides all)
     best: HidingState | None = None
     best_key = None
     if incumbent:
@@ -125,11 +128,9 @@ def run_exact(
             sc = base.fork()
             run(sc)
             restore_unneeded(sc, patterns)
-            if not _hidden(sc, patterns):
-                continue
-            key = _score(sc)
+            key = _score(sc, patterns)
             if progress:
-                progress(f"exact: incumbent {name}: {key[0]} itemset(s) lost, {key[1]} item(s) deleted")
+                progress(f"exact: incumbent {name}: {key[1]} itemset(s) lost, {key[2]} item(s) deleted")
             if best_key is None or key < best_key:
                 best, best_key, info["source"] = sc, key, name
     n_vars = model.nx + model.nw + model.nf
@@ -142,9 +143,9 @@ def run_exact(
     debug = bool(os.environ.get("PPDM_HIGHS_LOG"))
     optimal, lower = False, 0
     target = None  # best known number of lost at-risk itemsets
-    if best is not None:
+    if best is not None and best_key[0] == 0:
         target = _lost_at_risk(best, model)
-        if best_key[0] == 0:
+        if best_key[1] == 0:
             optimal, lower = True, 0
     candidates: list[np.ndarray] = []
     # 2. phase 1: fewer lost at-risk itemsets than the incumbent
@@ -159,9 +160,9 @@ def run_exact(
             target = int(round(res.x[model.nx + model.nw :].sum()))
             lower = target
             candidates.append(res.x)
-        elif res.status == 2 and best is not None:  # nothing strictly better than the incumbent
+        elif res.status == 2 and target is not None:  # nothing strictly better than the incumbent
             lower = target
-            optimal = best_key[0] == target
+            optimal = best_key[1] == target
         else:
             if res.x is not None:
                 target = int(round(res.x[model.nx + model.nw :].sum()))
@@ -172,13 +173,13 @@ def run_exact(
             progress(f"exact: phase 1 {res.message.split('.')[0].lower()}; lower bound {lower}")
     elif model.nf == 0:
         optimal, target = True, 0
-    if target is None:
+    if target is None and best is None:
         raise HidingError(
             f"exact: HiGHS found no solution within {time_limit:g} s; use --algorithm border or raise --time-limit"
         )
     # 3. phase 2: fewest deleted items at that many losses
     left = deadline - time.perf_counter()
-    if model.nx and left > 0.5:
+    if target is not None and model.nx and left > 0.5:
         pop = np.bitwise_count(model.var_p.astype(np.uint64)).astype(np.float64)
         c2 = np.concatenate([pop, np.zeros(model.nw + model.nf)])
         cap = LinearConstraint(sum_l, -np.inf, target)
@@ -196,20 +197,20 @@ def run_exact(
         sc = base.fork()
         _realize(sc, model, sol)
         restore_unneeded(sc, patterns)
-        if not _hidden(sc, patterns):  # pragma: no cover - the program's rows forbid it
-            continue
-        key = _score(sc)
+        key = _score(sc, patterns)
         if best_key is None or key < best_key:
             best, best_key, info["source"] = sc, key, "ip"
     if best is None:  # pragma: no cover
         raise HidingError("exact: no valid solution found; use --algorithm border")
     state.replay(best)
-    if optimal:
-        lower = best_key[0]
+    if best_key[0]:  # some sensitive itemsets cannot be hidden together without emptying transactions
+        optimal = False
+    elif optimal:
+        lower = best_key[1]
     info.update(
-        optimal=bool(optimal and best_key[0] == lower),
+        optimal=bool(optimal),
         lower_bound=int(lower),
-        lost=int(best_key[0]),
+        lost=int(best_key[1]),
         solver_seconds=round(time.perf_counter() - t0, 3),
     )
     return info

@@ -53,6 +53,7 @@ class IPModel:
     """The program: variables [x (nx) | w (nw) | L (nf)], rows ``lb ≤ matrix·v ≤ ub``."""
 
     A: np.ndarray  # affected transactions
+    hideable: list  # the sensitive patterns the program hides (the others cannot be)
     group: np.ndarray  # group of each affected transaction
     n_g: np.ndarray
     per_g: np.ndarray  # x variables per group
@@ -123,7 +124,13 @@ def build_model(
 
     minc = state.min_count
     rows = [state.rows(p.items) for p in patterns]
-    live = [i for i, r in enumerate(rows) if state.count(r) >= minc]
+    # a sensitive itemset is hideable when enough of its transactions can lose an item of it
+    # without becoming empty (only one-item transactions cannot); the others are left as they are
+    live = []
+    for i, r in enumerate(rows):
+        t = state.tids(r)
+        if t.size >= minc and int((state.lengths[t] >= 2).sum()) >= t.size - minc + 1:
+            live.append(i)
     if not live:
         return None
     if len(live) > 62:
@@ -293,6 +300,7 @@ def build_model(
     integrality = np.concatenate([np.ones(nx), np.zeros(nw), np.ones(nf)])
     return IPModel(
         A=A,
+        hideable=[patterns[i] for i in live],
         group=inv,
         n_g=n_g,
         per_g=per_g,
