@@ -49,12 +49,13 @@ class _Impact:
             rows = state.fp[k][idx]
             hit = np.isin(rows, cand).any(axis=1)
             if hit.any():
-                sel_k.append(np.full(int(hit.sum()), k))
+                sel_k.append(k)
                 sel_i.append(idx[hit])
                 blocks.append(rows[hit])
         self.n_border = sum(idx.size for _, idx in border)
-        self.k = np.concatenate(sel_k) if sel_k else np.zeros(0, np.int64)
-        self.i = np.concatenate(sel_i) if sel_i else np.zeros(0, np.int64)
+        self.flat = (
+            np.concatenate([state.flat_index(k, i) for k, i in zip(sel_k, sel_i)]) if sel_k else np.zeros(0, np.int64)
+        )
         M = state.rowbits(T)
         conts = [state.contained(M, b) for b in blocks]
         self.C = np.concatenate(conts) if conts else np.zeros((0, T.size), bool)  # (B, T) b ⊆ t
@@ -64,15 +65,15 @@ class _Impact:
         self.cost = self.C.T.astype(np.float64) @ (self.w[:, None] * self.H)  # (T, C)
 
     def counts(self) -> np.ndarray:
-        out = np.empty(self.k.size, dtype=np.int64)
-        for k in np.unique(self.k).tolist():
-            s = self.k == k
-            out[s] = self.state.fp_count[k][self.i[s]]
-        return out
+        return self.state.flat_count(self.flat)
+
+    @property
+    def big(self) -> float:
+        return float(self.n_border + 1)
 
     def weights(self) -> np.ndarray:
         m = self.counts() - self.state.min_count
-        big = float(self.n_border + 1)
+        big = self.big
         w = np.zeros(m.size)
         w[m == 0] = big
         pos = m > 0
@@ -96,8 +97,9 @@ def _hide_one(state: HidingState, p: SensitivePattern) -> int:
         rank = np.empty(T.size, dtype=np.float64)
         rank[state.order_shortest(T)] = np.arange(T.size)  # static tie-break: shortest, then seeded
         rebuild = False
+        batch = 4
         while need > 0 and alive.any() and not rebuild:
-            best = np.where(alive[:, None], imp.cost, np.inf)
+            best = imp.cost  # rows of edited transactions are +inf
             j = np.argmin(best, axis=1)
             c = best[np.arange(T.size), j]
             zero = np.flatnonzero(c == 0)
@@ -105,24 +107,39 @@ def _hide_one(state: HidingState, p: SensitivePattern) -> int:
                 zero = zero[state.order_shortest(T[zero])][:need]
                 done = state.apply(T[zero], xy[j[zero]])
                 alive[zero] = False
+                imp.cost[zero] = np.inf
                 need -= done
                 edits += done
                 if done < zero.size:
                     rebuild = True
                 continue
-            cmin = c.min()
-            if not np.isfinite(cmin):
+            # least impact first (ties: shortest, then seeded). Deletions whose touched border itemsets
+            # are disjoint do not change each other's impact, so the greedy would take that prefix one by
+            # one anyway: take it at once, up to the first overlap (or the first that loses a border itemset)
+            n_ok = int(np.isfinite(c).sum())
+            if n_ok == 0:
                 break
-            o = int(np.argmin(np.where(c <= cmin + 1e-9, rank, np.inf)))
-            ci = j[o]
+            kk = min(batch, need, n_ok)
+            part = np.argpartition(c, kk - 1)[:kk]
+            sub = np.flatnonzero(c <= c[part].max() + 1e-9)
+            order = sub[np.lexsort((rank[sub], c[sub]))][:kk]
+            tb = imp.C[:, order].T & imp.H[:, j[order]].T  # (K, B): border itemsets each deletion touches
+            clash = (tb & ((np.cumsum(tb, axis=0) - tb) > 0)).any(axis=1)
+            k = int(np.argmax(clash)) if clash.any() else order.size
+            lossy = (tb & (imp.w >= imp.big)[None, :]).any(axis=1)
+            if lossy[:k].any():
+                k = int(np.argmax(lossy)) + 1
+            sel = order[: max(k, 1)]
+            batch = batch * 2 if sel.size == order.size else max(1, sel.size)
             w_old = imp.w
-            done = state.apply(T[o : o + 1], xy[ci : ci + 1])
-            alive[o] = False
+            done = state.apply(T[sel], xy[j[sel]])
+            alive[sel] = False
+            imp.cost[sel] = np.inf
             need -= done
             edits += done
             if not done:
                 continue
-            touched = imp.C[:, o] & imp.H[:, ci]
+            touched = tb[: sel.size].any(axis=0)
             imp.w = imp.weights()
             if (imp.w[touched] == 0).any():  # a border itemset was lost: the border changed
                 rebuild = True
@@ -130,7 +147,7 @@ def _hide_one(state: HidingState, p: SensitivePattern) -> int:
             dw = imp.w - w_old
             if touched.any():
                 imp.cost += imp.C[touched].T.astype(np.float64) @ (dw[touched, None] * imp.H[touched])
-                imp.C[touched, o] = False
+            imp.C[:, sel] = False
         if need <= 0 or (not rebuild and not alive.any()):
             return edits
 

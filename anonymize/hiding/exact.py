@@ -117,22 +117,6 @@ def run_exact(
     info: dict = dict(model.stats)
     info["unhideable"] = unhideable
     patterns = hideable
-    # 1. incumbents (kept even if they fail to hide: the last resort when nothing hides all)
-    best: HidingState | None = None
-    best_key = None
-    if incumbent:
-        for name, run in (
-            ("heuristic", lambda s: run_heuristic(s, patterns, "2b", "min-side-effect")),
-            ("border", lambda s: run_border(s, patterns)),
-        ):
-            sc = base.fork()
-            run(sc)
-            restore_unneeded(sc, patterns)
-            key = _score(sc, patterns)
-            if progress:
-                progress(f"exact: incumbent {name}: {key[1]} itemset(s) lost, {key[2]} item(s) deleted")
-            if best_key is None or key < best_key:
-                best, best_key, info["source"] = sc, key, name
     n_vars = model.nx + model.nw + model.nf
     bounds = Bounds(np.zeros(n_vars), model.upper)
     cons = [LinearConstraint(model.matrix, model.lb, model.ub)]
@@ -140,27 +124,66 @@ def run_exact(
         (np.ones(model.nf), (np.zeros(model.nf, dtype=np.int64), model.nx + model.nw + np.arange(model.nf))),
         shape=(1, n_vars),
     )
+    c1 = np.concatenate([np.zeros(model.nx + model.nw), np.ones(model.nf)])
     debug = bool(os.environ.get("PPDM_HIGHS_LOG"))
-    optimal, lower = False, 0
-    target = None  # best known number of lost at-risk itemsets
-    if best is not None and best_key[0] == 0:
-        target = _lost_at_risk(best, model)
-        if best_key[1] == 0:
-            optimal, lower = True, 0
+    best: HidingState | None = None
+    best_key = None
+
+    def left() -> float:
+        return deadline - time.perf_counter()
+
+    def consider(sc: HidingState, name: str, finish: bool = False) -> None:
+        nonlocal best, best_key
+        if finish:  # a rounded solution may leave a sensitive itemset a few transactions short
+            run_heuristic(sc, patterns, "2b", "min-side-effect")
+        restore_unneeded(sc, patterns)
+        key = _score(sc, patterns)
+        if progress:
+            progress(f"exact: {name}: {key[1]} itemset(s) lost, {key[2]} item(s) deleted")
+        if best_key is None or key < best_key:
+            best, best_key, info["source"] = sc, key, name
+
+    # 1. incumbents (kept even if they fail to hide: the last resort when nothing hides all)
+    if incumbent:
+        sc = base.fork()
+        run_heuristic(sc, patterns, "2b", "min-side-effect")
+        consider(sc, "heuristic")
+    # 2. the LP relaxation: a lower bound on the losses, and its rounded solution as a candidate
+    lower = 0
+    if model.nf and left() > 1.0:
+        res = milp(
+            c1,
+            integrality=np.zeros(n_vars),
+            bounds=bounds,
+            constraints=cons,
+            options={"disp": debug, "time_limit": max(1.0, 0.25 * left())},
+        )
+        if res.status == 0 and res.x is not None:
+            lower = max(0, math.ceil(res.fun - 1e-6))
+            xr = res.x.copy()
+            xr[: model.nx] = np.floor(xr[: model.nx] + 1e-9)
+            sc = base.fork()
+            _realize(sc, model, xr)
+            consider(sc, "lp-rounding", finish=True)
+    if incumbent and best_key and best_key[1] > lower and left() > 0.5 * float(time_limit):
+        sc = base.fork()
+        run_border(sc, patterns)
+        consider(sc, "border")
+    optimal = best_key is not None and best_key[0] == 0 and best_key[1] <= lower
+    target = _lost_at_risk(best, model) if (best is not None and best_key[0] == 0) else None
     candidates: list[np.ndarray] = []
-    # 2. phase 1: fewer lost at-risk itemsets than the incumbent
-    if not optimal and model.nf and (target is None or target > 0):
-        c1 = np.concatenate([np.zeros(model.nx + model.nw), np.ones(model.nf)])
+    # 3. phase 1: strictly fewer lost at-risk itemsets than the best so far
+    if not optimal and model.nf and (target is None or target > lower) and left() > 1.0:
         extra = [] if target is None else [LinearConstraint(sum_l, -np.inf, target - 1)]
-        opts = {"disp": debug, "mip_rel_gap": 0.0, "time_limit": max(1.0, deadline - time.perf_counter())}
+        # HiGHS may overrun its limit inside a round of cuts: give it part of what is left
+        opts = {"disp": debug, "mip_rel_gap": 0.0, "time_limit": max(1.0, 0.6 * left())}
         res = milp(c1, integrality=model.integrality, bounds=bounds, constraints=cons + extra, options=opts)
         dual = getattr(res, "mip_dual_bound", None)
         if res.status == 0 and res.x is not None:
             optimal = True
-            target = int(round(res.x[model.nx + model.nw :].sum()))
-            lower = target
+            target = lower = int(round(res.x[model.nx + model.nw :].sum()))
             candidates.append(res.x)
-        elif res.status == 2 and target is not None:  # nothing strictly better than the incumbent
+        elif res.status == 2 and target is not None:  # nothing strictly better than the best so far
             lower = target
             optimal = best_key[1] == target
         else:
@@ -177,9 +200,8 @@ def run_exact(
         raise HidingError(
             f"exact: HiGHS found no solution within {time_limit:g} s; use --algorithm border or raise --time-limit"
         )
-    # 3. phase 2: fewest deleted items at that many losses
-    left = deadline - time.perf_counter()
-    if target is not None and model.nx and left > 0.5:
+    # 4. phase 2: fewest deleted items at that many losses
+    if target is not None and model.nx and left() > 0.5:
         pop = np.bitwise_count(model.var_p.astype(np.uint64)).astype(np.float64)
         c2 = np.concatenate([pop, np.zeros(model.nw + model.nf)])
         cap = LinearConstraint(sum_l, -np.inf, target)
@@ -188,18 +210,15 @@ def run_exact(
             integrality=model.integrality,
             bounds=bounds,
             constraints=[*cons, cap],
-            options={"disp": debug, "time_limit": left},
+            options={"disp": debug, "time_limit": left()},
         )
         if res2.x is not None:
             candidates.append(res2.x)
-    # 4. realize every candidate, keep the best measured one
+    # 5. realize every candidate, keep the best measured one
     for sol in candidates:
         sc = base.fork()
         _realize(sc, model, sol)
-        restore_unneeded(sc, patterns)
-        key = _score(sc, patterns)
-        if best_key is None or key < best_key:
-            best, best_key, info["source"] = sc, key, "ip"
+        consider(sc, "ip")
     if best is None:  # pragma: no cover
         raise HidingError("exact: no valid solution found; use --algorithm border")
     state.replay(best)

@@ -89,7 +89,6 @@ class HidingState:
         # non-sensitive frequent itemsets, as rows of relevant-item indices, per size
         self.fp: dict[int, np.ndarray] = {}
         self.fp_count: dict[int, np.ndarray] = {}
-        self.fp_original: dict[int, np.ndarray] = {}
         sens_rows = [self.rows(p.items) for p in self.patterns]
         for k, (items, counts) in frequent.levels.items():
             rows = np.searchsorted(self.ids, items)
@@ -100,18 +99,31 @@ class HidingState:
             if keep.any():
                 self.fp[k] = rows[keep]
                 self.fp_count[k] = counts[keep].astype(np.int64).copy()
-                self.fp_original[k] = counts[keep].astype(np.int64).copy()
         self.n_fp = sum(c.size for c in self.fp_count.values())
         self._index = {k: RowIndex(r) for k, r in self.fp.items()}
-        # which non-sensitive frequent itemsets hold each relevant item: (R, n_k) per size
-        self._holds: dict[int, np.ndarray] = {}
+        # F' flattened (sizes ascending), padded with row R — an item every transaction "holds" — so one
+        # gather tests all sizes at once; fp_count[k] are views into the flat counts
+        kmax = max(self.fp, default=1)
+        R = self.ids.size
+        self.fp_offset = {}
+        flat = np.full((self.n_fp, kmax), R, dtype=np.int64)
+        off = 0
         for k, r in self.fp.items():
-            h = np.zeros((self.ids.size, r.shape[0]), dtype=bool)
-            h[r, np.repeat(np.arange(r.shape[0]), k).reshape(r.shape)] = True
-            self._holds[k] = h
+            flat[off : off + r.shape[0], :k] = r
+            self.fp_offset[k] = off
+            off += r.shape[0]
+        self._flat = flat
+        self._flat_count = np.concatenate([self.fp_count[k] for k in self.fp]) if self.fp else np.zeros(0, np.int64)
+        self._views()
+        self._holds_flat = np.zeros((R + 1, self.n_fp), dtype=bool)
+        self._holds_flat[flat, np.repeat(np.arange(self.n_fp), kmax).reshape(flat.shape)] = True
+        self._holds_flat = self._holds_flat[:R]
         self._log_t: list[np.ndarray] = []
         self._log_r: list[np.ndarray] = []
         self._log_add: list[np.ndarray] = []
+
+    def _views(self) -> None:
+        self.fp_count = {k: self._flat_count[o : o + self.fp[k].shape[0]] for k, o in self.fp_offset.items()}
 
     # ------------------------------------------------------------------ lookups
     def rows(self, item_ids) -> np.ndarray:
@@ -175,6 +187,25 @@ class HidingState:
             out[s : s + step] = acc
         return out
 
+    def _contained_flat(self, M: np.ndarray, sel: np.ndarray) -> np.ndarray:
+        """``(len(sel), T)`` bool: flat F' itemset ``sel[j]`` ⊆ transaction column ``M[:, t]``."""
+        T = M.shape[1]
+        Mx = np.vstack([M, np.ones((1, T), dtype=bool)])
+        rows = self._flat[sel]
+        out = np.empty((sel.size, T), dtype=bool)
+        step = max(1, _CHUNK // max(1, rows.shape[1] * T))
+        for s in range(0, sel.size, step):
+            out[s : s + step] = Mx[rows[s : s + step]].all(axis=1)
+        return out
+
+    def flat_index(self, k: int, idx: np.ndarray) -> np.ndarray:
+        """Flat position of itemsets ``idx`` of ``fp[k]``."""
+        return self.fp_offset[k] + np.asarray(idx, dtype=np.int64)
+
+    def flat_count(self, flat: np.ndarray) -> np.ndarray:
+        """Current counts of F' itemsets by flat position."""
+        return self._flat_count[flat]
+
     def fp_lookup(self, k: int, rows: np.ndarray) -> np.ndarray:
         """Index in ``fp[k]`` of each k-itemset (rows of relevant-item indices), −1 where absent."""
         if k not in self._index:
@@ -218,7 +249,7 @@ class HidingState:
 
     def lost_count(self) -> int:
         """Non-sensitive frequent itemsets of D currently below the threshold."""
-        return int(sum((c < self.min_count).sum() for c in self.fp_count.values()))
+        return int((self._flat_count < self.min_count).sum())
 
     def positive_border(self) -> list[tuple[int, np.ndarray]]:
         """The positive border of the still-frequent non-sensitive itemsets: ``[(k, indices into fp[k])]``.
@@ -272,13 +303,11 @@ class HidingState:
         t, r, ti = t[ok], r[ok], ti[ok]
         Ma = Mb.copy()
         Ma[r, ti] = add
-        touched = np.unique(r)
-        for k, rows in self.fp.items():
-            sel = np.flatnonzero(self._holds[k][touched].any(axis=0))
-            if sel.size:
-                before = self.contained(Mb, rows[sel]).sum(axis=1)
-                after = self.contained(Ma, rows[sel]).sum(axis=1)
-                self.fp_count[k][sel] += after - before
+        sel = np.flatnonzero(self._holds_flat[np.unique(r)].any(axis=0))
+        if sel.size:
+            before = self._contained_flat(Mb, sel).sum(axis=1)
+            after = self._contained_flat(Ma, sel).sum(axis=1)
+            self._flat_count[sel] += after - before
         word = t >> 6
         bit = np.left_shift(np.uint64(1), (t & 63).astype(np.uint64))
         if add:
@@ -297,7 +326,8 @@ class HidingState:
         new = copy.copy(self)
         new.cols = self.cols.copy()
         new.lengths = self.lengths.copy()
-        new.fp_count = {k: v.copy() for k, v in self.fp_count.items()}
+        new._flat_count = self._flat_count.copy()
+        new._views()
         new._log_t, new._log_r, new._log_add = list(self._log_t), list(self._log_r), list(self._log_add)
         return new
 
