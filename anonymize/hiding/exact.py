@@ -127,7 +127,7 @@ def run_exact(
     c1 = np.concatenate([np.zeros(model.nx + model.nw), np.ones(model.nf)])
     debug = bool(os.environ.get("PPDM_HIGHS_LOG"))
     best: HidingState | None = None
-    best_key = None
+    best_key: tuple[int, int, int] = (1 << 62, 0, 0)  # worse than any real solution
 
     def left() -> float:
         return deadline - time.perf_counter()
@@ -140,7 +140,7 @@ def run_exact(
         key = _score(sc, patterns)
         if progress:
             progress(f"exact: {name}: {key[1]} itemset(s) lost, {key[2]} item(s) deleted")
-        if best_key is None or key < best_key:
+        if key < best_key:
             best, best_key, info["source"] = sc, key, name
 
     # 1. incumbents (kept even if they fail to hide: the last resort when nothing hides all)
@@ -165,11 +165,11 @@ def run_exact(
             sc = base.fork()
             _realize(sc, model, xr)
             consider(sc, "lp-rounding", finish=True)
-    if incumbent and best_key and best_key[1] > lower and left() > 0.5 * float(time_limit):
+    if incumbent and best is not None and best_key[1] > lower and left() > 0.5 * float(time_limit):
         sc = base.fork()
         run_border(sc, patterns)
         consider(sc, "border")
-    optimal = best_key is not None and best_key[0] == 0 and best_key[1] <= lower
+    optimal = best is not None and best_key[0] == 0 and best_key[1] <= lower
     target = _lost_at_risk(best, model) if (best is not None and best_key[0] == 0) else None
     candidates: list[np.ndarray] = []
     # 3. phase 1: strictly fewer lost at-risk itemsets than the best so far

@@ -117,7 +117,7 @@ def _reduce(state: HidingState, p: SensitivePattern, cand_ids: Sequence[int], by
     k = np.arange(1, T.size + 1)
     a_k = a - k
     hidden = a_k < state.min_count
-    if conf is not None:
+    if conf is not None and x is not None and b is not None:
         b_k = b - np.cumsum(np.isin(r, x))
         hidden |= a_k * conf.denominator < conf.numerator * b_k
     m = int(np.argmax(hidden)) + 1 if hidden.any() else T.size
@@ -127,6 +127,7 @@ def _reduce(state: HidingState, p: SensitivePattern, cand_ids: Sequence[int], by
 def _increase_antecedent(state: HidingState, p: SensitivePattern) -> int:
     """Algorithm 1.a: add the missing items of X to transactions holding neither X nor Y."""
     conf = state.conf
+    assert conf is not None  # checked by run_heuristic
     xy, x, y = state.rows(p.items), state.rows(p.antecedent), state.rows(p.consequent)
     a, b = state.count(xy), state.count(x)
     if not is_mined(a, b, state.min_count, conf):
@@ -161,8 +162,8 @@ def run_heuristic(
     """
     if strategy not in STRATEGIES:
         raise HidingError(f"unknown heuristic strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    victim = victim or default_victim(strategy)
-    if victim is not None and victim not in VICTIMS:
+    victim = victim or default_victim(strategy) or "max-support"
+    if victim not in VICTIMS:
         raise HidingError(f"unknown victim rule {victim!r}; choose one of {', '.join(VICTIMS)}")
     if strategy in ("1a", "1b"):
         bad = [str(p) for p in patterns if not p.is_rule]
@@ -197,4 +198,4 @@ def run_heuristic(
                 edits += _reduce(state, p, p.items, False, victim)
         if edits == 0:
             break
-    return {"strategy": strategy, "victim": victim, "passes": passes}
+    return {"strategy": strategy, "victim": None if strategy == "1a" else victim, "passes": passes}
