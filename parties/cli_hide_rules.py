@@ -178,6 +178,8 @@ def _cmd(args) -> int:
         write_fimi(sanitized, args.output)
     except HidingError as e:  # includes InstanceTooLarge and a missing output directory
         raise CLIError(str(e)) from None
+    except OSError as e:  # e.g. a directory we may not write into: nothing was written
+        raise CLIError(f"cannot write {args.output}: {e.strerror or e}") from None
     rep = report.to_dict()
     rep["input"] = args.file
     rep["output"] = args.output

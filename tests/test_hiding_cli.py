@@ -175,6 +175,9 @@ def test_unreadable_files_and_output_paths(capsys, data, tmp_path):
     garbage = tmp_path / "garbage.dat"
     garbage.write_text("1 2 3\n4 five 6\n")
     cases.append(([garbage, *base, "-o", tmp_path / "o.dat"], "line 2"))
+    empty = tmp_path / "empty.dat"
+    empty.write_text("\n\n")
+    cases.append(([empty, *base, "-o", tmp_path / "o.dat"], "no transactions"))
     binary = tmp_path / "bin.dat"
     binary.write_bytes(b"\x00\x01\xff\xfe")
     cases.append(([binary, *base, "-o", tmp_path / "o.dat"], "not an item id"))

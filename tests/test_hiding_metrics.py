@@ -6,9 +6,16 @@ from the code under test.
 
 from __future__ import annotations
 
+import math
+import random
+import warnings
 from fractions import Fraction
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mlxtend.frequent_patterns import association_rules as mx_rules
+from mlxtend.frequent_patterns import fpgrowth
 
 from anonymize.hiding import (
     HidingError,
@@ -22,7 +29,7 @@ from anonymize.hiding import (
     parse_sensitive,
 )
 from anonymize.hiding.patterns import deletions_to_hide
-from anonymize.itemsets import TransactionDB
+from anonymize.itemsets import TransactionDB, frequent_itemsets
 
 # D, N = 6, min_support 1/3 -> minc = ceil(6/3) = 2
 #   t0 {1,2,3}  t1 {1,2}  t2 {1,2,4}  t3 {1,3}  t4 {2,3}  t5 {4}
@@ -143,3 +150,72 @@ def test_is_mined_and_deletions_to_hide_are_exact():
     # C = 1: deleting an X item keeps confidence 1, only support helps
     assert deletions_to_hide(5, 5, 2, Fraction(1), victim_in_antecedent=True) == 4
     assert deletions_to_hide(1, None, 2, None, victim_in_antecedent=False) == 0
+
+
+def mlxtend_patterns(txs, minc, conf):
+    frame = TransactionDB.from_transactions(txs, items=range(6)).to_onehot()
+    res = fpgrowth(frame, min_support=(minc - 0.5) / len(txs), use_colnames=True)
+    items = set(res["itemsets"])
+    if len(res) == 0:
+        return items, set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = mx_rules(res, num_itemsets=len(txs), metric="confidence", min_threshold=conf - 1e-9)
+    exact = [
+        (a, c)
+        for a, c, s, sa in zip(r["antecedents"], r["consequents"], r["support"], r["antecedent support"])
+        if Fraction(round(s * len(txs)), round(sa * len(txs))) >= Fraction(str(conf))  # exact ties, as ours
+    ]
+    return items, set(exact)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    txs=st.lists(st.lists(st.integers(0, 5), min_size=1, max_size=6, unique=True), min_size=3, max_size=30),
+    frac=st.sampled_from([0.1, 0.2, 0.3]),
+    conf=st.sampled_from([0.3, 0.5, 0.8]),
+    seed=st.integers(0, 100),
+)
+def test_metrics_match_set_arithmetic_on_mlxtend_patterns(txs, frac, conf, seed):
+    # D' = D with random deletions (never emptying a transaction); every count recomputed from mlxtend
+    rnd = random.Random(seed)
+    d2 = [[i for i in t if rnd.random() > 0.3] or t[:1] for t in txs]
+    minc = max(1, math.ceil(frac * len(txs)))
+    fi = frequent_itemsets(TransactionDB.from_transactions(txs), min_count=minc)
+    multi = [s for s, _ in fi if len(s) >= 2]
+    sens = [SensitivePattern.itemset(multi[0])] if multi else [SensitivePattern.itemset([0, 1])]
+    if len(multi) > 1:
+        s = multi[-1]
+        sens.append(SensitivePattern.rule(s[:1], s[1:]))
+    items_b, rules_b = mlxtend_patterns(txs, minc, conf)
+    items_a, rules_a = mlxtend_patterns(d2, minc, conf)
+    m = measure_hiding(
+        TransactionDB.from_transactions(txs, items=range(6)),
+        TransactionDB.from_transactions(d2, items=range(6)),
+        sens,
+        minc,
+        Fraction(str(conf)),
+    )
+    sens_sets = [frozenset(p.items) for p in sens]
+    nonsens = {f for f in items_b if not any(s <= f for s in sens_sets)}
+    assert (m.itemsets_before, m.itemsets_after, m.nonsensitive_itemsets) == (len(items_b), len(items_a), len(nonsens))
+    assert m.lost_itemsets == len(nonsens - items_a) and m.ghost_itemsets == len(items_a - items_b)
+    sens_rules = {(frozenset(p.antecedent), frozenset(p.consequent)) for p in sens if p.is_rule}
+    sens_its = [frozenset(p.items) for p in sens if not p.is_rule]
+    ns_rules = {r for r in rules_b if r not in sens_rules and not any(s <= r[0] | r[1] for s in sens_its)}
+    assert (m.rules_before, m.rules_after, m.nonsensitive_rules) == (len(rules_b), len(rules_a), len(ns_rules))
+    assert m.lost_rules == len(ns_rules - rules_a) and m.ghost_rules == len(rules_a - rules_b)
+    mined_b = [
+        frozenset(p.items) in items_b
+        if not p.is_rule
+        else (frozenset(p.antecedent), frozenset(p.consequent)) in rules_b
+        for p in sens
+    ]
+    mined_a = [
+        frozenset(p.items) in items_a
+        if not p.is_rule
+        else (frozenset(p.antecedent), frozenset(p.consequent)) in rules_a
+        for p in sens
+    ]
+    assert [s.mined_before for s in m.sensitive] == mined_b
+    assert m.sensitive_mined_after == sum(b and a for b, a in zip(mined_b, mined_a))
