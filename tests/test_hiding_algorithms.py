@@ -35,7 +35,7 @@ RUNS = [
     ("swa", {}),
     ("swa", {"window": 7}),
     ("border", {}),
-    ("exact", {"time_limit": 5}),
+    ("exact", {"time_limit": 3}),
 ]
 
 
