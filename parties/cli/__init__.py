@@ -42,6 +42,7 @@ VERB_MODULES: list[str] = [
     "parties.cli.dp",
     "parties.cli.attack",
     "parties.cli.audit",
+    "parties.cli.hide_rules",
 ]
 
 
