@@ -59,7 +59,7 @@ def reidentify(
     items bought, movies rated) and return, per victim, how many rows agree on all of them
     (1 = unique: re-identified). Vectorized over blocks of victims."""
     data = np.asarray(data)
-    victims = np.asarray(victims, dtype=np.int64)  # type: ignore[assignment]
+    victims = np.asarray(victims, dtype=np.int64)
     rng = np.random.default_rng(rng)
     if B < 1:
         raise AnonymizeError("B must be at least 1")

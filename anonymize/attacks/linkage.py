@@ -238,7 +238,7 @@ def link(
             pairs = []
             for chunk in _chunks(group, fans[k0], _BLOCK_CELLS):
                 person, cls = index[k0].candidates(chunk, pv[chunk, used[k0]])
-                for k, j in enumerate(used):
+                for k, j in enumerate(used.tolist()):
                     if k != k0:
                         keep = covers[j][g_rows[cls, k], pv[person, j]]
                         person, cls = person[keep], cls[keep]
@@ -247,9 +247,9 @@ def link(
             n_classes[:] += np.bincount(person, minlength=n_p)
             n_records[:] += np.bincount(person, weights=g_sizes[cls], minlength=n_p).astype(np.int64)
             for s in sensitive:
-                h = g_hist[s]
-                for v in range(h.shape[1]):
-                    counts[s][:, v] += np.rint(np.bincount(person, weights=h[cls, v], minlength=n_p)).astype(np.int64)
+                g_h = g_hist[s]
+                for v in range(g_h.shape[1]):
+                    counts[s][:, v] += np.rint(np.bincount(person, weights=g_h[cls, v], minlength=n_p)).astype(np.int64)
             last_row[person] = g_first[cls]
     single = np.where(n_records == 1, last_row, -1)
     return Linkage(

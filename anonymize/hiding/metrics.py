@@ -138,7 +138,7 @@ def _contains_any(items: tuple[int, ...], sets: Sequence[frozenset]) -> bool:
 
 def _rule_keys(fi: FrequentItemsets, conf: Fraction) -> dict[int, np.ndarray]:
     """Rules at ``conf`` as integer rows per size k of X ∪ Y: ``[z_1 .. z_k, mask of Y's positions]``."""
-    rules = association_rules(fi, conf)  # type: ignore[arg-type]  # a Fraction is compared exactly
+    rules = association_rules(fi, conf)  # a Fraction is compared exactly
     out = {}
     for k in np.unique(rules.size).tolist():
         sel = rules.size == k

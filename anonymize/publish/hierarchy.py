@@ -174,14 +174,14 @@ class Hierarchy:
                     f"{where}: '{lab}' at level {h} has several parents at level {h + 1} "
                     f"({', '.join(map(repr, parents[:3]))}); a hierarchy must be a tree"
                 )
-        order = np.argsort(nums, kind="stable") if is_num else None
+        order = np.argsort(nums, kind="stable") if nums is not None and is_num else None
         if is_num and not cls._contiguous(codes[:, order]):
             is_num = False  # numeric leaves whose groups are not value intervals: treat as categorical
         if not is_num:
             # group leaves of each node together: sort by ancestor codes, top level first
             order = np.lexsort(tuple(codes[h] for h in range(n_lev)))  # last key = top level
         grid = grid[order]
-        leaves = nums[order] if is_num else grid[:, 0].copy()
+        leaves = nums[order] if nums is not None and is_num else grid[:, 0].copy()
         maps = np.empty((n_lev, len(grid)), dtype=np.int32)
         labels = []
         for h in range(n_lev):
@@ -436,8 +436,9 @@ class Hierarchy:
         else:
             if self._lookup is None:
                 self._lookup = pd.Index(self.leaves.astype(str))
+            lookup: pd.Index = self._lookup
             fcodes, uniq = pd.factorize(s)
-            ucodes = self._lookup.get_indexer(np.array([value_str(v) for v in uniq], dtype=object))
+            ucodes = lookup.get_indexer(np.array([value_str(v) for v in uniq], dtype=object))
             codes = ucodes[fcodes]
             ok = codes >= 0
         if not np.all(ok):

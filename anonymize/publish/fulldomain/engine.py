@@ -266,6 +266,7 @@ class Lattice:
         counts, hist = src.counts, src.hist
         if m == 0:
             return FrequencySet(levels, keys, counts, hist, codes)
+        order: np.ndarray | None
         if self.wide:
             cid, nc = equivalence_classes(codes)
             order = np.argsort(cid, kind="stable")
@@ -324,11 +325,13 @@ class Lattice:
             if levels[j] < src.levels[j]:
                 raise ValueError(f"cannot roll {src.levels} up to {levels}: not a generalization")
         if self.wide:
+            assert src.codes is not None
             codes = src.codes.copy()
             for j in changed:
                 codes[:, j] = self.up(j, src.levels[j], levels[j])[codes[:, j]]
             return self._group(src, levels, None, codes, presorted=False)
         keys = src.keys
+        assert keys is not None
         for j in changed:
             sh = self.shift[j]
             c = (keys >> sh) & self.mask[j] if sh else keys & self.mask[j]
@@ -566,6 +569,7 @@ class Lattice:
         if fs.codes is not None:
             return fs.codes.astype(np.int64)
         out = np.empty((fs.size, self.q), dtype=np.int64)
+        assert fs.keys is not None
         for j in range(self.q):
             out[:, j] = (fs.keys >> self.shift[j]) & self.mask[j]
         return out
@@ -609,6 +613,7 @@ class Lattice:
         pending = info._pending
         if pending is None:
             return info
+        assert isinstance(pending, tuple)
         sq_all, sub = pending
         per_node, totals = self.loss_tables()
         fc = sub.counts

@@ -86,8 +86,8 @@ def incognito(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None]
     height = np.where(live, lv, 0).sum(axis=1)
     passM = np.zeros(N, dtype=bool)
     exact = lat.exact_monotone
-    okP = np.zeros(N, dtype=bool) if not exact else None
-    domP = np.zeros(N, dtype=bool) if not exact else None
+    okP = np.zeros(N, dtype=bool)  # used only when pruning is not exact
+    domP = np.zeros(N, dtype=bool)
     ev0, rows0 = lat.n_evaluated, lat.rows_scanned
     # the empty subset: the whole table as one class
     root = N - 1

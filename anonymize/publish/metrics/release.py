@@ -184,7 +184,7 @@ def _label_cells(h: Hierarchy, inv: np.ndarray, uniq_raw, column: str):
         lo[new] = first[pos[new]]
         hi[new] = last[pos[new]]
     if (lo < 0).any() and h.numeric:
-        lv = h.leaves.astype(np.float64)
+        leaf_values = h.leaves.astype(np.float64)
         for i in np.flatnonzero(lo < 0):
             try:
                 x = float(uniq[i])
@@ -194,9 +194,9 @@ def _label_cells(h: Hierarchy, inv: np.ndarray, uniq_raw, column: str):
                 if r is None:
                     continue
                 a, b, open_ = r
-            lo_i = int(np.searchsorted(lv, a, side="left"))
-            hi_i = int(np.searchsorted(lv, b, side="left" if open_ else "right")) - 1
-            if lo_i <= hi_i and lo_i < len(lv) and (a != b or lv[lo_i] == a):
+            lo_i = int(np.searchsorted(leaf_values, a, side="left"))
+            hi_i = int(np.searchsorted(leaf_values, b, side="left" if open_ else "right")) - 1
+            if lo_i <= hi_i and lo_i < len(leaf_values) and (a != b or leaf_values[lo_i] == a):
                 lo[i], hi[i] = lo_i, hi_i
     if (lo < 0).any():
         bad = uniq[lo < 0]
@@ -301,7 +301,7 @@ def measure_release(
         pop_sizes = pop_count[rep]
         out["population_rows"] = int(len(population))
     out["risk"] = reidentification_risk(sizes, pop_sizes)
-    ncp_per = {}
+    ncp_per: dict[str, float | None] = {}
     for j, qname in enumerate(qis):
         h = hierarchies.get(qname)
         if h is None:
