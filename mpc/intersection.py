@@ -52,7 +52,7 @@ import numpy as np
 from .channel import Channel, agree, recv_array, scoped, send_array
 from .commutative import ROW_BYTES, DHHash, check_rows, hash_items, run_rows, shuffle_rows, unique_rows
 from .errors import ProtocolError
-from .set_union import STATUS_NOT_BYTES, STATUS_OK, STATUS_OVER_PAD, exchange_status, local_set, ring_pass
+from .ring import STATUS_NOT_BYTES, STATUS_OK, STATUS_OVER_PAD, exchange_status, local_set, ring_pass
 
 __all__ = ["intersection_cardinality", "count_common"]
 
