@@ -66,6 +66,7 @@ import os
 import secrets
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import nacl.bindings
 import nacl.exceptions
@@ -132,7 +133,7 @@ def _executor() -> ThreadPoolExecutor:
     return _pool
 
 
-async def run_rows(fn: Callable[[Sequence], np.ndarray], rows: Sequence) -> np.ndarray:
+async def run_rows(fn: Callable[[Any], np.ndarray], rows: Sequence[Any] | np.ndarray) -> np.ndarray:
     """Apply the batch function ``fn`` to ``rows`` in the worker pool, one chunk per core.
 
     ``fn`` maps a slice of ``rows`` (array rows or a list) to an ``(k, 32)`` array;

@@ -128,7 +128,7 @@ async def dabits(ch: Channel, n: int, *, tag: str) -> tuple[np.ndarray, np.ndarr
     """
     parties, me = ch.parties, ch.parties.index(ch.me)
     beta = random_bits(n)
-    share = beta.astype(_U64) if me == 0 else np.zeros(n, _U64)
+    share: np.ndarray = beta.astype(_U64) if me == 0 else np.zeros(n, _U64)
     two = _U64(2)
     for p in range(1, len(parties)):
         holders = parties[:p]

@@ -118,9 +118,9 @@ def _sender_pads(P: np.ndarray, t0: int, ell: int, nb: int, tw: int) -> np.ndarr
     S[0] = P[0, 0]
     S[1] = P[1, 0]
     for j in range(1, ell):
-        h = 1 << j
-        np.bitwise_xor(S[:h], P[1, j], out=S[h : 2 * h])
-        S[:h] ^= P[0, j]
+        half = 1 << j
+        np.bitwise_xor(S[:half], P[1, j], out=S[half : 2 * half])
+        S[:half] ^= P[0, j]
     y = np.empty((Np, m, 16), np.uint8)
     for j in range(ell):
         yv = y.reshape(Np >> (j + 1), 2, 1 << j, m, 16)  # i = (a, v = bit j of i, low bits)

@@ -134,8 +134,11 @@ class _Pair:
     def __init__(self) -> None:
         self.lock = asyncio.Lock()
         self.failed: str | None = None  # a half-done set-up cannot be retried on the same tag
-        self.seeds = self.s_bits = self.s_block = None  # extension sender's side
-        self.seeds0 = self.seeds1 = None  # extension receiver's side
+        self.seeds: np.ndarray | None = None  # extension sender's side
+        self.s_bits: np.ndarray | None = None
+        self.s_block: np.ndarray | None = None
+        self.seeds0: np.ndarray | None = None  # extension receiver's side
+        self.seeds1: np.ndarray | None = None
 
 
 def _pair(ch: Channel, sender: str, receiver: str) -> _Pair:
@@ -263,6 +266,7 @@ async def random_ot_send_slabs(
         return
     p = await _setup_as_sender(ch, peer)
     seeds, s_bits, s_block = p.seeds, p.s_bits, p.s_block
+    assert seeds is not None and s_bits is not None and s_block is not None  # set by _setup_as_sender
     for lo in range(0, n, slab):
         hi = min(n, lo + slab)
         m, B = hi - lo, _row_bytes(hi - lo)
@@ -305,6 +309,8 @@ async def random_ot_recv_slabs(
         # Before the (interactive) base-OT set-up, make sure the peer is really running this call.
         await _hdr_check(ch, peer, tag, "recv", params)
         checked = True
+    seeds0: np.ndarray | None = None
+    seeds1: np.ndarray | None = None
     if n:
         p = await _setup_as_receiver(ch, peer)
         seeds0, seeds1 = p.seeds0, p.seeds1
@@ -316,6 +322,7 @@ async def random_ot_recv_slabs(
         r[: packed.size] = packed
         salt = os.urandom(16)
         nonce, tw, tw_lo = _slab_keys(tag, salt)
+        assert seeds0 is not None and seeds1 is not None  # set by _setup_as_receiver (n > 0 here)
         T = prg_rows(seeds0, nonce, B)
         U = prg_rows(seeds1, nonce, B, data=r)  # G(k1_i) ⊕ r
         U ^= T  # u_i = t_i ⊕ G(k1_i) ⊕ r
