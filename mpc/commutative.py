@@ -34,8 +34,9 @@ the same item.
 2. :class:`DHHash` — a *non-invertible* commutative hash (for intersection
    cardinality; Agrawal–Evfimievski–Srikant 2003, Vaidya–Clifton 2005): an item
    is hashed into the prime-order subgroup of Curve25519 (:func:`hash_items`:
-   RFC 9380 ``hash_to_curve`` with two Elligator 2 maps, SHA-512 as the random
-   oracle) and then ``u ↦ X25519(a, u) = x(clamp(a)·U)``. Scalar
+   ``f(h₁) + [h₂]B`` with the Elligator 2 map ``f``, indifferentiable from a
+   random oracle by Brier et al., CRYPTO 2010; SHA-512 as the random oracle)
+   and then ``u ↦ X25519(a, u) = x(clamp(a)·U)``. Scalar
    multiplications commute, so ``X25519(a, X25519(b, u)) = X25519(b, X25519(a, u))``,
    and a clamped scalar (a multiple of 8, nonzero mod ℓ) maps the subgroup onto
    itself: every value that travels is a point of order ℓ, so hiding rests on
@@ -346,37 +347,51 @@ def _edwards_to_montgomery(points: list[bytes]) -> bytes:
     return b"".join(u.to_bytes(32, "little") for u in us)
 
 
-def _hash_point(data: bytes) -> bytes:
-    """``f(h₁) + f(h₂)`` for ``h₁ ‖ h₂ = SHA-512(data)``, f = libsodium's Elligator 2 map with cofactor clearing."""
-    h = hashlib.sha512(data).digest()
-    fu = nacl.bindings.crypto_core_ed25519_from_uniform
-    return nacl.bindings.crypto_core_ed25519_add(fu(h[:32]), fu(h[32:]))
+def _hash_point(data: bytes) -> bytes | None:
+    """``f(h₁) + [h₂]B`` (compressed edwards25519), or ``None`` for the negligible degenerate cases.
+
+    ``h₁ = SHA-512(1 ‖ data)[:32]``, ``h₂ = SHA-512(2 ‖ data) mod ℓ``, ``f`` =
+    libsodium's Elligator 2 map with cofactor clearing, ``B`` the base point.
+    """
+    h1 = hashlib.sha512(b"\x01" + data).digest()[:32]
+    h2 = nacl.bindings.crypto_core_ed25519_scalar_reduce(hashlib.sha512(b"\x02" + data).digest())
+    try:
+        hb = nacl.bindings.crypto_scalarmult_ed25519_base_noclamp(h2)
+    except nacl.exceptions.RuntimeError:  # pragma: no cover - h₂ = 0 mod ℓ, probability 2^-252
+        return None
+    pt = nacl.bindings.crypto_core_ed25519_add(nacl.bindings.crypto_core_ed25519_from_uniform(h1), hb)
+    return None if pt == _ED_IDENTITY else pt
 
 
 _ED_IDENTITY = (1).to_bytes(32, "little")
 
 
-def hash_items(items: Sequence[bytes], domain: bytes = b"ppdm/dh-hash/v2") -> np.ndarray:
+def hash_items(items: Sequence[bytes], domain: bytes = b"ppdm/dh-hash/v3") -> np.ndarray:
     """Hash items into the prime-order subgroup of Curve25519, as ``(m, 32)`` u-coordinates.
 
-    ``H(x) = u(f(h₁) + f(h₂))`` with ``h₁ ‖ h₂ = SHA-512(domain ‖ len ‖ x)`` and
-    ``f`` the Elligator 2 map to edwards25519 followed by cofactor clearing
-    (libsodium ``crypto_core_ed25519_from_uniform``, whose output is always in
-    the prime-order subgroup): the random-oracle construction ``hash_to_curve``
-    of RFC 9380 §3 (two maps and a point addition, after Brier, Coron, Icart,
-    Madore, Randriam, Tibouchi, "Efficient Indifferentiable Hashing into
-    Ordinary Elliptic Curves", CRYPTO 2010), then the birational map to the
-    Montgomery u-coordinate X25519 works on. Every output is on Curve25519 —
-    never on its twist — and has order ℓ (:data:`ED25519_ORDER`). The identity
-    (probability ≈ 2⁻²⁵²) is re-hashed deterministically, so every party maps
-    an item the same way.
+    ``H(x) = f(h₁(x)) + [h₂(x)]B`` with ``h₁``, ``h₂`` two domain-separated
+    SHA-512 hashes of ``domain ‖ len ‖ x`` (``h₂`` reduced mod ℓ), ``f`` the
+    Elligator 2 map to edwards25519 followed by cofactor clearing (libsodium
+    ``crypto_core_ed25519_from_uniform``, whose output is always in the
+    prime-order subgroup) and ``B`` the base point — the construction of
+    Brier, Coron, Icart, Madore, Randriam, Tibouchi, "Efficient
+    Indifferentiable Hashing into Ordinary Elliptic Curves", CRYPTO 2010,
+    which is indifferentiable from a random oracle into the group for any
+    *weak encoding* ``f`` (Elligator 2 with cofactor clearing is one: at most
+    16 preimages per point, preimages samplable). The fixed-base
+    multiplication costs less than a second Elligator map through
+    libsodium's API. The point is then mapped to the Montgomery u-coordinate
+    X25519 works on. Every output is on Curve25519 — never on its twist —
+    and has order ℓ (:data:`ED25519_ORDER`). The degenerate cases (identity,
+    ``h₂ = 0``; probability ≈ 2⁻²⁵²) are re-hashed deterministically, so
+    every party maps an item the same way.
     """
     pts = []
     for it in items:
         it = bytes(it)
         data = domain + len(it).to_bytes(8, "little") + it
         pt = _hash_point(data)
-        while pt == _ED_IDENTITY:  # pragma: no cover - probability 2^-252
+        while pt is None:  # pragma: no cover - probability 2^-252
             data = hashlib.sha512(domain + b"/again" + data).digest()
             pt = _hash_point(data)
         pts.append(pt)

@@ -8,9 +8,11 @@ hashing" of Agrawal, Evfimievski and Srikant ("Information sharing across
 private databases", SIGMOD 2003): security rests on the decisional
 Diffie–Hellman assumption in the prime-order subgroup (order
 ℓ = 2²⁵² + 277423…493) of Curve25519, with SHA-512 modelled as a random oracle
-— items are hashed into that subgroup by RFC 9380's ``hash_to_curve`` (two
-Elligator 2 maps, :func:`mpc.commutative.hash_items`), fakes the same way from
-random strings, and clamped X25519 scalars keep every value in it. So every
+— items are hashed into that subgroup by ``f(h₁) + [h₂]B`` (Elligator 2 map
+``f``, fixed-base multiple of ``h₂``; indifferentiable from a random oracle
+into the group, Brier et al., CRYPTO 2010; :func:`mpc.commutative.hash_items`),
+fakes the same way from random strings, and clamped X25519 scalars keep every
+value in it. So every
 value on the wire is a uniformly distributed-looking point of order ℓ; none
 carries a bit of its item (such as whether a hash lands on the curve or on its
 twist).
@@ -33,8 +35,9 @@ application to association rule mining", Journal of Computer Security 13(4),
    because the hashing commutes; different ones collide with negligible
    probability) and sends ``|∩ Sᵢ|`` to the other receivers.
 
-Work per party: ``Σᵢ|Sᵢ|`` X25519 operations plus hashing its own set (two
-Elligator 2 maps and one point addition per item); one message per hop per set.
+Work per party: ``Σᵢ|Sᵢ|`` X25519 operations plus hashing its own set (one
+Elligator 2 map, one fixed-base multiplication and one point addition per
+item); one message per hop per set.
 
 What each party learns (beyond its own input)
 ---------------------------------------------
