@@ -34,8 +34,9 @@ Constructions
   2^k, ``c`` reveals nothing; only the output bit is opened.
 
 Cost for n values of k bits: ``n·k·N(N−1)/2`` correlated OTs (daBits) and
-``n·(2k − ⌈log₂ k⌉ − …)·N(N−1)`` random bit OTs (triples), ⌈log₂(k−1)⌉ AND
-rounds. Everything is vectorized over the n values.
+``n·T(k−1)·N(N−1)`` random bit OTs (triples), with ``T(q) < 2q`` the AND
+gates of the tree (:func:`tree_and_count`), ⌈log₂(k−1)⌉ AND rounds; about
+16 bytes on the wire per OT. Everything is vectorized over the n values.
 """
 
 from __future__ import annotations
