@@ -47,7 +47,13 @@ from anonymize.itemsets import (
 )
 from mpc.channel import Channel, agree, scoped
 from mpc.errors import ProtocolError
-from mpc.secure_sum import secure_sum, secure_sum_threshold
+from mpc.secure_sum import (
+    ratio_bound_bits,
+    ratio_threshold_inputs,
+    secure_sum,
+    secure_sum_threshold,
+    threshold_leakage,
+)
 from mpc.set_union import secure_set_union
 
 from .common import JointResult, PhaseClock, ProgressFn, check_all, support_ratio
@@ -131,8 +137,9 @@ async def mine_horizontal(
     res.rounds += 3
     t = clk.add("setup", t)
     D, M = s.denominator, s.numerator
-    # |Σ_i (D·count_i − M·|DB_i|)| ≤ (D + M)·N: compare in the smallest ring that holds it (public)
-    bound = min(62, max(1, ((D + M) * max(N, 1)).bit_length()))
+    # |Σ_i (D·count_i − M·|DB_i|)| ≤ (D + M)·N: compare in the smallest ring that holds it (public);
+    # refused on every party (InputRangeError) if D·count could wrap in int64
+    bound = ratio_bound_bits(s, N)
     levels: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     cand = np.arange(n_items, dtype=np.int64).reshape(-1, 1)
     k = 1
@@ -148,7 +155,7 @@ async def mine_horizontal(
             t = clk.add("secure_union", t)
         else:
             U = np.arange(cand.shape[0], dtype=np.int64)
-        x = D * counts[U] - M * n_local  # Σ_i x_i ≥ 0 ⟺ Σ count_i ≥ s·N
+        x, _ = ratio_threshold_inputs(counts[U], n_local, s, bound=N)  # Σ_i x_i ≥ 0 ⟺ Σ count_i ≥ s·N
         frequent = await secure_sum_threshold(ch, x.astype(np.int64), 0, tag=f"L{k}/threshold", bound_bits=bound)
         t = clk.add("secure_threshold", t)
         F = U[frequent]
@@ -185,11 +192,12 @@ async def mine_horizontal(
         if candidates == "all"
         else f"levels with more than {AUTO_ALL_MAX} candidates: the union of locally large candidates (secure union, "
         "as above); smaller levels: nothing beyond the threshold bits",
-        "all parties: which of those are globally frequent (secure sum with threshold)",
+        f"all parties: which of those are globally frequent ({threshold_leakage(ch.parties)})",
         "all parties: the global counts of the frequent itemsets (the output; secure sum)"
         if reveal_counts
         else "all parties: which candidate rules reach the confidence (secure sum with threshold); no counts at all",
-        "never: any party's local counts, local database size or transactions",
+        "never: any party's local counts or transactions; local database sizes only through N "
+        "(with two parties, N minus one's own size is the other's)",
     ]
     return res
 
@@ -223,7 +231,7 @@ async def _rules_by_threshold(ch: Channel, db: TransactionDB, levels, min_confid
     c = exact_fraction(min_confidence)
     if not (0 <= c <= 1):
         raise ValueError(f"min confidence must be in [0, 1] (got {min_confidence})")
-    Dc, Mc = c.denominator, c.numerator
+    bound = ratio_bound_bits(c, N)  # refuses what would wrap in int64
     groups, xs = [], []
     for Z, sel in _candidate_rules(levels):
         n, k = Z.shape
@@ -232,12 +240,11 @@ async def _rules_by_threshold(ch: Channel, db: TransactionDB, levels, min_confid
         rest = np.nonzero(~sel)[1].reshape(m, k - j)  # consequent positions
         ante = Z[:, pos].reshape(n * m, j)  # row-major: itemset r, mask q → r·m + q
         cz = np.repeat(count_support(db, Z), m)
-        xs.append(Dc * cz - Mc * count_support(db, ante))
+        xs.append(ratio_threshold_inputs(cz, count_support(db, ante), c, bound=N)[0])
         groups.append((ante, Z[:, rest].reshape(n * m, k - j)))
     if not groups:
         return []
     x = np.concatenate(xs)
-    bound = min(62, max(1, ((Dc + Mc) * max(N, 1)).bit_length()))
     ok = await secure_sum_threshold(ch, x.astype(np.int64), 0, tag="rules/threshold", bound_bits=bound)
     out: list[Rule] = []
     at = 0

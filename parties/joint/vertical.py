@@ -38,7 +38,7 @@ from anonymize.itemsets import (
 )
 from mpc.channel import Channel, agree, broadcast, gather_from
 from mpc.errors import ProtocolError
-from mpc.secure_sum import secure_sum, secure_sum_threshold
+from mpc.secure_sum import bound_bits_for, secure_sum, secure_sum_threshold, threshold_leakage
 from mpc.shared_product import product_count_shares
 
 from .common import JointResult, PhaseClock, ProgressFn, support_ratio
@@ -91,7 +91,7 @@ async def mine_vertical(
     for pi, p in enumerate(ch.parties):
         owner_of[owned[p]] = pi
     min_count = min_count_for(s, N)
-    bound = min(62, max(1, (max(N, 1)).bit_length() + 1))  # |count − min_count| ≤ N (public)
+    bound = bound_bits_for(max(N, 1))  # |count − min_count| ≤ N (public)
     res.rounds += 3
     t = clk.add("setup", t)
     levels: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -145,7 +145,7 @@ async def mine_vertical(
     res.bytes_sent = ch.bytes_sent - b0
     res.revealed = [
         "all parties: N and which party holds which item ids (the vertical schema)",
-        "all parties, per level: which candidates are frequent (secure sum with threshold on shared counts)",
+        f"all parties, per level: which candidates are frequent ({threshold_leakage(ch.parties)}, on shared counts)",
         "all parties: the global counts of the frequent itemsets (the output; secure sum)",
         "never: the count of an infrequent candidate, or any transaction",
     ]
