@@ -61,7 +61,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from .channel import Channel, agree, recv_array, scoped, send_array
-from .commutative import ROW_BYTES, DHHash, check_rows, hash_items, run_rows, shuffle_rows, unique_rows
+from .commutative import HASH_TO_GROUP, ROW_BYTES, DHHash, check_rows, hash_items, run_rows, shuffle_rows, unique_rows
 from .errors import ProtocolError
 from .ring import STATUS_NOT_BYTES, STATUS_OK, STATUS_OVER_PAD, exchange_status, local_set, ring_pass
 
@@ -143,7 +143,7 @@ async def intersection_cardinality(
     names = None if receivers is None else sorted(set(receivers))
     pad_to = None if pad_to is None else operator.index(pad_to)
     mine, code = local_set(items)
-    await agree(sc, "params", receivers=names, pad_to=pad_to, parties=len(ch.parties))
+    await agree(sc, "params", receivers=names, pad_to=pad_to, parties=len(ch.parties), hash=HASH_TO_GROUP)
     takers = _receivers(ch.parties, names)
     if pad_to is not None and pad_to < 0:
         raise ValueError("pad_to must be a non-negative int or None")
