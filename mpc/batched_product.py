@@ -56,7 +56,7 @@ __all__ = ["batched_count_shares", "ring_bits_for", "DEFAULT_BUDGET"]
 
 _U64 = np.uint64
 DEFAULT_BUDGET = 96 << 20  #: working-memory target of one fold step (bytes)
-_BYTES_PER_CELL = 72  # per (candidate, transaction) cell in one fold step: keys, pads, shares
+_BYTES_PER_CELL = 48  # per (candidate, transaction) cell in one fold step: keys, pads, shares
 
 
 def ring_bits_for(n_transactions: int) -> int:
@@ -94,35 +94,68 @@ def _groups(part_of: np.ndarray) -> list[tuple[tuple[int, ...], np.ndarray]]:
     return out
 
 
-def _pads(keys: np.ndarray, idx: np.ndarray, hi_tweak: int, mask: np.uint64) -> np.ndarray:
-    """One k-bit pad per cell: word 0 of H(keys[idx], cell index)."""
-    h = tccr_hash(keys[idx.reshape(-1)], hi_tweak, 0)
-    return (h.view(_U64)[:, 0] & mask).reshape(idx.shape)
+class _PadPlan:
+    """Which hash block and bit slot gives each cell (c, t) its k-bit pad.
+
+    The candidates sharing newcomer part u get ranks 0..L_u−1; one TCCR block
+    (128 bits) holds 2·⌊64/k⌋ pads, so rank r uses block r // per of OT (u, t)
+    — one AES-based hash per block of candidates, not per candidate.
+    """
+
+    def __init__(self, inv: np.ndarray, n_parts: int, T: int, ring_bits: int):
+        self.per_word = max(1, 64 // ring_bits)
+        per = 2 * self.per_word
+        order = np.argsort(inv, kind="stable")
+        counts = np.bincount(inv, minlength=n_parts)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        rank = np.empty(inv.size, np.int64)
+        rank[order] = np.arange(inv.size) - np.repeat(starts, counts)
+        blocks = -(-counts // per)  # hash blocks per part
+        self.block_start = np.concatenate([[0], np.cumsum(blocks)[:-1]])
+        self.n_blocks = int(blocks.sum())
+        self.part_of_block = np.repeat(np.arange(n_parts), blocks)
+        self.block = self.block_start[inv] + rank // per  # (K,) hash-block row of each candidate
+        slot = rank % per
+        self.word = slot // self.per_word
+        self.shift = ((slot % self.per_word) * ring_bits).astype(np.uint64)
+        self.T = T
+
+    def pads(self, keys: np.ndarray, hi_tweak: int, mask: np.uint64) -> np.ndarray:
+        """``(K, T)`` pads from the ``(n_parts·T, 16)`` OT keys (key of OT (u, t) at row u·T + t)."""
+        T = self.T
+        rows = (self.part_of_block[:, None] * T + np.arange(T)[None, :]).reshape(-1)
+        h = tccr_hash(keys[rows], hi_tweak, 0).view(_U64).reshape(self.n_blocks, T, 2)
+        w = h[self.block, :, self.word] if self.block.size else np.zeros((0, T), _U64)
+        return (w >> self.shift[:, None]) & mask
 
 
-async def _fold_holder(ch, newcomer, s, inv, n_parts, T, tag, mask, nbytes):
+async def _fold_holder(ch, newcomer, s, plan, n_parts, T, tag, mask, nbytes):
     """Holder side of one fold over a chunk: returns the new share (K_b, T)."""
     m0, m1 = await random_ot_send(ch, newcomer, n_parts * T, tag=f"{tag}/ot")
-    idx = inv[:, None] * T + np.arange(T)[None, :]  # OT index of each cell (c, t)
     tw = tweak64(tag, "pad")
-    r0 = _pads(m0, idx, tw, mask)
-    tau = (r0 - _pads(m1, idx, tw, mask) + s) & mask
+    r0 = plan.pads(m0, tw, mask)
+    tau = r0 - plan.pads(m1, tw, mask)
+    tau += s
+    tau &= mask
     await ch.send(newcomer, f"{tag}/tau", pack_arrays(_pack_k(tau, nbytes)))
-    return (-r0) & mask
+    np.negative(r0, out=r0)
+    r0 &= mask
+    return r0
 
 
-async def _fold_newcomer(ch, holder, y, inv, T, tag, mask, nbytes):
+async def _fold_newcomer(ch, holder, y, inv, plan, T, tag, mask, nbytes):
     """Newcomer side: y is (n_parts, T) choice bits; returns its share from this holder (K_b, T)."""
     K = inv.size
     k = await random_ot_recv(ch, holder, y.reshape(-1), tag=f"{tag}/ot")
-    idx = inv[:, None] * T + np.arange(T)[None, :]
-    r = _pads(k, idx, tweak64(tag, "pad"), mask)
+    r = plan.pads(k, tweak64(tag, "pad"), mask)
     (b,) = unpack_arrays(await ch.recv(holder, f"{tag}/tau"))
     if b.dtype != np.uint8 or b.size != K * T * nbytes:
         raise ProtocolError(f"batched product {tag!r}: malformed correction from {holder}")
     tau = _unpack_k(b, K * T, nbytes).reshape(K, T)
-    r += tau * y[inv].astype(_U64)
-    return r & mask
+    tau *= y[inv]
+    r += tau
+    r &= mask
+    return r
 
 
 async def batched_count_shares(
@@ -169,6 +202,9 @@ async def batched_count_shares(
     for gi, (who, rows) in enumerate(_groups(part_of)):
         if me not in who:
             continue
+        # fold order: the owner with most distinct parts holds first; later newcomers (more holders
+        # each) have fewer parts, so fewer OTs (public: depends on part_of only)
+        who = tuple(sorted(who, key=lambda p: (-np.unique(part_of[rows, p]).size, p)))
         if len(who) == 1:
             out[rows] = np.bitwise_count(cols[mine[rows]]).sum(axis=1, dtype=_U64) & mask
             continue
@@ -181,13 +217,13 @@ async def batched_count_shares(
             for ci, lo in enumerate(range(0, N, T)):
                 hi = min(N, lo + T)
                 acc += await _fold_chunk(
-                    ch, cols, part_of[brow], who, lo, hi, f"{tag}/g{gi}/b{bi}/c{ci}", mask, nbytes
+                    ch, cols, part_of[brow], who, lo, hi, f"{tag}/g{gi}/b{bi}/c{ci}", mask, nbytes, ring_bits
                 )
             out[brow] = acc & mask
     return out
 
 
-async def _fold_chunk(ch, cols, pof, who, lo, hi, tag, mask, nbytes) -> np.ndarray:
+async def _fold_chunk(ch, cols, pof, who, lo, hi, tag, mask, nbytes, ring_bits) -> np.ndarray:
     """All folds of one candidate batch over transactions lo..hi−1; returns this party's summed share."""
     me = ch.parties.index(ch.me)
     T = hi - lo
@@ -198,12 +234,13 @@ async def _fold_chunk(ch, cols, pof, who, lo, hi, tag, mask, nbytes) -> np.ndarr
         uniq, inv = np.unique(pof[:, who[j]], return_inverse=True)
         inv = inv.reshape(-1)
         ftag = f"{tag}/f{j}"
+        plan = _PadPlan(inv, uniq.size, T, ring_bits)
         if ch.me in holders:
-            share = await _fold_holder(ch, newcomer, share, inv, uniq.size, T, f"{ftag}/{ch.me}", mask, nbytes)
+            share = await _fold_holder(ch, newcomer, share, plan, uniq.size, T, f"{ftag}/{ch.me}", mask, nbytes)
         elif ch.me == newcomer:
             y = _bits(cols, uniq, lo, hi)
             got = await asyncio.gather(
-                *(_fold_newcomer(ch, h, y, inv, T, f"{ftag}/{h}", mask, nbytes) for h in holders)
+                *(_fold_newcomer(ch, h, y, inv, plan, T, f"{ftag}/{h}", mask, nbytes) for h in holders)
             )
             share = got[0]
             for g in got[1:]:
