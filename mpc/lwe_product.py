@@ -202,25 +202,31 @@ def _block_bits(cols: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return bits[:, : hi - lo]
 
 
-def _select_sum(sel: np.ndarray, M: np.ndarray) -> np.ndarray:
+def _select_sum(sel: np.ndarray, M: np.ndarray, buf: np.ndarray | None = None) -> np.ndarray:
     """``sel @ M mod 2^64`` for a 0/1 ``(m, r)`` selection and a uint64 ``(r, c)`` matrix.
 
-    Sparse selections gather and add the chosen rows (work ∝ number of ones);
+    Sparse selections gather the chosen rows (into ``buf``, reused, in pieces
+    of at most its size) and add them per selector (work ∝ number of ones);
     dense ones use the exact limb product.
     """
     m, r = sel.shape
-    ones = int(np.count_nonzero(sel))
-    if ones == 0:
-        return np.zeros((m, M.shape[1]), _U64)
-    if ones * 8 < m * r:
-        a, t = np.nonzero(sel)  # row-major: grouped by a, ascending
-        G = M[t]
-        starts = np.flatnonzero(np.r_[True, a[1:] != a[:-1]])
-        sums = np.add.reduceat(G, starts, axis=0)
-        out = np.zeros((m, M.shape[1]), _U64)
-        out[a[starts]] = sums
+    c = M.shape[1]
+    out = np.zeros((m, c), _U64)
+    a, t = np.nonzero(sel)  # row-major: grouped by a, ascending
+    if a.size == 0:
         return out
-    return _small_mul(sel.astype(np.float64), M)
+    if a.size * 8 >= m * r:
+        return _small_mul(sel.astype(np.float64), M)
+    cap = ROW_BLOCK if buf is None else buf.size // max(c, 1)
+    if buf is None or cap < 1:
+        buf, cap = np.empty(ROW_BLOCK * c, _U64), ROW_BLOCK
+    for i in range(0, a.size, cap):
+        ai, ti = a[i : i + cap], t[i : i + cap]
+        G = buf[: ti.size * c].reshape(ti.size, c)
+        np.take(M, ti, axis=0, out=G)
+        starts = np.flatnonzero(np.r_[True, ai[1:] != ai[:-1]])
+        out[ai[starts]] += np.add.reduceat(G, starts, axis=0)
+    return out
 
 
 # --------------------------------------------------------------------------- the protocol
@@ -324,6 +330,7 @@ async def _select_side(ch, peer, X, N, m_enc, p, tag) -> np.ndarray:
     U = np.zeros((m, LWE_N), _U64)
     Cs = np.zeros((m, m_enc), _U64)
     rows = np.empty(ROW_BLOCK * LWE_N, _U64)
+    gather = np.empty(ROW_BLOCK * LWE_N, _U64)
     for b, lo in enumerate(range(0, N, ROW_BLOCK)):
         hi = min(N, lo + ROW_BLOCK)
         (C,) = unpack_arrays(await ch.recv(peer, f"{tag}/c{b}"))
@@ -332,8 +339,8 @@ async def _select_side(ch, peer, X, N, m_enc, p, tag) -> np.ndarray:
         sel = _block_bits(X, lo, hi)
         if not sel.any():
             continue
-        Cs += _select_sum(sel, C)
-        U += _select_sum(sel, _public_rows(seed, "A", lo, hi, out=rows))
+        Cs += _select_sum(sel, C, gather)
+        U += _select_sum(sel, _public_rows(seed, "A", lo, hi, out=rows), gather)
     # Lindner–Peikert re-randomization: an encryption of zero per selector column
     R = _ternary((m, LWE_N))
     for lo in range(0, LWE_N, ROW_BLOCK):
