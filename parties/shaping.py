@@ -107,6 +107,10 @@ class ShapedChannel:
     def bytes_sent(self) -> int:
         return self._inner.bytes_sent
 
+    @bytes_sent.setter
+    def bytes_sent(self, v: int) -> None:
+        self._inner.bytes_sent = v
+
     @property
     def root(self) -> ShapedChannel:
         return self
