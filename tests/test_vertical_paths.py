@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_joint_mining import as_dict, brute_force
 
 from anonymize.itemsets import TransactionDB
 from mpc.batched_product import batched_count_shares, ring_bits_for
@@ -21,8 +22,6 @@ from mpc.channel import MemoryNetwork, run_parties
 from mpc.lwe_product import LWE_N, delta_bits_for, encrypted_count_shares, round_shares
 from parties.joint import mine_vertical
 from parties.shaping import LinkShaper, ShapedChannel, parse_shape
-
-from test_joint_mining import as_dict, brute_force
 
 
 def packed(M: np.ndarray) -> np.ndarray:
