@@ -19,6 +19,7 @@ Example::
     [limits]                       # all optional
     max_message_bytes = 268435456
     session_timeout = 600
+    max_job_memory_bytes = 2147483648   # joint jobs estimate their peak up front and refuse above this
 
 Every error is one line naming the file and the key (:class:`ConfigError`).
 """
@@ -75,8 +76,9 @@ class Limits:
     pending_ttl: float = 60.0  # early messages for a session not started here expire after this (s)
     peer_check_interval: float = 0.5  # watchdog: Health ping period per session peer (s)
     peer_dead_after: float = 30.0  # a peer answering nothing (not even refusing) for this long is dead (s)
+    max_job_memory_bytes: int = 2048 * MiB  # a job whose estimated peak exceeds this is refused before it starts
 
-    _positive_ints = ("max_message_bytes", "max_session_buffer_bytes", "max_sessions")
+    _positive_ints = ("max_message_bytes", "max_session_buffer_bytes", "max_sessions", "max_job_memory_bytes")
 
 
 @dataclass(frozen=True)

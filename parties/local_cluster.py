@@ -88,6 +88,8 @@ class LocalCluster:
     limits: ``[limits]`` for every party (e.g. ``{"max_message_bytes": ...}``).
     job_modules: extra modules every daemon imports for jobs.
     log_level: the daemons' log level.
+    link_shape: ``(rtt_ms, mbit)`` to emulate a WAN link between every pair of
+        daemons (:mod:`parties.shaping`; ``mbit`` None: no bandwidth cap).
     """
 
     def __init__(
@@ -101,6 +103,7 @@ class LocalCluster:
         log_level: str = "INFO",
         start_timeout: float = 30.0,
         env: Mapping[str, str] | None = None,
+        link_shape: tuple[float, float | None] | None = None,
     ):
         names = [f"p{i}" for i in range(parties)] if isinstance(parties, int) else list(parties)
         if len(names) < 1 or len(set(names)) != len(names):
@@ -119,6 +122,9 @@ class LocalCluster:
         self._log_level = log_level
         self._start_timeout = start_timeout
         self._env = dict(env or {})
+        if link_shape is not None:  # (rtt ms, Mbit/s or None): emulated WAN links, see parties.shaping
+            rtt_ms, mbit = link_shape
+            self._env["PPDM_LINK_SHAPE"] = f"rtt_ms={rtt_ms}" + ("" if mbit is None else f",mbit={mbit}")
         self._own_dir = workdir is None
         self.workdir = Path(workdir) if workdir is not None else None
         self.procs: dict[str, subprocess.Popen] = {}
