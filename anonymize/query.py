@@ -69,12 +69,16 @@ class Query:
             if c not in df.columns:
                 raise AnonymizeError(f"query: unknown column '{c}' (the table has: {', '.join(map(str, df.columns))})")
 
-    def rows(self, df: pd.DataFrame) -> np.ndarray:
-        """Bool mask ``(len(df),)`` of the rows every predicate selects (vectorized)."""
+    def rows(self, df: pd.DataFrame, cache: dict | None = None) -> np.ndarray:
+        """Bool mask ``(len(df),)`` of the rows every predicate selects (vectorized).
+
+        ``cache``: a dict the caller keeps for one unchanging ``df`` (e.g. a server answering
+        many queries); text columns converted for comparison are kept there by name.
+        """
         self.check_columns(df)
         mask = np.ones(len(df), dtype=bool)
         for p in self.where:
-            mask &= _evaluate(df[p.column], p)
+            mask &= _evaluate(df[p.column], p, cache)
         return mask
 
     def values(self, df: pd.DataFrame) -> np.ndarray:
@@ -106,7 +110,7 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
 
 
-def _evaluate(col: pd.Series, p: Predicate) -> np.ndarray:
+def _evaluate(col: pd.Series, p: Predicate, cache: dict | None = None) -> np.ndarray:
     numeric = _is_numeric(col)
     values = p.value if isinstance(p.value, tuple) else (p.value,)
     for v in values:
@@ -115,7 +119,12 @@ def _evaluate(col: pd.Series, p: Predicate) -> np.ndarray:
             raise AnonymizeError(f"query: column '{p.column}' is {kind}, cannot compare it with {v!r}")
     arr = col.to_numpy()
     if not numeric:
-        arr = col.astype(str).to_numpy()
+        if cache is not None and p.column in cache:
+            arr = cache[p.column]
+        else:
+            arr = col.astype(str).to_numpy()
+            if cache is not None:
+                cache[p.column] = arr
     if p.op == "in":
         return np.isin(arr, np.asarray(values, dtype=arr.dtype if numeric else object))
     if p.op == "not in":

@@ -1,8 +1,16 @@
-"""Benchmark the publishing algorithms (issue 4 targets) and, with --peers, anonypy's Mondrian.
+"""Benchmark the publishing algorithms and, with --peers / --arx, the peers in the same run.
 
     python benchmarks/bench_anonymize.py                 # Adult + 1M-row synthetic Mondrian
     python benchmarks/bench_anonymize.py --peers         # + anonypy Mondrian on Adult (pip install anonypy)
+    python benchmarks/bench_anonymize.py --arx CP        # + ARX's optimal search, same run (CP: an ARX classpath)
     python benchmarks/bench_anonymize.py --rows 10000000 --skip-adult   # the 10M-row run (once)
+
+--arx compiles benchmarks/arx/ArxSideBySide.java (ppdm's own harness, calling ARX's public API)
+against the classpath given (an ARX build: ARX is not part of ppdm and is not downloaded or built
+here) and runs ARX and ppdm's Flash on the same configurations — k = 5 with 5 % suppression, k = 10
+with 2 %, k = 5 + distinct 2-diversity with 5 %, k = 5 without suppression, all under the
+discernibility metric — printing both times, the ratio, and whether both chose a node of the same
+DM (ARX's optimum is the reference for "optimal").
 
 Adult: ../shared/data/adult next to the repository (or --adult DIR): 30,162 rows, QIs age, sex, race, marital-status,
 education, native-country, workclass, occupation; sensitive salary-class; k = 5, ≤ 5 % suppression
@@ -10,8 +18,8 @@ for the full-domain searches. Times are in process, best of --repeat runs, from 
 (the search alone, plus "with encode" for the whole call). Scale runs go to a child process so
 that its peak RSS is the run's own.
 
-Peers' figures (PERF-NOTES, same machine kind): ARX Flash 0.90 s warm; checking all 6,480 lattice
-nodes one by one from the rows 4.6 s; anonypy Mondrian k = 5 19–24 s (NCP 0.03–0.09).
+Context figures from PERF-NOTES (not measurements of this run; use --peers / --arx for those):
+checking all 6,480 lattice nodes one by one from the rows 4.6 s; anonypy Mondrian k = 5 19–24 s.
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from anonymize.publish.io import read_hierarchies, read_table  # noqa: E402
 
 QIS = ["age", "sex", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
 SENS = "salary-class"
-PEER = {"arx_flash_warm": 0.90, "all_nodes_one_by_one": 4.6, "anonypy_mondrian_k5": (19.0, 24.0)}
+PEER = {"all_nodes_one_by_one": 4.6, "anonypy_mondrian_k5": (19.0, 24.0)}  # context, not measured here
 
 
 def best_of(fn, repeat):
@@ -89,8 +97,6 @@ def bench_adult(adult_dir: Path, repeat: int) -> dict:
         }
         out["full_domain"][name] = row
         extra = ""
-        if name in ("flash", "incognito"):
-            extra = f"  vs ARX Flash {PEER['arx_flash_warm']} s: ×{PEER['arx_flash_warm'] / sec:.1f}"
         if name == "exhaustive":
             extra = (
                 f"  vs one-by-one from rows {PEER['all_nodes_one_by_one']} s: ×{PEER['all_nodes_one_by_one'] / sec:.1f}"
@@ -223,6 +229,64 @@ def bench_scale(n: int, adult_dir: Path, k: int) -> dict:
 
 
 # ---------------------------------------------------------------- peers
+ARX_CONFIGS = [(5, 0.05, 0), (10, 0.02, 0), (5, 0.05, 2), (5, 0.0, 0)]  # (k, suppression, distinct l)
+
+
+def bench_arx(adult_dir: Path, classpath: str, repeat: int) -> list[dict]:
+    """ARX's optimal search and ppdm's Flash on the same configurations, in this run (DM metric)."""
+    import shutil
+    import tempfile
+
+    from anonymize.publish import DistinctLDiversity
+    from anonymize.publish.fulldomain import Lattice
+    from anonymize.publish.fulldomain.flash import flash
+
+    if not shutil.which("javac") or not shutil.which("java"):
+        raise SystemExit("--arx needs a JDK (javac and java on PATH)")
+    src = Path(__file__).resolve().parent / "arx" / "ArxSideBySide.java"
+    out_dir = Path(tempfile.mkdtemp(prefix="ppdm-arx-"))
+    p = subprocess.run(
+        ["javac", "-nowarn", "-d", str(out_dir), "-cp", classpath, str(src)], capture_output=True, text=True
+    )
+    if p.returncode != 0:
+        raise SystemExit(
+            f"compiling the ARX harness failed (is {classpath!r} an ARX build?): {p.stderr.strip()[-300:]}"
+        )
+    specs = [f"{k}:{sup}:dm" + (f":l{l}" if l else "") for k, sup, l in ARX_CONFIGS]
+    # ARX runs warm: the JVM repeats each configuration (best of 3 × repeat), as a service would
+    cmd = ["java", "-Xmx2g", "-cp", f"{classpath}:{out_dir}", "ArxSideBySide", str(adult_dir), str(3 * repeat), *specs]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"ARX run failed: {p.stderr.strip()[-300:]}")
+    arx = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    table = adult_table(adult_dir)
+    rows = []
+    print("ARX (same run, warm JVM) vs ppdm Flash, discernibility metric, Adult 30,162 rows × 8 QIs")
+    for (k, sup, l), a in zip(ARX_CONFIGS, arx):
+        models = [KAnonymity(k)] + ([DistinctLDiversity(l)] if l else [])
+        sec, r = best_of(lambda: flash(Lattice(table, models, sup), "dm"), repeat)  # noqa: B023
+        arx_dm = float(a["score"])
+        row = {
+            "k": k,
+            "suppression": sup,
+            "l": l,
+            "arx_seconds": a["seconds"],
+            "ppdm_seconds": sec,
+            "ratio_arx_over_ppdm": a["seconds"] / sec,
+            "arx_dm": arx_dm,
+            "ppdm_dm": r.chosen.dm,
+            "same_optimum": abs(arx_dm - r.chosen.dm) <= 1e-6 * max(arx_dm, 1.0),
+        }
+        rows.append(row)
+        label = f"k={k}" + (f" + l={l}" if l else "") + f", {sup:.0%} suppression"
+        print(
+            f"    {label:<28} ARX {a['seconds']:.3f} s  ppdm {sec:.3f} s  ×{row['ratio_arx_over_ppdm']:.2f}  "
+            f"DM ARX {arx_dm:,.0f} ppdm {r.chosen.dm:,.0f}{'' if row['same_optimum'] else '  DIFFERENT'}"
+        )
+    shutil.rmtree(out_dir, ignore_errors=True)
+    return rows
+
+
 def bench_anonypy(adult_dir: Path) -> dict:
     try:
         from anonypy import anonypy as ap_mod
@@ -272,6 +336,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-adult", action="store_true")
     ap.add_argument("--peers", action="store_true", help="also run anonypy's Mondrian on Adult")
+    ap.add_argument(
+        "--arx", metavar="CLASSPATH", help="also run ARX's optimal search on Adult (an ARX build's classpath)"
+    )
     ap.add_argument("--json", type=Path, help="write all figures here")
     ap.add_argument("--child-scale", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -289,6 +356,8 @@ def main(argv=None) -> int:
             ours = res["adult"]["mondrian"]["k=5 strict"]["seconds"]
             print(f"  ratio anonypy / ppdm Mondrian: ×{res['anonypy']['seconds'] / ours:.0f}")
             res["anonypy"]["ratio_vs_ppdm"] = res["anonypy"]["seconds"] / ours
+    if a.arx:
+        res["arx"] = bench_arx(a.adult, a.arx, a.repeat)
     if a.json:
         a.json.write_text(json.dumps(res, indent=2, default=float) + "\n")
     return 0

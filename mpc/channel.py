@@ -69,10 +69,17 @@ class Channel(Protocol):
         Payload bytes this party has sent in the session (for reports).
     """
 
-    me: str
-    parties: tuple[str, ...]
-    state: dict
-    bytes_sent: int
+    @property
+    def me(self) -> str: ...
+
+    @property
+    def parties(self) -> tuple[str, ...]: ...
+
+    @property
+    def state(self) -> dict: ...
+
+    @property
+    def bytes_sent(self) -> int: ...
 
     async def send(self, to: str, tag: str, payload: bytes) -> None: ...
 

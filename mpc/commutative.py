@@ -33,13 +33,18 @@ the same item.
 
 2. :class:`DHHash` — a *non-invertible* commutative hash (for intersection
    cardinality; Agrawal–Evfimievski–Srikant 2003, Vaidya–Clifton 2005): an item
-   is mapped to ``u = SHA-256(domain ‖ len ‖ item)`` and then
-   ``u ↦ X25519(a, u) = x(clamp(a)·U)``. Multiplication by integers commutes
-   on the curve and on its twist alike, so
-   ``X25519(a, X25519(b, u)) = X25519(b, X25519(a, u))``.
-   The 14 encodings of low-order points (for which X25519 would output zero)
-   are re-hashed deterministically, so an honest hash never hits them; a peer
-   that sends one gets a :class:`~mpc.errors.ProtocolError`.
+   is hashed into the prime-order subgroup of Curve25519 (:func:`hash_items`:
+   ``f(h₁) + [h₂]B`` with the Elligator 2 map ``f``, indifferentiable from a
+   random oracle by Brier et al., CRYPTO 2010; SHA-512 as the random oracle)
+   and then ``u ↦ X25519(a, u) = x(clamp(a)·U)``. Scalar
+   multiplications commute, so ``X25519(a, X25519(b, u)) = X25519(b, X25519(a, u))``,
+   and a clamped scalar (a multiple of 8, nonzero mod ℓ) maps the subgroup onto
+   itself: every value that travels is a point of order ℓ, so hiding rests on
+   DDH in that group for *every* value. (Hashing with plain SHA-256 into a
+   u-coordinate, as the first release did, lands on the twist for half the
+   items and X25519 keeps that curve/twist bit through every key: one bit of
+   each item leaked.) A peer that sends one of the 14 encodings of low-order
+   points (X25519 would output zero) gets a :class:`~mpc.errors.ProtocolError`.
 
 Speed (2-core CI machine, one thread): P-256 ``from_encoded_point``
 (compressed) ~60 k/s plus ``exchange`` ~25 k/s, so ~19 k encryptions/s; pyca
@@ -57,12 +62,15 @@ share of the machine's cores).
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import hashlib
 import os
 import secrets
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
+import nacl._sodium
 import nacl.bindings
 import nacl.exceptions
 import numpy as np
@@ -82,6 +90,8 @@ __all__ = [
     "decode_rows",
     "hash_items",
     "LOW_ORDER_ENCODINGS",
+    "ED25519_ORDER",
+    "HASH_TO_GROUP",
     "check_rows",
     "shuffle_rows",
     "unique_rows",
@@ -127,7 +137,7 @@ def _executor() -> ThreadPoolExecutor:
     return _pool
 
 
-async def run_rows(fn: Callable[[Sequence], np.ndarray], rows: Sequence) -> np.ndarray:
+async def run_rows(fn: Callable[[Any], np.ndarray], rows: Sequence[Any] | np.ndarray) -> np.ndarray:
     """Apply the batch function ``fn`` to ``rows`` in the worker pool, one chunk per core.
 
     ``fn`` maps a slice of ``rows`` (array rows or a list) to an ``(k, 32)`` array;
@@ -302,6 +312,8 @@ class PohligHellmanP256:
 
 # --------------------------------------------------------------------------- X25519 DH hashing
 _P25519 = 2**255 - 19
+ED25519_ORDER = 2**252 + 27742317777372353535851937790883648493
+"""Order ℓ of the prime-order subgroup of Curve25519 / edwards25519 (cofactor 8)."""
 _LOW_ORDER_U = (  # u-coordinates of the points of order 1, 2, 4, 8 on Curve25519 and its twist
     0,
     1,
@@ -314,25 +326,124 @@ _LOW_ORDER_U = (  # u-coordinates of the points of order 1, 2, 4, 8 on Curve2551
 LOW_ORDER_ENCODINGS = frozenset((u | top).to_bytes(32, "little") for u in _LOW_ORDER_U for top in (0, 1 << 255))
 """The 14 32-byte strings X25519 maps to zero whatever the scalar (bit 255 is ignored)."""
 
+_Y_MASK = (1 << 255) - 1
 
-def hash_items(items: Sequence[bytes], domain: bytes = b"ppdm/dh-hash/v1") -> np.ndarray:
-    """``SHA-256(domain ‖ len ‖ item)`` per item as ``(m, 32)`` u-coordinates, never a low-order one.
 
-    A hash that lands on one of :data:`LOW_ORDER_ENCODINGS` (probability ≈ 2⁻²⁵¹)
-    is re-hashed deterministically, so every party maps an item the same way.
+def _edwards_to_montgomery(points: list[bytes]) -> bytes:
+    """Montgomery u = (1 + y)/(1 − y) mod p of compressed edwards25519 points (RFC 7748 §4.1), 32 bytes LE each.
+
+    One field inversion for the whole batch (Montgomery's trick: prefix
+    products, one ``pow``, then back-substitution), so the cost is a few
+    multiplications per point. Callers exclude the identity (y = 1).
     """
-    out = bytearray()
+    p = _P25519
+    ys = [int.from_bytes(pt, "little") & _Y_MASK for pt in points]
+    den = [(1 - y) % p for y in ys]
+    prefix = [1] * (len(den) + 1)
+    for k, d in enumerate(den):
+        prefix[k + 1] = prefix[k] * d % p
+    inv = pow(prefix[-1], p - 2, p)
+    us = [0] * len(den)
+    for k in range(len(den) - 1, -1, -1):
+        us[k] = (1 + ys[k]) * inv % p * prefix[k] % p
+        inv = inv * den[k] % p
+    return b"".join(u.to_bytes(32, "little") for u in us)
+
+
+def _load_from_hash() -> Callable[[bytes], bytes | None] | None:
+    """libsodium's ``crypto_core_ed25519_from_hash`` through the library PyNaCl loads, or ``None``.
+
+    It maps 64 uniform bytes to the prime-order subgroup of edwards25519 as the hash-to-curve
+    suite edwards25519_XMD:SHA-512_ELL2_RO_ does (two Elligator 2 maps added, cofactor cleared:
+    Faz-Hernández, Scott, Sullivan, Wahby, Wood, "Hashing to Elliptic Curves", RFC 9380, 2023) —
+    a random oracle into the group — about 1.6× faster than the two-call construction below,
+    which PyNaCl's bindings force. PyNaCl does not wrap it, so it is called with ctypes from the
+    same library (no second copy of libsodium is loaded)."""
+    try:
+        fn = ctypes.CDLL(nacl._sodium.__file__).crypto_core_ed25519_from_hash
+    except (OSError, AttributeError):  # pragma: no cover - a libsodium without it
+        return None
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    fn.restype = ctypes.c_int
+
+    def from_hash(h64: bytes) -> bytes | None:
+        out = ctypes.create_string_buffer(32)
+        return out.raw if fn(out, h64) == 0 else None
+
+    return from_hash
+
+
+_FROM_HASH = _load_from_hash()
+
+HASH_TO_GROUP = "ed25519-from-hash" if _FROM_HASH is not None else "ed25519-brier-elligator2"
+"""Which map :func:`hash_items` uses; protocols agree on it so that parties never mix two maps."""
+
+
+def _hash_point(data: bytes) -> bytes | None:
+    """A random-oracle point of the prime-order subgroup (compressed edwards25519), or ``None``
+    for the negligible degenerate cases.
+
+    With libsodium's ``crypto_core_ed25519_from_hash`` available: ``from_hash(SHA-512(3 ‖ data))``.
+    Otherwise ``f(h₁) + [h₂]B`` with ``h₁ = SHA-512(1 ‖ data)[:32]``, ``h₂ = SHA-512(2 ‖ data) mod ℓ``,
+    ``f`` = libsodium's Elligator 2 map with cofactor clearing, ``B`` the base point.
+    """
+    if _FROM_HASH is not None:
+        pt = _FROM_HASH(hashlib.sha512(b"\x03" + data).digest())
+        return None if pt is None or pt == _ED_IDENTITY else pt
+    h1 = hashlib.sha512(b"\x01" + data).digest()[:32]
+    h2 = nacl.bindings.crypto_core_ed25519_scalar_reduce(hashlib.sha512(b"\x02" + data).digest())
+    try:
+        hb = nacl.bindings.crypto_scalarmult_ed25519_base_noclamp(h2)
+    except nacl.exceptions.RuntimeError:  # pragma: no cover - h₂ = 0 mod ℓ, probability 2^-252
+        return None
+    pt = nacl.bindings.crypto_core_ed25519_add(nacl.bindings.crypto_core_ed25519_from_uniform(h1), hb)
+    return None if pt == _ED_IDENTITY else pt
+
+
+_ED_IDENTITY = (1).to_bytes(32, "little")
+
+
+def hash_items(items: Sequence[bytes], domain: bytes = b"ppdm/dh-hash/v3") -> np.ndarray:
+    """Hash items into the prime-order subgroup of Curve25519, as ``(m, 32)`` u-coordinates.
+
+    ``H(x) = f(h₁(x)) + [h₂(x)]B`` with ``h₁``, ``h₂`` two domain-separated
+    SHA-512 hashes of ``domain ‖ len ‖ x`` (``h₂`` reduced mod ℓ), ``f`` the
+    Elligator 2 map to edwards25519 followed by cofactor clearing (libsodium
+    ``crypto_core_ed25519_from_uniform``, whose output is always in the
+    prime-order subgroup) and ``B`` the base point — the construction of
+    Brier, Coron, Icart, Madore, Randriam, Tibouchi, "Efficient
+    Indifferentiable Hashing into Ordinary Elliptic Curves", CRYPTO 2010,
+    which is indifferentiable from a random oracle into the group for any
+    *weak encoding* ``f`` (Elligator 2 with cofactor clearing is one: at most
+    16 preimages per point, preimages samplable). The fixed-base
+    multiplication costs less than a second Elligator map through
+    libsodium's API. The point is then mapped to the Montgomery u-coordinate
+    X25519 works on. Every output is on Curve25519 — never on its twist —
+    and has order ℓ (:data:`ED25519_ORDER`). The degenerate cases (identity,
+    ``h₂ = 0``; probability ≈ 2⁻²⁵²) are re-hashed deterministically, so
+    every party maps an item the same way.
+    """
+    pts = []
     for it in items:
         it = bytes(it)
-        h = hashlib.sha256(domain + len(it).to_bytes(8, "little") + it).digest()
-        while h in LOW_ORDER_ENCODINGS:  # pragma: no cover - probability 2^-251
-            h = hashlib.sha256(domain + b"/again" + h).digest()
-        out += h
-    return _as_rows(bytes(out))
+        data = domain + len(it).to_bytes(8, "little") + it
+        pt = _hash_point(data)
+        while pt is None:  # pragma: no cover - probability 2^-252
+            data = hashlib.sha512(domain + b"/again" + data).digest()
+            pt = _hash_point(data)
+        pts.append(pt)
+    if not pts:
+        return np.empty((0, ROW_BYTES), np.uint8)
+    return _as_rows(_edwards_to_montgomery(pts))
 
 
 class DHHash:
-    """Commutative, non-invertible keyed hash ``u ↦ X25519(a, u)`` on 32-byte rows (libsodium)."""
+    """Commutative, non-invertible keyed hash ``u ↦ X25519(a, u)`` on 32-byte rows (libsodium).
+
+    Fed with :func:`hash_items` values (prime-order subgroup of Curve25519), the
+    clamped scalar ``clamp(a)`` — a multiple of 8, nonzero mod ℓ — permutes that
+    subgroup, so every keyed value stays in it and hides its item under DDH there.
+    """
 
     def __init__(self, key: bytes | None = None):
         self._key = secrets.token_bytes(32) if key is None else bytes(key)

@@ -48,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -172,6 +173,7 @@ def _blocks(u: np.ndarray, bits: int) -> np.ndarray:
 async def _leaves(ch, peer, blk: np.ndarray, role: int, tag: str):
     """XOR shares of lt_j = [v_0[j] < v_1[j]] and eq_j = [v_0[j] = v_1[j]], each (n, q)."""
     n, q = blk.shape
+    s: np.ndarray
     if role == 0:
         s = prg_bytes(os.urandom(16), n * q).reshape(n, q) & 3  # (α_j, β_j) as bits 0, 1
         k = np.arange(_N, dtype=np.uint8)
@@ -308,7 +310,7 @@ async def compare_reveal(
     sends = [ch.send(peer, f"{tag}/open", pack_arrays(packed))] if peer in targets else []
     if ch.me in targets:
         got, *_ = await asyncio.gather(ch.recv(peer, f"{tag}/open"), *sends)
-        theirs = np.unpackbits(_unpack_one(got, np.uint8, packed.shape, peer))[: u.size]
+        theirs = np.unpackbits(_unpack_one(cast(bytes, got), np.uint8, packed.shape, peer))[: u.size]
         return (share ^ theirs).astype(bool)
     await asyncio.gather(*sends)
     return None

@@ -67,7 +67,9 @@ def _zero_buffer(nbytes: int) -> memoryview:
     if _zeros.size < nbytes:
         _zeros = np.zeros(max(nbytes, 2 * _zeros.size), np.uint8)
         _zeros.setflags(write=False)
-    return memoryview(_zeros)[:nbytes]
+    # The arg-type ignores in this module: numpy arrays are buffers, but numpy's stubs declare
+    # __buffer__ only for Python ≥ 3.12.
+    return memoryview(_zeros)[:nbytes]  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- derivation
@@ -123,7 +125,7 @@ def prg(
         raise ValueError("seed and nonce must be 16 bytes")
     if out is None:
         out = np.empty(nbytes, np.uint8)
-    src = _zero_buffer(nbytes) if data is None else memoryview(np.ascontiguousarray(data, np.uint8)).cast("B")
+    src = _zero_buffer(nbytes) if data is None else memoryview(np.ascontiguousarray(data, np.uint8)).cast("B")  # type: ignore[arg-type]
     if len(src) != nbytes or out.nbytes != nbytes:
         raise ValueError("data/out must have nbytes bytes")
     _ctr(bytes(seed), nonce, offset_blocks).update_into(src, out.reshape(-1))
@@ -167,7 +169,7 @@ def prg_rows(
         if data is None or (data_rows is not None and not data_rows[i]):
             src = zeros
         else:
-            src = data if data.ndim == 1 else data[i]
+            src = data if data.ndim == 1 else data[i]  # type: ignore[assignment]  # a buffer, like zeros
         Cipher(algorithms.AES(sb[16 * i : 16 * i + 16]), mode).encryptor().update_into(src, out[i])
     return out
 
@@ -196,7 +198,7 @@ def aes_fixed(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         # pyca wants one spare block of room in update_into's buffer: all blocks but the
         # last go straight into ``out`` (which has that room), the last one through update().
         if m > 1:
-            enc.update_into(memoryview(x[:-1]).cast("B"), memoryview(out).cast("B"))
+            enc.update_into(memoryview(x[:-1]).cast("B"), memoryview(out).cast("B"))  # type: ignore[arg-type]
         out[-1] = np.frombuffer(enc.update(x[-1].tobytes()), np.uint8)
     return out
 

@@ -39,6 +39,7 @@ caller's privacy decision.
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 
 import numpy as np
 
@@ -89,6 +90,7 @@ async def _gilboa(ch: Channel, peer: str, mat: np.ndarray, role: int, bits: int,
     for i, start in enumerate(range(0, k * width, COT_CHUNK)):
         stop = min(start + COT_CHUNK, k * width)
         if bits == 1:
+            b: np.uint64 | np.ndarray
             v, b = flat[start:stop], _U64(0)
         else:
             j = np.arange(start, stop, dtype=np.int64)
@@ -159,7 +161,7 @@ async def _open(ch: Channel, peer: str, share: np.ndarray, targets: list[str], t
         await asyncio.gather(*sends)
         return None
     got, *_ = await asyncio.gather(ch.recv(peer, f"{tag}/open"), *sends)
-    (theirs,) = unpack_arrays(got)
+    (theirs,) = unpack_arrays(cast(bytes, got))
     if theirs.dtype != _U64 or theirs.shape != share.shape:
         raise ProtocolError(
             f"{peer} sent {theirs.dtype}{list(theirs.shape)} where uint64{list(share.shape)} was expected"

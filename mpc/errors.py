@@ -5,7 +5,7 @@ runtime can turn a failure into one clear line for the analyst and abort the
 session on every party.
 """
 
-__all__ = ["ProtocolError", "InputMismatchError", "PeerFailedError", "ProtocolTimeoutError"]
+__all__ = ["ProtocolError", "InputMismatchError", "InputRangeError", "PeerFailedError", "ProtocolTimeoutError"]
 
 
 class ProtocolError(Exception):
@@ -17,6 +17,14 @@ class InputMismatchError(ProtocolError):
 
     Raised on *every* party by :func:`mpc.channel.agree`, so no party runs on
     while another has given up.
+    """
+
+
+class InputRangeError(ProtocolError, ValueError):
+    """A public parameter would push a value past the range a protocol computes in (int64, Z_2^k).
+
+    Raised before any message, from public values only, so every party raises
+    the same error instead of computing a wrapped (wrong) result.
     """
 
 

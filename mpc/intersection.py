@@ -3,17 +3,27 @@
 Model and assumptions
 ---------------------
 Semi-honest parties that do not collude; authenticated channels.
-``ch.parties`` is the ring. Security rests on DDH for X25519 (Curve25519 and
-its twist) with SHA-256 modelled as a random oracle — the commutative
-"DH hashing" of Agrawal, Evfimievski and Srikant ("Information sharing across
-private databases", SIGMOD 2003). Keys are fresh per call.
+``ch.parties`` is the ring. Keys are fresh per call. The commutative "DH
+hashing" of Agrawal, Evfimievski and Srikant ("Information sharing across
+private databases", SIGMOD 2003): security rests on the decisional
+Diffie–Hellman assumption in the prime-order subgroup (order
+ℓ = 2²⁵² + 277423…493) of Curve25519, with SHA-512 modelled as a random oracle
+— items are hashed into that subgroup by ``f(h₁) + [h₂]B`` (Elligator 2 map
+``f``, fixed-base multiple of ``h₂``; indifferentiable from a random oracle
+into the group, Brier et al., CRYPTO 2010; :func:`mpc.commutative.hash_items`),
+fakes the same way from random strings, and clamped X25519 scalars keep every
+value in it. So every
+value on the wire is a uniformly distributed-looking point of order ℓ; none
+carries a bit of its item (such as whether a hash lands on the curve or on its
+twist).
 
 Construction (J. Vaidya, C. Clifton, "Secure set intersection cardinality with
 application to association rule mining", Journal of Computer Security 13(4),
 2005), batched and pipelined:
 
-1. Each party removes duplicates, hashes every item (SHA-256, then
-   ``X25519(aᵢ, ·)`` with its own scalar, :class:`~mpc.commutative.DHHash`),
+1. Each party removes duplicates, hashes every item into the prime-order
+   group (:func:`~mpc.commutative.hash_items`), applies ``X25519(aᵢ, ·)`` with
+   its own scalar (:class:`~mpc.commutative.DHHash`),
    optionally pads with random fakes to ``pad_to``, permutes, and sends the
    batch to the next party in the ring.
 2. Every party applies its own key to each batch it receives, permutes it and
@@ -25,8 +35,9 @@ application to association rule mining", Journal of Computer Security 13(4),
    because the hashing commutes; different ones collide with negligible
    probability) and sends ``|∩ Sᵢ|`` to the other receivers.
 
-Work per party: ``Σᵢ|Sᵢ|`` X25519 operations (plus hashing its own set); one
-message per hop per set.
+Work per party: ``Σᵢ|Sᵢ|`` X25519 operations plus hashing its own set (one
+Elligator 2 map, one fixed-base multiplication and one point addition per
+item); one message per hop per set.
 
 What each party learns (beyond its own input)
 ---------------------------------------------
@@ -50,9 +61,9 @@ from collections.abc import Iterable
 import numpy as np
 
 from .channel import Channel, agree, recv_array, scoped, send_array
-from .commutative import ROW_BYTES, DHHash, check_rows, hash_items, run_rows, shuffle_rows, unique_rows
+from .commutative import HASH_TO_GROUP, ROW_BYTES, DHHash, check_rows, hash_items, run_rows, shuffle_rows, unique_rows
 from .errors import ProtocolError
-from .set_union import STATUS_NOT_BYTES, STATUS_OK, STATUS_OVER_PAD, exchange_status, local_set, ring_pass
+from .ring import STATUS_NOT_BYTES, STATUS_OK, STATUS_OVER_PAD, exchange_status, local_set, ring_pass
 
 __all__ = ["intersection_cardinality", "count_common"]
 
@@ -132,7 +143,7 @@ async def intersection_cardinality(
     names = None if receivers is None else sorted(set(receivers))
     pad_to = None if pad_to is None else operator.index(pad_to)
     mine, code = local_set(items)
-    await agree(sc, "params", receivers=names, pad_to=pad_to, parties=len(ch.parties))
+    await agree(sc, "params", receivers=names, pad_to=pad_to, parties=len(ch.parties), hash=HASH_TO_GROUP)
     takers = _receivers(ch.parties, names)
     if pad_to is not None and pad_to < 0:
         raise ValueError("pad_to must be a non-negative int or None")

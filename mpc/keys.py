@@ -180,7 +180,7 @@ def prg_bytes(key: bytes, nbytes: int) -> np.ndarray:
     buf = np.empty(nbytes + 16, dtype=np.uint8)
     if nbytes:
         enc = Cipher(algorithms.AES(key), modes.CTR(b"\x00" * 16)).encryptor()
-        n = enc.update_into(np.zeros(nbytes, dtype=np.uint8), buf)
+        n = enc.update_into(np.zeros(nbytes, dtype=np.uint8), buf)  # type: ignore[arg-type]  # numpy buffers
         assert n == nbytes
     return buf[:nbytes]
 

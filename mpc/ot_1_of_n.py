@@ -42,16 +42,43 @@ import numpy as np
 from .channel import Channel, pack_arrays, unpack_arrays
 from .crypto_hash import aes_fixed, tweak64
 from .errors import ProtocolError
-from .ot_extension import SLAB, _recv_slabs, _send_slabs
+from .ot_extension import SLAB, random_ot_recv_slabs, random_ot_send_slabs
 
-__all__ = ["ot_1_of_n_send", "ot_1_of_n_recv"]
+__all__ = ["ot_1_of_n_send", "ot_1_of_n_recv", "MAX_N", "check_parameters"]
 
 _CHUNK_BLOCKS = 1 << 15  # (2^ℓ × transfers) 16-byte blocks per work array: ~512 KiB, stays in L2
 _M64 = (1 << 64) - 1
+_INDEX_BITS = 16  # low bits of the high tweak word: the message index i < 2^ℓ
+_KEY_BLOCK_BITS = 64 - _INDEX_BITS  # the rest: the key position and output block, j·nb + b
+
+MAX_N = 1 << _INDEX_BITS
+"""Largest N: message indices ``i < 2^ℓ`` must fit the 16-bit index field of the tweak."""
 
 
 def _ell(N: int) -> int:
     return max(1, (N - 1).bit_length())
+
+
+def check_parameters(N: int, L: int) -> None:
+    """Refuse ``(N, L)`` whose tweak fields would overlap (``ValueError``, before any message).
+
+    The high tweak word of ``F(K_j^{i_j}, (t, i))``, output block ``b``, is
+    ``tw ⊕ (j·nb + b) << 16 ⊕ i`` (``nb = ⌈L/16⌉``). Distinct ``(j, b, i)`` give
+    distinct tweaks — which the TCCR security argument needs — only while
+    ``i < 2^ℓ ≤ 2^16`` and ``ℓ·nb ≤ 2^48``; beyond that two pads of one key
+    would repeat. Both sides call this with the same public ``N``, ``L``.
+    """
+    if N > MAX_N:
+        raise ValueError(
+            f"1-of-N OT with N = {N} is not supported: message indices need {_ell(N)} bits but the tweak "
+            f"holds {_INDEX_BITS} (N ≤ {MAX_N}); split a larger choice into digits of several OTs"
+        )
+    nb = -(-L // 16)
+    if _ell(N) * nb > 1 << _KEY_BLOCK_BITS:
+        raise ValueError(
+            f"1-of-N OT with {L}-byte messages is not supported: ℓ·⌈L/16⌉ = {_ell(N) * nb} tweak blocks "
+            f"exceed the 2^{_KEY_BLOCK_BITS} of the tweak's key/block field"
+        )
 
 
 def _check_bits(bits, L: int) -> int | None:
@@ -91,9 +118,9 @@ def _sender_pads(P: np.ndarray, t0: int, ell: int, nb: int, tw: int) -> np.ndarr
     S[0] = P[0, 0]
     S[1] = P[1, 0]
     for j in range(1, ell):
-        h = 1 << j
-        np.bitwise_xor(S[:h], P[1, j], out=S[h : 2 * h])
-        S[:h] ^= P[0, j]
+        half = 1 << j
+        np.bitwise_xor(S[:half], P[1, j], out=S[half : 2 * half])
+        S[:half] ^= P[0, j]
     y = np.empty((Np, m, 16), np.uint8)
     for j in range(ell):
         yv = y.reshape(Np >> (j + 1), 2, 1 << j, m, 16)  # i = (a, v = bit j of i, low bits)
@@ -144,6 +171,7 @@ async def ot_1_of_n_send(ch: Channel, peer: str, messages: np.ndarray, *, tag: s
         raise ValueError("messages must be (n, N, L) with N ≥ 1 and L ≥ 1")
     msgs = msgs.astype(np.uint8, copy=False)
     n, N, L = msgs.shape
+    check_parameters(N, L)
     bits = _check_bits(bits, L)
     if bits is not None and msgs.size and int(msgs.max()) >> bits:
         raise ValueError(f"messages must be below 2**{bits} when bits={bits}")
@@ -151,7 +179,9 @@ async def ot_1_of_n_send(ch: Channel, peer: str, messages: np.ndarray, *, tag: s
     nb = -(-L // 16)
     tw = tweak64(tag, "1-of-N")
     chunk = max(1, _CHUNK_BLOCKS >> ell)
-    async for lo, hi, a, b in _send_slabs(ch, peer, n * ell, tag=tag, params=_params(n, N, L, bits), slab=_slab(ell)):
+    async for lo, hi, a, b in random_ot_send_slabs(
+        ch, peer, n * ell, tag=tag, params=_params(n, N, L, bits), slab=_slab(ell)
+    ):
         t0, t1 = lo // ell, hi // ell
         # P[v, j, t] = π(K_j^v) for transfer t (random-OT keys are laid out transfer-major, ℓ per transfer)
         K = np.stack([a.reshape(t1 - t0, ell, 16), b.reshape(t1 - t0, ell, 16)]).transpose(0, 2, 1, 3)
@@ -192,6 +222,7 @@ async def ot_1_of_n_recv(
     N, L = int(N), int(msg_len)
     if N < 1 or L < 1:
         raise ValueError("N and msg_len must be ≥ 1")
+    check_parameters(N, L)
     if c.size and (c.min() < 0 or c.max() >= N):
         raise ValueError(f"choices must be in [0, {N})")
     bits = _check_bits(bits, L)
@@ -203,7 +234,9 @@ async def ot_1_of_n_recv(
     cbits = ((c[:, None] >> np.arange(ell)) & 1).astype(bool).reshape(-1)  # (n·ℓ,), ℓ bits per transfer
     out = np.empty((n, L), np.uint8)
     slabs = []
-    async for lo, hi, h in _recv_slabs(ch, peer, cbits, tag=tag, params=_params(n, N, L, bits), slab=_slab(ell)):
+    async for lo, hi, h in random_ot_recv_slabs(
+        ch, peer, cbits, tag=tag, params=_params(n, N, L, bits), slab=_slab(ell)
+    ):
         t0, t1 = lo // ell, hi // ell
         P = aes_fixed(h).reshape(t1 - t0, ell, 16).transpose(1, 0, 2)  # P[j, t] = π(K_j^{c_j})
         out[t0:t1] = _receiver_pad(np.ascontiguousarray(P), t0, c[t0:t1], ell, nb, tw)[:, :L]

@@ -47,6 +47,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import AsyncIterator
 
 import numpy as np
 
@@ -67,6 +68,8 @@ __all__ = [
     "random_bit_ot_send",
     "random_bit_ot_recv",
     "transpose_bits",
+    "random_ot_send_slabs",
+    "random_ot_recv_slabs",
 ]
 
 KAPPA = 128  #: base OTs per ordered pair = computational security parameter
@@ -131,8 +134,11 @@ class _Pair:
     def __init__(self) -> None:
         self.lock = asyncio.Lock()
         self.failed: str | None = None  # a half-done set-up cannot be retried on the same tag
-        self.seeds = self.s_bits = self.s_block = None  # extension sender's side
-        self.seeds0 = self.seeds1 = None  # extension receiver's side
+        self.seeds: np.ndarray | None = None  # extension sender's side
+        self.s_bits: np.ndarray | None = None
+        self.s_block: np.ndarray | None = None
+        self.seeds0: np.ndarray | None = None  # extension receiver's side
+        self.seeds1: np.ndarray | None = None
 
 
 def _pair(ch: Channel, sender: str, receiver: str) -> _Pair:
@@ -228,12 +234,30 @@ def _slab_keys(tag: str, salt: bytes) -> tuple[bytes, int, int]:
 
 
 # --------------------------------------------------------------------------- IKNP core
-async def _send_slabs(
-    ch: Channel, peer: str, n: int, *, tag: str, params: dict, slab: int = SLAB, into: tuple | None = None
-):
-    """Sender side of IKNP random OT; yields ``(lo, hi, m0, m1)`` per slab of ``slab`` OTs.
+async def random_ot_send_slabs(
+    ch: Channel,
+    peer: str,
+    n: int,
+    *,
+    tag: str,
+    params: dict,
+    slab: int = SLAB,
+    into: tuple[np.ndarray, np.ndarray] | None = None,
+) -> AsyncIterator[tuple[int, int, np.ndarray, np.ndarray]]:
+    """Sender of ``n`` IKNP random OTs as a stream of slabs (IKNP 2003; GKWY 2020 TCCR hash).
 
-    With ``into = (out0, out1)`` (``(n, 16)`` arrays) the keys are hashed straight into them.
+    The building block for protocols that derandomize random OTs themselves
+    (chosen-message, correlated and bit OT here; 1-out-of-N in
+    :mod:`mpc.ot_1_of_n`). Yields ``(lo, hi, m0, m1)`` for OTs ``lo:hi`` (at
+    most ``slab`` per step): the two pseudorandom 128-bit keys of each OT as
+    ``(hi − lo, 16) uint8`` arrays. ``params`` (JSON-able) names the caller's
+    construction and public sizes; the peer's
+    :func:`random_ot_recv_slabs` must pass the same ``params`` and ``slab``
+    (checked: both sides raise :class:`~mpc.errors.InputMismatchError`).
+    With ``into = (out0, out1)`` (``(n, 16)`` arrays) the keys are hashed
+    straight into them. Every key may be used with distinct TCCR tweaks only;
+    the caller owns the tweak space of its derandomization.
+    Reveals (semi-honest): nothing about the receiver's choices.
     """
     params = {"proto": _PROTO, "n": n, "slab": slab, **params}
     await _hdr_send(ch, peer, tag, "send", params)
@@ -242,6 +266,7 @@ async def _send_slabs(
         return
     p = await _setup_as_sender(ch, peer)
     seeds, s_bits, s_block = p.seeds, p.s_bits, p.s_block
+    assert seeds is not None and s_bits is not None and s_block is not None  # set by _setup_as_sender
     for lo in range(0, n, slab):
         hi = min(n, lo + slab)
         m, B = hi - lo, _row_bytes(hi - lo)
@@ -258,10 +283,24 @@ async def _send_slabs(
         yield lo, hi, m0, m1
 
 
-async def _recv_slabs(
-    ch: Channel, peer: str, c: np.ndarray, *, tag: str, params: dict, slab: int = SLAB, into: np.ndarray | None = None
-):
-    """Receiver side of IKNP random OT; yields ``(lo, hi, m_c)`` per slab (hashed into ``into[lo:hi]`` if given)."""
+async def random_ot_recv_slabs(
+    ch: Channel,
+    peer: str,
+    c: np.ndarray,
+    *,
+    tag: str,
+    params: dict,
+    slab: int = SLAB,
+    into: np.ndarray | None = None,
+) -> AsyncIterator[tuple[int, int, np.ndarray]]:
+    """Receiver of IKNP random OTs with choice bits ``c`` (``(n,) bool``) as a stream of slabs.
+
+    The counterpart of :func:`random_ot_send_slabs` (same ``params`` and
+    ``slab``). Yields ``(lo, hi, m_c)``: the chosen key ``m{c_j}[j]`` of each
+    OT ``lo:hi`` as a ``(hi − lo, 16) uint8`` array (hashed into
+    ``into[lo:hi]`` if given). Reveals (semi-honest): nothing about the other
+    key of each pair.
+    """
     n = c.size
     params = {"proto": _PROTO, "n": n, "slab": slab, **params}
     await _hdr_send(ch, peer, tag, "recv", params)
@@ -270,6 +309,8 @@ async def _recv_slabs(
         # Before the (interactive) base-OT set-up, make sure the peer is really running this call.
         await _hdr_check(ch, peer, tag, "recv", params)
         checked = True
+    seeds0: np.ndarray | None = None
+    seeds1: np.ndarray | None = None
     if n:
         p = await _setup_as_receiver(ch, peer)
         seeds0, seeds1 = p.seeds0, p.seeds1
@@ -281,6 +322,7 @@ async def _recv_slabs(
         r[: packed.size] = packed
         salt = os.urandom(16)
         nonce, tw, tw_lo = _slab_keys(tag, salt)
+        assert seeds0 is not None and seeds1 is not None  # set by _setup_as_receiver (n > 0 here)
         T = prg_rows(seeds0, nonce, B)
         U = prg_rows(seeds1, nonce, B, data=r)  # G(k1_i) ⊕ r
         U ^= T  # u_i = t_i ⊕ G(k1_i) ⊕ r
@@ -303,7 +345,7 @@ async def random_ot_send(ch: Channel, peer: str, n: int, *, tag: str) -> tuple[n
     n = _count(n)
     m0 = np.empty((n, 16), np.uint8)
     m1 = np.empty((n, 16), np.uint8)
-    async for _ in _send_slabs(ch, peer, n, tag=tag, params={"kind": "random"}, into=(m0, m1)):
+    async for _ in random_ot_send_slabs(ch, peer, n, tag=tag, params={"kind": "random"}, into=(m0, m1)):
         pass
     return m0, m1
 
@@ -317,7 +359,7 @@ async def random_ot_recv(ch: Channel, peer: str, choices, *, tag: str) -> np.nda
     """
     c = _choice_bits(choices)
     out = np.empty((c.size, 16), np.uint8)
-    async for _ in _recv_slabs(ch, peer, c, tag=tag, params={"kind": "random"}, into=out):
+    async for _ in random_ot_recv_slabs(ch, peer, c, tag=tag, params={"kind": "random"}, into=out):
         pass
     return out
 
@@ -350,7 +392,7 @@ async def ot_send(ch: Channel, peer: str, m0: np.ndarray, m1: np.ndarray, *, tag
     if m0.ndim != 2 or m0.shape != m1.shape or m0.shape[1] < 1:
         raise ValueError("m0 and m1 must be (n, L) uint8 arrays of the same shape, L ≥ 1")
     n, L = m0.shape
-    async for lo, hi, a, b in _send_slabs(ch, peer, n, tag=tag, params={"kind": "chosen", "L": L}):
+    async for lo, hi, a, b in random_ot_send_slabs(ch, peer, n, tag=tag, params={"kind": "chosen", "L": L}):
         y0 = _pad(a, L, tag, lo) ^ m0[lo:hi]
         y1 = _pad(b, L, tag, lo) ^ m1[lo:hi]
         await ch.send(peer, f"{tag}/y", pack_arrays(y0, y1))
@@ -369,7 +411,7 @@ async def ot_recv(ch: Channel, peer: str, choices, msg_len: int, *, tag: str) ->
         raise ValueError("msg_len must be ≥ 1")
     out = np.empty((c.size, L), np.uint8)
     slabs = []
-    async for lo, hi, h in _recv_slabs(ch, peer, c, tag=tag, params={"kind": "chosen", "L": L}):
+    async for lo, hi, h in random_ot_recv_slabs(ch, peer, c, tag=tag, params={"kind": "chosen", "L": L}):
         out[lo:hi] = _pad(h, L, tag, lo)
         slabs.append((lo, hi))
     for lo, hi in slabs:
@@ -402,7 +444,7 @@ async def correlated_ot_send(ch: Channel, peer: str, deltas: np.ndarray, *, tag:
     d = d.astype(np.uint64, copy=False)
     n = d.size
     r = np.empty(n, np.uint64)
-    async for lo, hi, a, b in _send_slabs(ch, peer, n, tag=tag, params={"kind": "cot64"}):
+    async for lo, hi, a, b in random_ot_send_slabs(ch, peer, n, tag=tag, params={"kind": "cot64"}):
         ra = _word(a)
         tau = ra + d[lo:hi]
         tau -= _word(b)
@@ -421,7 +463,7 @@ async def correlated_ot_recv(ch: Channel, peer: str, choices, *, tag: str) -> np
     c = _choice_bits(choices)
     out = np.empty(c.size, np.uint64)
     slabs = []
-    async for lo, hi, h in _recv_slabs(ch, peer, c, tag=tag, params={"kind": "cot64"}):
+    async for lo, hi, h in random_ot_recv_slabs(ch, peer, c, tag=tag, params={"kind": "cot64"}):
         out[lo:hi] = _word(h)
         slabs.append((lo, hi))
     for lo, hi in slabs:
@@ -445,7 +487,7 @@ async def random_bit_ot_send(ch: Channel, peer: str, n: int, *, tag: str) -> tup
     n = _count(n)
     b0 = np.empty(n, np.uint8)
     b1 = np.empty(n, np.uint8)
-    async for lo, hi, a, b in _send_slabs(ch, peer, n, tag=tag, params={"kind": "bit"}):
+    async for lo, hi, a, b in random_ot_send_slabs(ch, peer, n, tag=tag, params={"kind": "bit"}):
         np.bitwise_and(a[:, 0], 1, out=b0[lo:hi])
         np.bitwise_and(b[:, 0], 1, out=b1[lo:hi])
     return b0, b1
@@ -459,6 +501,6 @@ async def random_bit_ot_recv(ch: Channel, peer: str, choices, *, tag: str) -> np
     """
     c = _choice_bits(choices)
     out = np.empty(c.size, np.uint8)
-    async for lo, hi, h in _recv_slabs(ch, peer, c, tag=tag, params={"kind": "bit"}):
+    async for lo, hi, h in random_ot_recv_slabs(ch, peer, c, tag=tag, params={"kind": "bit"}):
         np.bitwise_and(h[:, 0], 1, out=out[lo:hi])
     return out

@@ -51,13 +51,42 @@ from collections.abc import Sequence
 import numpy as np
 
 from .channel import Channel, agree, broadcast, gather_from, pack_arrays, send_array, unpack_arrays
-from .errors import ProtocolError
+from .errors import InputRangeError, ProtocolError
 from .ints import integer_array
 from .keys import claim_tag, pairwise_seeds, prg_uint64, step_key
 
-__all__ = ["secure_sum", "secure_sum_shares", "secure_sum_threshold"]
+__all__ = [
+    "secure_sum",
+    "secure_sum_shares",
+    "secure_sum_threshold",
+    "MAX_BOUND_BITS",
+    "bound_bits_for",
+    "ratio_bound_bits",
+    "ratio_threshold_inputs",
+    "FULL_THRESHOLD_LEAKAGE",
+    "TWO_HOLDER_LEAKAGE",
+    "threshold_leakage",
+    "sum_leakage",
+]
 
 _U64 = np.uint64
+
+MAX_BOUND_BITS = 63
+"""Largest ``bound_bits`` of :func:`secure_sum_threshold`: |Σ − t| < 2^63 is the int64 range."""
+
+FULL_THRESHOLD_LEAKAGE = (
+    "secure sum with threshold: every party learns only whether each sum reaches its threshold; "
+    "the sum stays additively shared among all parties, so any coalition of all parties but one learns "
+    "nothing more than those bits"
+)
+"""What :func:`secure_sum_threshold` reveals with N ≥ 3 and ``full_threshold=True`` (the default)."""
+
+TWO_HOLDER_LEAKAGE = (
+    "secure sum with threshold (two share holders {h0} and {h1}): every party learns whether each sum reaches "
+    "its threshold; {h0} and {h1} together can reconstruct the sums themselves, any other coalition learns "
+    "nothing more than the bits"
+)
+"""Template of what :func:`secure_sum_threshold` reveals with ``full_threshold=False`` (fill in h0, h1)."""
 
 
 # --------------------------------------------------------------------------- ring helpers
@@ -87,19 +116,22 @@ def _ordered(ch: Channel, names: Sequence[str] | None, what: str) -> tuple[str, 
     return tuple(p for p in ch.parties if p in set(names))
 
 
-async def _masked(ch: Channel, x: np.ndarray, ftag: str) -> np.ndarray:
-    """y = x + Σ_{j after me} PRG(s_ij, τ) − Σ_{j before me} PRG(s_ij, τ)  (mod 2^64)."""
-    peers = [p for p in ch.parties if p != ch.me]
-    seeds = await pairwise_seeds(ch, peers)
+def _mask(ch: Channel, seeds: dict[str, bytes], x: np.ndarray, ftag: str) -> np.ndarray:
+    """y = x + Σ_{j after me} PRG(s_ij, τ) − Σ_{j before me} PRG(s_ij, τ)  (mod 2^64); the masks sum to 0."""
     y = x.copy()
     mine = ch.parties.index(ch.me)
-    for p in peers:
-        mask = prg_uint64(step_key(seeds[p], ftag), x.size)
+    for p, seed in seeds.items():
+        mask = prg_uint64(step_key(seed, ftag), x.size)
         if ch.parties.index(p) > mine:
             y += mask
         else:
             y -= mask
     return y
+
+
+async def _masked(ch: Channel, x: np.ndarray, ftag: str) -> np.ndarray:
+    """:func:`_mask` with this session's pairwise seeds."""
+    return _mask(ch, await pairwise_seeds(ch, [p for p in ch.parties if p != ch.me]), x, ftag)
 
 
 async def _start(ch: Channel, x, tag: str, **public) -> tuple[np.ndarray, np.dtype, tuple, np.ndarray]:
@@ -193,55 +225,206 @@ async def secure_sum_shares(ch: Channel, x, *, tag: str, holders: Sequence[str] 
     return None if share is None else share.reshape(shape)
 
 
+# --------------------------------------------------------------------------- leakage statements
+def threshold_leakage(parties: Sequence[str], full_threshold: bool = True) -> str:
+    """The line a "what the parties learned" report prints for :func:`secure_sum_threshold` in this session."""
+    parties = list(parties)
+    if len(parties) == 2:
+        return (
+            "secure sum with threshold (two parties): each party learns only whether each sum reaches its "
+            "threshold — nothing about the other's values beyond that bit"
+        )
+    if full_threshold:
+        return FULL_THRESHOLD_LEAKAGE
+    return TWO_HOLDER_LEAKAGE.format(h0=parties[0], h1=parties[1])
+
+
+def sum_leakage(n_parties: int, what: str = "the inputs") -> str:
+    """What :func:`secure_sum` reveals: the sum, and with two parties each other's input (sum minus one's own)."""
+    line = f"the sum of {what} (secure sum)"
+    if n_parties == 2:
+        line += "; with two parties each learns the other's value, since the sum minus its own gives it"
+    return line
+
+
+# --------------------------------------------------------------------------- int64 range checks
+def bound_bits_for(max_abs: int) -> int:
+    """Smallest ``bound_bits`` with ``max_abs < 2^bound_bits`` for :func:`secure_sum_threshold`.
+
+    ``max_abs`` is a public bound on |Σ − t| (any int ≥ 0). Raises
+    :class:`~mpc.errors.InputRangeError` when the bound needs more than
+    :data:`MAX_BOUND_BITS` bits — the sum would wrap in int64 and the
+    comparison would answer for a wrong value.
+    """
+    m = int(max_abs)
+    if m < 0:
+        raise ValueError("max_abs must be ≥ 0")
+    bits = max(1, m.bit_length())
+    if bits > MAX_BOUND_BITS:
+        raise InputRangeError(
+            f"secure sum with threshold: values up to {m} (2^{bits - 1} or more) do not fit the "
+            f"{MAX_BOUND_BITS + 1}-bit signed range of the comparison"
+        )
+    return bits
+
+
+def ratio_bound_bits(ratio, bound: int) -> int:
+    """``bound_bits`` for the test ``Σ counts ≥ ratio · Σ totals`` when both sums are at most ``bound``.
+
+    For ``ratio = M/D`` in lowest terms, |Σ (D·counts − M·totals)| ≤ (D + M)·bound.
+    Raises :class:`~mpc.errors.InputRangeError` when that reaches 2^63 (a
+    ratio with a large denominator — e.g. a support written with many
+    decimals — on a large database): ``D·count`` would wrap in int64.
+    Public values only, so every party raises the same error.
+    """
+    from fractions import Fraction
+
+    r = Fraction(ratio)
+    if r < 0:
+        raise ValueError(f"ratio must be ≥ 0, got {ratio}")
+    D, M = r.denominator, r.numerator
+    b = max(int(bound), 1)
+    if (D + M) * b >= 1 << MAX_BOUND_BITS:
+        raise InputRangeError(
+            f"the threshold test Σ count ≥ {r}·Σ total needs ({D} + {M})·{b} < 2^{MAX_BOUND_BITS} to stay in "
+            f"int64, but it is {(D + M) * b}: give the ratio with a smaller denominator (fewer decimals)"
+        )
+    return bound_bits_for((D + M) * b)
+
+
+def ratio_threshold_inputs(counts, totals, ratio, *, bound: int) -> tuple[np.ndarray, int]:
+    """Inputs of the threshold test ``Σ_i counts_i ≥ ratio · Σ_i totals_i`` in integers, checked for int64.
+
+    For ``ratio = M/D`` (a :class:`fractions.Fraction` or anything it takes)
+    this party's input is ``x_i = D·counts_i − M·totals_i`` and the test is
+    ``Σ_i x_i ≥ 0`` — Kantarcioglu–Clifton's support test (IEEE TKDE 16(9),
+    2004, §3.2) without rounding. ``counts`` and ``totals`` are non-negative
+    integers (arrays of one shape, or ``totals`` a scalar) whose sums over all
+    parties are at most ``bound`` (public, e.g. the total number of
+    transactions). Returns ``(x as int64, bound_bits)`` for
+    :func:`secure_sum_threshold`; raises as :func:`ratio_bound_bits` does.
+    """
+    from fractions import Fraction
+
+    bits = ratio_bound_bits(ratio, bound)
+    r = Fraction(ratio)
+    D, M = r.denominator, r.numerator
+    b = max(int(bound), 1)
+    c = integer_array(counts, "threshold tests")
+    n = integer_array(totals, "threshold tests")
+    for name, v in (("counts", c), ("totals", n)):
+        if v.size and (int(v.min()) < 0 or int(v.max()) > b):
+            raise ValueError(f"{name} must lie in [0, {b}] (the public bound)")
+    x = np.int64(D) * c.astype(np.int64) - np.int64(M) * n.astype(np.int64)  # |x| ≤ (D + M)·b < 2^63
+    return x, bits
+
+
+def _threshold_vector(t, shape: tuple) -> np.ndarray:
+    t = np.asarray(t)
+    if t.dtype.kind not in "iu" or (t.dtype.kind == "u" and t.size and t.max() > np.iinfo(np.int64).max):
+        raise TypeError(f"threshold must be an int or int64 array, got {t.dtype}")
+    try:
+        return np.ascontiguousarray(np.broadcast_to(t.astype(np.int64), shape)).reshape(-1).view(_U64)
+    except ValueError:
+        raise ValueError(f"threshold of shape {t.shape} does not broadcast to the inputs' shape {shape}") from None
+
+
 async def secure_sum_threshold(
-    ch: Channel, x, threshold, *, tag: str = "sum-threshold", bound_bits: int = 62
+    ch: Channel,
+    x,
+    threshold,
+    *,
+    tag: str = "sum-threshold",
+    bound_bits: int = 62,
+    full_threshold: bool = True,
 ) -> np.ndarray:
     """Every party learns ``Σ_i x_i ≥ threshold`` (elementwise bool), and nothing else.
 
     ``x`` is each party's int64 array; ``threshold`` a public int or int64 array
     broadcastable to ``x``'s shape (the same on every party — agreed by digest).
     Assumption (public, agreed): |Σ_i x_i − threshold| < 2^bound_bits as
-    integers, default 2^62 (1 ≤ bound_bits ≤ 63). Outside it the answer is
-    that of Σ − t wrapped into [−2^bound_bits, 2^bound_bits). Support counts
-    need far fewer bits, and the comparison's cost grows with ⌈bound_bits/4⌉
-    (the number of 4-bit blocks), so pass a tight bound where one is known.
+    integers, default 2^62 (1 ≤ bound_bits ≤ 63; :func:`bound_bits_for` picks
+    it from a bound and refuses what does not fit). Outside it the answer is
+    that of Σ − t wrapped into [−2^bound_bits, 2^bound_bits). The cost grows
+    with bound_bits, so pass a tight bound where one is known. Sign
+    extraction in Z_2^k, k = bound_bits + 1: Σ ≥ t ⟺ MSB(Σ − t mod 2^k) = 0.
+    The "secure sum with threshold" of Kantarcioglu and Clifton (IEEE TKDE
+    16(9), 2004, §3.2), with one of two constructions (all parties pass the
+    same ``full_threshold``, checked):
 
-    Construction: the first two parties h0, h1 get shares a + b = Σ_i x_i − t
-    (:func:`secure_sum_shares`, h0 subtracting t); reduced into Z_2^k with
-    k = bound_bits + 1, the sign of Σ − t is the top bit of a + b mod 2^k,
-    MSB(a + b) = MSB(a) ⊕ MSB(b) ⊕ [low(a) + low(b) ≥ 2^(k−1)], the carry by
-    the millionaires' protocol (:func:`mpc.comparison.msb_of_shares`); so
-    Σ ≥ t ⟺ MSB(a + b) = 0. Both holders send their XOR share of that bit to
-    every party. Reveals exactly the output bits.
+    * ``full_threshold=True`` (default; used whenever N ≥ 3): Σ − t stays
+      additively shared among *all* N parties (party 0's share is x_0 − t) and
+      the sign is computed on those shares with N-party GMW gates
+      (:func:`mpc.multiparty_bits.msb_of_sum`). Any coalition of up to N − 1
+      parties learns only the output bits (:data:`FULL_THRESHOLD_LEAKAGE`).
+    * ``full_threshold=False``: the first two parties h0, h1 get shares
+      a + b = Σ − t (:func:`secure_sum_shares`) and compare them by the
+      two-party millionaires' protocol (:func:`mpc.comparison.msb_of_shares`,
+      MSB(a + b) = MSB(a) ⊕ MSB(b) ⊕ carry). Faster, but h0 and h1 *together*
+      reconstruct Σ (:data:`TWO_HOLDER_LEAKAGE`); other coalitions learn only
+      the bits. With N = 2 both constructions have the same collusion bound
+      (the two parties are everyone), and the two-party one runs.
     """
-    from .comparison import msb_of_shares  # OT stack only needed here
-
     flat, _, shape = _as_ring(x)
-    t = np.asarray(threshold)
-    if t.dtype.kind not in "iu" or (t.dtype.kind == "u" and t.size and t.max() > np.iinfo(np.int64).max):
-        raise TypeError(f"threshold must be an int or int64 array, got {t.dtype}")
-    try:
-        t = np.ascontiguousarray(np.broadcast_to(t.astype(np.int64), shape)).reshape(-1).view(_U64)
-    except ValueError:
-        raise ValueError(f"threshold of shape {t.shape} does not broadcast to the inputs' shape {shape}") from None
+    t = _threshold_vector(threshold, shape)
     if not (isinstance(bound_bits, (int, np.integer)) and 1 <= bound_bits <= 63):
         raise ValueError(f"bound_bits must be an integer in 1..63, got {bound_bits!r}")
     digest = hashlib.sha256(t.tobytes()).hexdigest()
+    if len(ch.parties) >= 3 and full_threshold:
+        return await _threshold_all_parties(ch, flat, t, shape, tag, int(bound_bits), digest)
     hs = tuple(ch.parties[:2])
-    share, _, _ = await _sum_shares(ch, x, f"{tag}/sum", hs, threshold_sha256=digest, bound_bits=int(bound_bits))
+    share, _, _ = await _sum_shares(
+        ch, x, f"{tag}/sum", hs, threshold_sha256=digest, bound_bits=int(bound_bits), full=bool(full_threshold)
+    )
+    return await _threshold_two_holders(ch, share, t, hs, shape, tag, int(bound_bits), flat.size)
+
+
+async def _threshold_two_holders(ch, share, t, hs, shape, tag: str, bound_bits: int, size: int) -> np.ndarray:
+    from .comparison import msb_of_shares  # OT stack only needed here
+
     if ch.me in hs:
         role = hs.index(ch.me)
         a = share - t if role == 0 else share  # a + b = Σ x_i − t
         msb = await msb_of_shares(
-            ch, hs[1 - role], a, role=role, tag=f"{tag}/msb", ring_bits=int(bound_bits) + 1, check=False
+            ch, hs[1 - role], a, role=role, tag=f"{tag}/msb", ring_bits=bound_bits + 1, check=False
         )
         await broadcast(ch, f"{tag}/bit", pack_arrays(np.packbits(msb)))
     got = await gather_from(ch, f"{tag}/bit", frm=[p for p in hs if p != ch.me])
-    shares = [_unpack_bits(payload, flat.size, p) for p, payload in got.items()]
+    shares = [_unpack_bits(payload, size, p) for p, payload in got.items()]
     if ch.me in hs:
         shares.append(msb)
     msb_total = shares[0] ^ shares[1]  # MSB(Σ x_i − t) = share_h0 ⊕ share_h1
     return (msb_total == 0).reshape(shape)  # Σ ≥ t ⟺ MSB = 0
+
+
+_THRESHOLD_CHUNK = 1 << 15  # elements per N-party sign computation: bounds the OT batches' memory
+
+
+async def _threshold_all_parties(ch, flat, t, shape, tag: str, bound_bits: int, digest: str) -> np.ndarray:
+    """Σ − t shared by all N parties; sign by :func:`mpc.multiparty_bits.msb_of_sum`; the bits opened to all."""
+    from .multiparty_bits import msb_of_sum  # OT stack only needed here
+
+    ftag = claim_tag(ch, f"{tag}/mask")
+    seeding = asyncio.ensure_future(pairwise_seeds(ch, [p for p in ch.parties if p != ch.me]))
+    try:
+        await agree(ch, tag, shape=list(shape), threshold_sha256=digest, bound_bits=bound_bits, full=True)
+    finally:
+        seeds = await seeding
+    a = flat - t if ch.me == ch.parties[0] else flat.copy()  # Σ_p a_p = Σ x − t
+    out = np.empty(flat.size, bool)
+    for c, lo in enumerate(range(0, max(flat.size, 1), _THRESHOLD_CHUNK)):
+        hi = min(flat.size, lo + _THRESHOLD_CHUNK)
+        part = a[lo:hi]
+        ctag = f"{ftag}/c{c}"
+        msb = await msb_of_sum(
+            ch, part, ring_bits=bound_bits + 1, tag=f"{tag}/c{c}", masks=lambda y, ctag=ctag: _mask(ch, seeds, y, ctag)
+        )
+        await broadcast(ch, f"{tag}/c{c}/bit", pack_arrays(np.packbits(msb)))
+        total = msb.copy()
+        for p, payload in (await gather_from(ch, f"{tag}/c{c}/bit")).items():
+            total ^= _unpack_bits(payload, hi - lo, p)
+        out[lo:hi] = total == 0  # Σ ≥ t ⟺ MSB = 0
+    return out.reshape(shape)
 
 
 def _unpack_bits(payload: bytes, size: int, frm: str) -> np.ndarray:

@@ -2,10 +2,10 @@
 
 Model and assumptions
 ---------------------
-Semi-honest parties that do not collude; authenticated channels (the
-transport names the sender). ``ch.parties`` is the ring, in that order; a
-party's *position* is its index there. Security of the hiding rests on DDH in
-P-256 (see :mod:`mpc.commutative`). Keys are fresh per call.
+Semi-honest parties; authenticated channels (the transport names the
+sender). ``ch.parties`` is the ring, in that order; a party's *position* is
+its index there. Hiding rests on DDH in the prime-order group of NIST P-256
+(see :mod:`mpc.commutative`). Keys are fresh per call.
 
 Construction (M. Kantarcioglu, C. Clifton, "Privacy-preserving distributed
 mining of association rules on horizontally partitioned data", IEEE TKDE 16(9),
@@ -20,44 +20,53 @@ mining of association rules on horizontally partitioned data", IEEE TKDE 16(9),
 1. *Encryption around the ring.* Party ``i`` embeds and encrypts its padded set
    (:class:`~mpc.commutative.PohligHellmanP256`), permutes it and sends it to
    party ``i+1``; every party encrypts and permutes what it receives and passes
-   it on. All N sets travel at once, one hop per round, so in every round every
-   party is encrypting a different set (N rounds, parties in parallel). Set
-   ``j`` is fully encrypted at party ``j−1``.
+   it on. All N sets travel at once, one hop per round (N rounds, parties in
+   parallel). Set ``j`` is fully encrypted at party ``j−1``.
 2. *Merge.* For N ≤ 3 every fully encrypted set goes to party 0. For N ≥ 4,
    as in KC04, sets of odd positions go to party 1 and of even positions to
    party 0; party 1 removes duplicates and sends its (permuted) union to party 0,
-   which merges everything into the duplicate-free, permuted set ``M``.
-3. *Decryption around the ring.* Party 0 cuts ``M`` into N chunks; chunk ``j``
-   starts at party ``j`` and goes once around the ring, each party decrypting
-   (``k⁻¹``) and permuting — again all chunks move at once. The party finishing
-   a chunk drops the fakes and sends the real items to everyone.
-4. Every party returns the union: real items, sorted (bytewise).
+   which merges everything into the duplicate-free set ``M``.
+3. *Decryption as one batch around the ring.* ``M`` goes once around the ring
+   0 → 1 → … → N−1 *as a whole*: every party removes its key (``k⁻¹``) from
+   every row and permutes the **whole batch** before passing it on, as in
+   KC04. (A batch travels as a stream of chunks of the already permuted batch,
+   :func:`mpc.ring.stream_batch`, so the next party can start on the first
+   chunk; this reveals nothing that the whole permuted batch would not.)
+4. *Release.* The last party, N−1, drops the fakes and sends the real items,
+   **sorted** bytewise, to everyone; every party returns that sorted union.
 
-One message per hop for a whole set or chunk, never one per item. Work per
-party: ``N·P`` encryptions, ``P`` embeddings (one extra point decode each) and
-``|M|`` decryptions, where ``|M| = |∪Sᵢ| + Σᵢ(P − |Sᵢ|)``.
+One message per hop for a whole set (or a few per streamed batch), never one
+per item. Work per party: ``N·P`` encryptions, ``P`` embeddings (one extra
+point decode each) and ``|M|`` decryptions, where
+``|M| = |∪Sᵢ| + Σᵢ(P − |Sᵢ|)``. The decryption is sequential around the ring
+(party ``i+1`` needs the whole batch permuted by party ``i``), pipelined in
+pairs: wall time ≈ ⌈N/2⌉·|M| decryptions of one party.
 
-What each party learns (beyond its own input and the output ∪Sᵢ)
-------------------------------------------------------------------
+What is revealed (beyond a party's own input and the output ∪Sᵢ)
+-----------------------------------------------------------------
 * Everyone: N and ``P``. With ``pad_to=None`` also every party's ⌈log₂|Sᵢ|⌉,
   i.e. each set size within a factor of two; pass a public bound (e.g. the
   number of candidate itemsets, as KC04 do) to avoid that.
-* Everyone: ``|M|`` (the sizes of the decryption chunks), hence the number of
-  fakes ``N·P − Σ|Sᵢ|`` and so the total ``Σᵢ|Sᵢ|`` of the true set sizes — as
-  in KC04's decryption round. For N = 2 that is the other party's set size.
-  Fakes hide the individual sizes (N ≥ 3) and make every message in steps 1–2
-  the same length ``P``.
+* Everyone: ``|M|`` (the size of the decryption batch), hence the number of
+  fakes ``N·P − Σ|Sᵢ|``, the total ``Σᵢ|Sᵢ|`` of the true set sizes and the
+  number of duplicates ``Σᵢ|Sᵢ| − |∪Sᵢ|`` — as in KC04's decryption round.
+  For N = 2 that is the other party's set size. Fakes hide the individual
+  sizes (N ≥ 3) and make every message in steps 1–2 the same length ``P``.
 * The merging party (party 0 for N ≤ 3) knows which fully encrypted set came
   from which party, so it learns ``|∩_{i∈T} Sᵢ|`` for every subset ``T`` of
-  parties — how many items are common to each group of parties, not which
-  items (fakes never collide). For N ≥ 4 this splits as in KC04's theorem:
-  party 1 learns it for subsets of odd positions, party 0 for subsets of even
-  positions, plus the number of items held by at least one odd and one even
-  party (and the size of the odd union).
-* The party finishing decryption chunk ``j`` learns how many fakes that chunk
-  held (a sample of what ``Σ|Sᵢ|`` already tells).
-* Nothing about which party holds which item (the permutations of the other
-  parties hide it), unless parties collude.
+  parties — how many items are common to each group of parties, *not which*.
+  For N ≥ 4 this splits as in KC04's theorem: party 1 learns it for subsets
+  of odd positions, party 0 for subsets of even positions, plus the number of
+  items held by at least one odd and one even party (and the size of the odd
+  union).
+* Nothing links an item to the party or parties that hold it: the merging
+  party's knowledge stays attached to ciphertext rows, every later party
+  permutes the whole batch, and the union comes out sorted. So no party learns
+  which items another party holds beyond what its own set and the union imply
+  (for N = 2: an item of the union not in my set is the other's). This holds
+  even for a coalition of all parties but one, ``p``: they cannot follow a row
+  through ``p``'s decryption, so they learn about ``Sₚ`` only the counts above.
+  ``tests/test_set_union_linking.py`` plays the linking attacks.
 
 Items are bytes of at most 30 bytes (they are carried inside a P-256
 x-coordinate and given back by the last decryption). Longer items raise a
@@ -70,21 +79,11 @@ from __future__ import annotations
 
 import asyncio
 import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
-from .channel import (
-    Channel,
-    agree,
-    broadcast,
-    gather_from,
-    pack_arrays,
-    recv_array,
-    scoped,
-    send_array,
-    unpack_arrays,
-)
+from .channel import Channel, agree, broadcast, pack_arrays, recv_array, recv_arrays, scoped, send_array
 from .commutative import (
     FAKE_FLAG,
     MAX_ITEM_BYTES,
@@ -96,73 +95,38 @@ from .commutative import (
     unique_rows,
 )
 from .errors import ProtocolError
+from .ring import (
+    STATUS_NOT_BYTES,
+    STATUS_OK,
+    STATUS_OVER_PAD,
+    STATUS_TOO_LONG,
+    exchange_status,
+    local_set,
+    recv_batch_stream,
+    ring_pass,
+    stream_batch,
+)
 
-__all__ = ["secure_set_union", "ring_pass", "exchange_status", "local_set", "DEFAULT_PAD_RULE"]
+__all__ = ["secure_set_union", "DEFAULT_PAD_RULE", "UNION_LEAKAGE"]
 
 DEFAULT_PAD_RULE = "largest set size rounded up to a power of two"
 
-# status codes of the input check (shared with mpc.intersection)
-_OK, _TOO_LONG, _OVER_PAD, _NOT_BYTES = STATUS_OK, STATUS_TOO_LONG, STATUS_OVER_PAD, STATUS_NOT_BYTES = 0, 1, 2, 3
+UNION_LEAKAGE = (
+    "secure set union (Kantarcioglu–Clifton 2004): every party learns the union, the total of the set sizes "
+    "and the number of duplicates (for two parties, the other's set size); the merging party also learns how "
+    "many items each group of parties has in common — never which items, nor which party holds an item"
+)
+"""One line for "what the parties learned" reports (see the module docstring for the details)."""
+
 _PROBLEMS = {
-    _TOO_LONG: (
+    STATUS_TOO_LONG: (
         f"holds an item longer than {MAX_ITEM_BYTES} bytes, the most one P-256 point can carry; "
         "encode items through an agreed index (e.g. their positions in a candidate list all parties know) "
         "and pass those indexes as items"
     ),
-    _OVER_PAD: "holds more distinct items than pad_to",
-    _NOT_BYTES: "passed an item that is not bytes",
+    STATUS_OVER_PAD: "holds more distinct items than pad_to",
+    STATUS_NOT_BYTES: "passed an item that is not bytes",
 }
-
-
-# --------------------------------------------------------------------------- shared ring helpers
-async def ring_pass(ch: Channel, rows: np.ndarray, transform: Callable, step: str) -> tuple[int, np.ndarray]:
-    """Pipelined pass of N batches once around the ring ``ch.parties``.
-
-    Party ``i`` starts with batch ``i`` (``rows``, already transformed by itself),
-    sends it on, and in each of the N−1 rounds receives batch ``i−r`` from its
-    predecessor, applies ``transform`` (in the worker pool), permutes it and
-    passes it on. Returns ``(j, rows)``: batch ``j = i+1`` after all N parties
-    have transformed it. Messages are tagged ``step/j``.
-    """
-    parties, n = ch.parties, len(ch.parties)
-    i = parties.index(ch.me)
-    nxt, prv = parties[(i + 1) % n], parties[(i - 1) % n]
-    cur, j = rows, i
-    for r in range(1, n):
-        await send_array(ch, nxt, f"{step}/{j}", cur)
-        j = (i - r) % n
-        got = check_rows(await recv_array(ch, prv, f"{step}/{j}"), f"{step} batch")
-        cur = shuffle_rows(await run_rows(transform, got))
-    return j, cur
-
-
-async def exchange_status(ch: Channel, code: int, extra: int, problems: dict[int, str], what: str) -> list[int]:
-    """Broadcast ``(code, extra)`` bytes; if any party reports a problem, raise it on *every* party.
-
-    Returns every party's ``extra`` in ring order.
-    """
-    await broadcast(ch, "status", bytes([code, extra]))
-    got = await gather_from(ch, "status")
-    got[ch.me] = bytes([code, extra])
-    if any(len(v) != 2 for v in got.values()):
-        raise ProtocolError(f"{what}: malformed status message")
-    bad = [f"party {p} {problems.get(got[p][0], f'reported error {got[p][0]}')}" for p in ch.parties if got[p][0]]
-    if bad:
-        raise ProtocolError(f"{what} aborted: " + "; ".join(bad))
-    return [got[p][1] for p in ch.parties]
-
-
-def local_set(items: Iterable, max_len: int | None = None) -> tuple[list[bytes], int]:
-    """Distinct items as bytes, and a status code (non-bytes / too long)."""
-    out = set()
-    for it in items:
-        if not isinstance(it, (bytes, bytearray, memoryview)):
-            return [], _NOT_BYTES
-        it = bytes(it)
-        if max_len is not None and len(it) > max_len:
-            return [], _TOO_LONG
-        out.add(it)
-    return sorted(out), _OK
 
 
 def _size_bucket(m: int) -> int:
@@ -175,9 +139,9 @@ async def _pad_size(sc: Channel, mine: list[bytes], code: int, pad_to: int | Non
     await agree(sc, "params", pad_to=pad_to, parties=len(sc.parties), max_item_bytes=MAX_ITEM_BYTES)
     if pad_to is not None and pad_to < 0:
         raise ValueError("pad_to must be a non-negative int or None")
-    if code == _OK and pad_to is not None and len(mine) > pad_to:
-        code = _OVER_PAD
-    bucket = _size_bucket(len(mine)) if pad_to is None and code == _OK else 0
+    if code == STATUS_OK and pad_to is not None and len(mine) > pad_to:
+        code = STATUS_OVER_PAD
+    bucket = _size_bucket(len(mine)) if pad_to is None and code == STATUS_OK else 0
     buckets = await exchange_status(sc, code, bucket, _PROBLEMS, "secure_set_union")
     if pad_to is not None:
         return pad_to
@@ -197,7 +161,7 @@ def _merger(j: int, n: int) -> int:
 
 
 async def _merge(sc: Channel, j_held: int, rows: np.ndarray) -> np.ndarray | None:
-    """Step 2; returns the permuted merged set ``M`` at party 0, ``None`` elsewhere."""
+    """Step 2; returns the merged set ``M`` at party 0, ``None`` elsewhere."""
     parties, n = sc.parties, len(sc.parties)
     i = parties.index(sc.me)
     if _merger(j_held, n) != i:
@@ -218,31 +182,48 @@ async def _merge(sc: Channel, j_held: int, rows: np.ndarray) -> np.ndarray | Non
     if n >= 4:
         odd = check_rows(await recv_array(sc, parties[1], "odd"), "odd union")
         union = unique_rows(np.concatenate([union, odd]))
-    return shuffle_rows(union)
+    return union
 
 
-async def _my_chunk(sc: Channel, merged: np.ndarray | None) -> np.ndarray:
-    """Step 3 start: party 0 cuts ``M`` into N chunks and sends chunk ``j`` to party ``j``."""
+async def _decrypt_around(sc: Channel, cipher: PohligHellmanP256, merged: np.ndarray | None, bound: int):
+    """Step 3: ``M`` once around the ring 0 → … → N−1 as one batch; the plaintext rows at N−1, else ``None``.
+
+    Every party permutes the whole batch before passing it on. Party 0 permutes
+    ``M``, then decrypts and streams it chunk by chunk; odd positions decrypt
+    chunks as they arrive and pass the permuted batch on; even positions ≥ 2
+    take the whole batch, permute it, then decrypt and stream it — so each
+    streaming party overlaps with its successor.
+    """
     parties, n = sc.parties, len(sc.parties)
-    if sc.me != parties[0]:
-        return check_rows(await recv_array(sc, parties[0], "chunk"), "decryption chunk")
-    bounds = [len(merged) * j // n for j in range(n + 1)]
-    await asyncio.gather(*(send_array(sc, parties[j], "chunk", merged[bounds[j] : bounds[j + 1]]) for j in range(1, n)))
-    return merged[bounds[0] : bounds[1]]
+    i = parties.index(sc.me)
+    if i == 0:
+        if merged is None:  # pragma: no cover - party 0 always merges
+            raise ProtocolError("secure_set_union: party 0 holds no merged set")
+        await stream_batch(sc, parties[1], "dec/0", merged, cipher.decrypt)
+        return None
+    streams = i % 2 == 0 and i < n - 1  # take the whole batch, then decrypt while sending
+    rows = await recv_batch_stream(sc, parties[i - 1], f"dec/{i - 1}", bound, None if streams else cipher.decrypt)
+    if i == n - 1:
+        return rows
+    await stream_batch(sc, parties[i + 1], f"dec/{i}", rows, cipher.decrypt if streams else None)
+    return None
 
 
-async def _share_result(sc: Channel, plain: np.ndarray) -> list[bytes]:
-    """Step 3 end: drop fakes from my finished chunk, send real items to all, collect theirs."""
-    reals = plain[plain[:, 0] != FAKE_FLAG]
-    items, _ = decode_rows(reals)
-    await broadcast(sc, "out", pack_arrays(reals))
-    for payload in (await gather_from(sc, "out")).values():
-        (rows,) = unpack_arrays(payload)
-        got, fakes = decode_rows(check_rows(rows, "result chunk"))
-        if fakes:
-            raise ProtocolError("a result chunk contained padding items")
-        items.extend(got)
-    return sorted(set(items))
+async def _release(sc: Channel, plain: np.ndarray | None) -> list[bytes]:
+    """Step 4: the last party sends the real items, sorted, to everyone; all return them."""
+    parties = sc.parties
+    last = parties[-1]
+    if sc.me == last:
+        assert plain is not None
+        reals = unique_rows(plain[plain[:, 0] != FAKE_FLAG])  # sorted bytewise: no order from the ring
+        await broadcast(sc, "out", pack_arrays(reals))
+    else:
+        (reals,) = await recv_arrays(sc, last, "out")
+        reals = check_rows(reals, "union")
+    items, fakes = decode_rows(reals)
+    if fakes:
+        raise ProtocolError("the released union contained padding items")
+    return sorted(items)
 
 
 # --------------------------------------------------------------------------- protocol
@@ -256,7 +237,8 @@ async def secure_set_union(
     is padded with fakes to exactly this many elements, so a larger set is an
     error on every party. ``None``: the default rule (:data:`DEFAULT_PAD_RULE`),
     which reveals each party's set size within a factor of two.
-    See the module docstring for the construction and its exact leakage.
+    Kantarcioglu–Clifton, IEEE TKDE 16(9), 2004, Protocol 1; see the module
+    docstring for the construction and exactly what it reveals.
     """
     if len(ch.parties) < 2:
         raise ProtocolError("secure_set_union needs at least 2 parties")
@@ -266,7 +248,6 @@ async def secure_set_union(
     pad = await _pad_size(sc, mine, code, pad_to)
     cipher = PohligHellmanP256()
     j_held, full = await ring_pass(sc, await _first_hop(cipher, mine, pad), cipher.encrypt, "enc")
-    chunk = await _my_chunk(sc, await _merge(sc, j_held, full))
-    first = shuffle_rows(await run_rows(cipher.decrypt, chunk))
-    _, plain = await ring_pass(sc, first, cipher.decrypt, "dec")
-    return await _share_result(sc, plain)
+    merged = await _merge(sc, j_held, full)
+    plain = await _decrypt_around(sc, cipher, merged, len(sc.parties) * pad)
+    return await _release(sc, plain)

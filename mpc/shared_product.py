@@ -68,14 +68,18 @@ async def _fold(
     ch: Channel, share: np.ndarray | None, bits: np.ndarray | None, holders: tuple[str, ...], newcomer: str, tag: str
 ) -> np.ndarray:
     """Multiply the shared vector by ``newcomer``'s bits; return this party's new share."""
-    n = (share if share is not None else bits).size
+    ref = share if share is not None else bits
+    assert ref is not None  # a holder passes its share, the newcomer its bits
+    n = ref.size
     if ch.me in holders:
+        assert share is not None
         new = np.empty(n, np.uint64)
         for s in range(0, n, _CHUNK):
             r = await correlated_ot_send(ch, newcomer, share[s : s + _CHUNK], tag=f"{tag}/{s}")
             new[s : s + _CHUNK] = -r  # h keeps −r
         return new
     if ch.me == newcomer:
+        assert bits is not None
         acc = np.zeros(n, np.uint64)
 
         async def from_holder(h: str) -> np.ndarray:
@@ -131,5 +135,6 @@ async def product_count_shares(
             if ch.me in holders or ch.me == names[j]:
                 bits = mine.reshape(-1).astype(np.uint8) if names[j] == ch.me else None
                 share = await _fold(ch, share, bits, holders, names[j], f"{tag}/g{gi}/f{j}")
+        assert share is not None  # every owner took part in the last fold
         out[rows] = share.reshape(rows.size, -1).sum(axis=1, dtype=np.uint64)
     return out

@@ -21,6 +21,7 @@ Example::
     [limits]                       # all optional
     max_message_bytes = 268435456
     session_timeout = 600
+    max_job_memory_bytes = 2147483648   # joint jobs estimate their peak up front and refuse above this
 
     [policy]                       # what an analyst may ask: see parties.policy
     min_parties = 3
@@ -86,6 +87,7 @@ class Limits:
     pending_ttl: float = 60.0  # early messages for a session not started here expire after this (s)
     peer_check_interval: float = 0.5  # watchdog: Health ping period per session peer (s)
     peer_dead_after: float = 30.0  # a peer answering nothing (not even refusing) for this long is dead (s)
+    max_job_memory_bytes: int = 2048 * MiB  # a job whose estimated peak exceeds this is refused before it starts
 
     _positive_ints = (
         "max_message_bytes",
@@ -93,6 +95,7 @@ class Limits:
         "max_sessions",
         "max_peer_pending_sessions",
         "max_peer_buffer_bytes",
+        "max_job_memory_bytes",
     )
 
 

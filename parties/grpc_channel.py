@@ -33,6 +33,7 @@ from .config import PeerInfo
 from .proto.ppdm.v1 import party_pb2 as pb
 from .proto.ppdm.v1 import party_pb2_grpc as pb_grpc
 from .sessions import Session, timeout_error
+from .shaping import LinkShaper, WaitCounter
 from .tls import Credentials
 
 __all__ = [
@@ -158,6 +159,7 @@ class GrpcChannel:
         self.parties: tuple[str, ...] = session.parties
         self.state: dict = {}
         self.bytes_sent = 0
+        self._shaper = LinkShaper.from_env()  # benchmarks: emulated WAN links ($PPDM_LINK_SHAPE)
 
     @property
     def session_id(self) -> str:
@@ -176,6 +178,8 @@ class GrpcChannel:
         remaining = self._session.remaining()
         if remaining is not None and remaining <= 0:
             raise ProtocolTimeoutError(f"session deadline passed before sending {tag!r} to {to!r}")
+        if self._shaper is not None:
+            await self._shaper.transmit(to, n)
         # wait_for_ready: ride out a reconnect (a peer restarted between sessions); a dead
         # peer is the watchdog's to find. gRPC never retries a started call, so no duplicates.
         call = self._pool.stub(to).Deliver(
@@ -191,7 +195,7 @@ class GrpcChannel:
     async def recv(self, frm: str, tag: str) -> bytes:
         self._check_peer(frm)
         try:
-            return await self._session.mailbox.get(frm, tag, self._session.remaining())
+            return await WaitCounter.timed(self.state, self._session.mailbox.get(frm, tag, self._session.remaining()))
         except TimeoutError:
             raise timeout_error(frm, tag, self._session.timeout) from None
 

@@ -99,6 +99,8 @@ class LocalCluster:
         ``None`` pins the certificate the cluster issued to that peer.
     analysts: more analysts (besides ``"analyst"``, whose credentials are
         :attr:`creds`) every party accepts; :meth:`credentials` gives theirs.
+    link_shape: ``(rtt_ms, mbit)`` to emulate a WAN link between every pair of
+        daemons (:mod:`parties.shaping`; ``mbit`` None: no bandwidth cap).
     """
 
     def __init__(
@@ -116,6 +118,7 @@ class LocalCluster:
         crl: bool = False,
         pins: Mapping[str, Mapping[str, str | None]] | None = None,
         analysts: Sequence[str] = (),
+        link_shape: tuple[float, float | None] | None = None,
     ):
         names = [f"p{i}" for i in range(parties)] if isinstance(parties, int) else list(parties)
         if len(names) < 1 or len(set(names)) != len(names):
@@ -145,6 +148,9 @@ class LocalCluster:
             if a in names:
                 raise ValueError(f"{a!r} is both a party and an analyst")
         self._pins = {k: dict(v) for k, v in (pins or {}).items()}
+        if link_shape is not None:  # (rtt ms, Mbit/s or None): emulated WAN links, see parties.shaping
+            rtt_ms, mbit = link_shape
+            self._env["PPDM_LINK_SHAPE"] = f"rtt_ms={rtt_ms}" + ("" if mbit is None else f",mbit={mbit}")
         self._own_dir = workdir is None
         self.workdir = Path(workdir) if workdir is not None else None
         self.procs: dict[str, subprocess.Popen] = {}

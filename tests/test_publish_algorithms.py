@@ -1,4 +1,7 @@
-"""Publishing algorithms: Samarati, Incognito, Flash, Datafly, Mondrian (seed 000 §20.3.1; seed 001).
+"""Publishing algorithms: Samarati, Incognito, Flash, Datafly, Mondrian.
+
+Background: Aggarwal, *Data Mining: The Textbook*, Springer 2015, §20.3.1; each algorithm's own
+paper is named in its module.
 
 Oracles we did not write:
 
@@ -9,10 +12,10 @@ Oracles we did not write:
 * exhaustive lattice search (every node checked from the rows by pandas groupby, not by the
   frequency-set engine) for "same minimal nodes / same lowest height" on random small tables.
 
-Textbook examples: seed 000 Tables 20.1–20.3 (medical records, voter list, 3-anonymous release;
-the tables are images in the seed, the values here are reconstructed from its text: rows 1, 3, 6
-share age band and ZIP prefix and all have HIV; William is the only voter matching the Hepatitis C
-record; the release is <A1, Z2>).
+Textbook examples: Aggarwal 2015, Tables 20.1–20.3 (medical records, voter list, 3-anonymous
+release; the tables are images in our copy of the book, the values here are reconstructed from
+its text: rows 1, 3, 6 share age band and ZIP prefix and all have HIV; William is the only voter
+matching the Hepatitis C record; the release is <A1, Z2>).
 """
 
 from __future__ import annotations
@@ -373,9 +376,9 @@ def test_mondrian_hierarchy_labels(adult):
         assert 17 <= int(lo) <= int(hi or lo) <= 90
 
 
-# ---------------------------------------------------------------- textbook (seed 000)
+# ---------------------------------------------------------------- textbook (Aggarwal 2015, §20.3)
 def _textbook():
-    """Seed 000 Table 20.1 (reconstructed): SSN, Age, ZIP, Disease; Fig. 20.1 hierarchies."""
+    """Aggarwal 2015, Table 20.1 (reconstructed): SSN, Age, ZIP, Disease; Fig. 20.1 hierarchies."""
     df = pd.DataFrame(
         {
             "SSN": ["012-345-6789", "823-627-9231", "987-654-3210", "382-827-8264", "847-872-7276", "422-061-0089"],

@@ -4,9 +4,12 @@ Oracles we did not write: pycanon (k, distinct l, entropy l, t-closeness; given 
 0..n-1 index because it selects rows by position after collecting index labels), scipy's
 linear-programming solver (EMD with any ground distance), scipy.stats.entropy (KL), pandas
 groupby (equivalence classes). pycanon 1.0.1's recursive (c,l) sorts the counts ascending
-and returns NaN when l = 1, so (c,l) is checked against a direct transcription of eq. 20.11.
-Textbook examples: seed 004 Tables 1-1, 1-3, 1-4, 1-5 (text tables), seed 000 §20.3's
-statements about Table 20.3 (the tables themselves are images), Li et al. 2007's salary example.
+and returns NaN when l = 1, so (c,l) is checked against a direct transcription of eq. 20.11 of
+Aggarwal, *Data Mining: The Textbook*, Springer 2015.
+Textbook examples: Tables 1-1, 1-3, 1-4, 1-5 of the privacy-leakage thesis ([LeakageThesis] §1.1,
+§1.2.1, docs/references.md; text tables), Aggarwal 2015 §20.3's statements about Table 20.3 (the
+tables themselves are images in our copy), and the salary example of Li, Li, Venkatasubramanian,
+"t-Closeness: privacy beyond k-anonymity and l-diversity", ICDE 2007.
 """
 
 from __future__ import annotations
@@ -424,7 +427,7 @@ def test_tcloseness_hierarchical_with_sensitive_hierarchy(subset, hier):
 
 # ------------------------------------------------------------------ textbook examples
 T11 = pd.DataFrame(
-    {  # seed 004 Table 1-1 (medical table; disease is sensitive)
+    {  # [LeakageThesis] Table 1-1 (medical table; disease is sensitive)
         "id": [f"t{i}" for i in range(1, 10)],
         "age": [41, 40, 41, 44, 44, 45, 41, 42, 43],
         "sex": ["F", "F", "M", "M", "M", "M", "M", "M", "F"],
@@ -434,7 +437,7 @@ T11 = pd.DataFrame(
 )
 
 
-def _seed004_release(groups):
+def _thesis_release(groups):
     rows = []
     for (age, sex, zp), ids in groups:
         for i in ids:
@@ -442,25 +445,27 @@ def _seed004_release(groups):
     return pd.DataFrame(rows)
 
 
-def test_seed004_tables():
+def test_leakage_thesis_tables_1_1_to_1_5():
+    """[LeakageThesis] Tables 1-1 (k = 1: the linkage attack), 1-3 (3-anonymous, 2-diverse), 1-4
+    (3-anonymous, 1-diverse: the homogeneity attack) and 1-5 (3-anonymous, 3-diverse)."""
     q = ["age", "sex", "zip"]
     rep = M.measure_release(T11, q, ["disease"], ["id"])
     assert rep["k"] == 1  # Frank (45, M, 734532) is unique: linkage attack
-    t13 = _seed004_release(
+    t13 = _thesis_release(
         [
             (("40-41", "*", "7345*"), ["t1", "t2", "t7"]),
             (("44-45", "M", "7345*"), ["t4", "t5", "t6"]),
             (("41-43", "*", "7345*"), ["t3", "t8", "t9"]),
         ]
     )
-    t14 = _seed004_release(
+    t14 = _thesis_release(
         [
             (("40-41", "*", "7345*"), ["t1", "t2", "t3"]),
             (("44-45", "M", "7345*"), ["t4", "t5", "t6"]),
             (("41-43", "*", "7345*"), ["t7", "t8", "t9"]),
         ]
     )
-    t15 = _seed004_release(
+    t15 = _thesis_release(
         [
             (("40-41", "*", "7345*"), ["t1", "t2", "t7"]),
             (("43-44", "*", "73455*"), ["t4", "t5", "t9"]),
@@ -477,10 +482,11 @@ def test_seed004_tables():
     assert M.measure_release(t14, q, ["disease"], ["id"])["sensitive_attributes"]["disease"]["l_entropy"] == 1.0
 
 
-def test_seed000_table_20_3_facts():
-    """§20.3.1/§20.3.2: Table 20.3 has two classes, rows {1,3,6} and {2,4,5}, so k = 3; rows 1, 3, 6 all
-    have HIV, so the table is only 1-diverse. (The tables are images in the seed; only these facts are
-    stated in its text, the other diseases here are placeholders.)"""
+def test_aggarwal_table_20_3_facts():
+    """Aggarwal 2015, §20.3.1/§20.3.2: Table 20.3 has two classes, rows {1,3,6} and {2,4,5}, so
+    k = 3; rows 1, 3, 6 all have HIV, so the table is only 1-diverse. (The tables are images in our
+    copy of the book; only these facts are stated in its text, the other diseases here are
+    placeholders.)"""
     rel = pd.DataFrame(
         {
             "index": [1, 2, 3, 4, 5, 6],
@@ -515,7 +521,7 @@ def test_full_domain_metrics_bottom_and_top(table):
     assert M.ncp(table, *bottom, suppressed=sup)["ncp"] == 1.0
 
 
-def test_il_total_seed004_by_hand():
+def test_il_total_by_hand():
     df = pd.DataFrame({"age": [20, 30, 40, 50], "sex": ["M", "F", "M", "M"], "s": list("abab")})
     t = EncodedTable.encode(
         df, Schema(["age", "sex"], ["s"]), {"age": Hierarchy.intervals("age", df["age"], (10, 20, 40))}

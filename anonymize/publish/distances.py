@@ -2,11 +2,12 @@
 
 * :func:`class_entropy`, :func:`sorted_desc` — per-class entropy and sorted counts
   (entropy and recursive (c,l)-diversity, Machanavajjhala, Kifer, Gehrke, Venkitasubramaniam,
-  "l-Diversity: privacy beyond k-anonymity", ACM TKDD 1(1), 2007; Aggarwal 2015, eq. 20.10–20.11);
+  "l-Diversity: privacy beyond k-anonymity", ACM TKDD 1(1), 2007; Aggarwal, *Data Mining: The
+  Textbook*, Springer 2015, eqs. 20.10–20.11);
 * :func:`probabilities` — per-class distributions of a ``(C, V)`` count matrix;
 * t-closeness distances between a class distribution P and the table's Q (Li, Li,
   Venkatasubramanian, "t-Closeness: privacy beyond k-anonymity and l-diversity", ICDE 2007;
-  Aggarwal 2015, eq. 20.12–20.14): :func:`variational`, :func:`kl_divergence`,
+  Aggarwal 2015, eqs. 20.12–20.14): :func:`variational`, :func:`kl_divergence`,
   :func:`emd_ordered`, :func:`emd_hierarchical`, and :func:`t_distances` which picks one.
 """
 
@@ -55,13 +56,13 @@ def probabilities(hist: np.ndarray) -> np.ndarray:
 
 
 def variational(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
-    """Variational distance, seed 000 eq. 20.13: Σ|p_i − q_i| / 2. Equals EMD with the equal
+    """Variational distance (Aggarwal 2015, eq. 20.13): Σ|p_i − q_i| / 2. Equals EMD with the equal
     ground distance (Li, Li, Venkatasubramanian 2007, §4.2)."""
     return 0.5 * np.abs(P - Q[None, :]).sum(axis=1)
 
 
 def kl_divergence(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
-    """Kullback–Leibler distance, seed 000 eq. 20.14: Σ p_i (log p_i − log q_i) (natural log).
+    """Kullback–Leibler distance (Aggarwal 2015, eq. 20.14): Σ p_i (log p_i − log q_i) (natural log).
     Q is the whole table's distribution, so q_i > 0 wherever p_i > 0."""
     with np.errstate(divide="ignore", invalid="ignore"):
         term = np.where(P > 0, P * (np.log(np.where(P > 0, P, 1)) - np.log(np.where(Q > 0, Q, 1))[None, :]), 0.0)
@@ -111,8 +112,8 @@ def t_distances(
     stats: ClassStats, j: int, distance: str = "emd", ground: str | None = None, hierarchy: Hierarchy | None = None
 ) -> np.ndarray:
     """Per-class distance between the class's distribution of sensitive attribute ``j`` and the
-    table's (seed 000 eq. 20.12–20.14; Li et al. 2007). ``ground=None`` → ``ordered`` for numeric
-    attributes, ``equal`` otherwise (what ARX and pycanon do)."""
+    table's (Aggarwal 2015, eqs. 20.12–20.14; Li, Li, Venkatasubramanian 2007). ``ground=None`` →
+    ``ordered`` for numeric attributes, ``equal`` otherwise (what ARX and pycanon do)."""
     P = probabilities(stats.sens_hist[j])
     Q = np.asarray(stats.global_dist[j], dtype=np.float64)
     if distance == "variational":

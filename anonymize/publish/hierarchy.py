@@ -1,6 +1,6 @@
 """Value generalization hierarchies (one per quasi-identifier), ARX CSV format.
 
-Model (Aggarwal, *Data Mining: The Textbook*, §20.3.1, Fig. 20.1; seed 000):
+Model (Aggarwal, *Data Mining: The Textbook*, Springer 2015, §20.3.1, Fig. 20.1):
 a hierarchy is a tree whose leaves are the attribute's original values and
 whose level ``h`` nodes are the generalized values of full-domain level
 ``A_h``; the root (``*``) is column suppression. ARX stores it as a CSV
@@ -174,14 +174,14 @@ class Hierarchy:
                     f"{where}: '{lab}' at level {h} has several parents at level {h + 1} "
                     f"({', '.join(map(repr, parents[:3]))}); a hierarchy must be a tree"
                 )
-        order = np.argsort(nums, kind="stable") if is_num else None
+        order = np.argsort(nums, kind="stable") if nums is not None and is_num else None
         if is_num and not cls._contiguous(codes[:, order]):
             is_num = False  # numeric leaves whose groups are not value intervals: treat as categorical
         if not is_num:
             # group leaves of each node together: sort by ancestor codes, top level first
             order = np.lexsort(tuple(codes[h] for h in range(n_lev)))  # last key = top level
         grid = grid[order]
-        leaves = nums[order] if is_num else grid[:, 0].copy()
+        leaves = nums[order] if nums is not None and is_num else grid[:, 0].copy()
         maps = np.empty((n_lev, len(grid)), dtype=np.int32)
         labels = []
         for h in range(n_lev):
@@ -316,9 +316,10 @@ class Hierarchy:
     def masking(cls, name: str, values) -> Hierarchy:
         """Masking hierarchy for code-like strings (ZIP): mask one more trailing character per level.
 
-        ``47677 → 4767* → 476** → 47*** → 4**** → *`` (seed 000 Fig. 20.2 uses
-        this style for ZIP codes). Values of different lengths are masked from
-        the right as well; the top level is ``*``.
+        ``47677 → 4767* → 476** → 47*** → 4**** → *`` (one common ZIP hierarchy;
+        Aggarwal 2015, §20.3.1 and Figs. 20.1–20.2, discusses value and domain hierarchies
+        for ZIP codes in general). Values of different lengths are masked from the right
+        as well; the top level is ``*``.
         """
         vals = pd.Series(np.asarray(values).ravel())
         if vals.isna().any():
@@ -383,7 +384,9 @@ class Hierarchy:
     def node_range(self, h: int) -> tuple[np.ndarray, np.ndarray]:
         """Per node at level ``h``: numeric → (min, max) leaf value under it;
         categorical → (first, last) leaf code, so ``hi - lo + 1`` = leaves under it.
-        Used by NCP (seed 002 §2.2.1; Xu et al. 2006)."""
+        Used by NCP (Jiang, Zeng, Ma, "Greedy clustering-anonymity method for privacy
+        preservation of table data-publishing", Journal of Software 28(2), 2017, §2.2.1;
+        Xu et al., "Utility-based anonymization using local recoding", KDD 2006)."""
         first, last = self.node_span(h)
         if self.numeric:
             return self.leaves[first], self.leaves[last]
@@ -433,8 +436,9 @@ class Hierarchy:
         else:
             if self._lookup is None:
                 self._lookup = pd.Index(self.leaves.astype(str))
+            lookup: pd.Index = self._lookup
             fcodes, uniq = pd.factorize(s)
-            ucodes = self._lookup.get_indexer(np.array([value_str(v) for v in uniq], dtype=object))
+            ucodes = lookup.get_indexer(np.array([value_str(v) for v in uniq], dtype=object))
             codes = ucodes[fcodes]
             ok = codes >= 0
         if not np.all(ok):

@@ -13,11 +13,13 @@ anonymizing biomedical data", AMIA 2014: ``isMonotonicWithGeneralization``,
 
 ``monotone_generalization``
     merging classes that all satisfy the model gives a class that satisfies it. Holds for
-    k-anonymity; distinct l-diversity; entropy l-diversity (entropy is concave,
-    Machanavajjhala et al. 2007); recursive (c,l)-diversity (ibid.); and t-closeness for every
-    distance here (each is convex in the class distribution P for fixed Q, so a merged class's
-    distance is at most the larger of its parts', Li, Li, Venkatasubramanian 2007) —
-    Aggarwal 2015, §20.3.2–20.3.3. Full-domain searches without suppression prune on it.
+    k-anonymity; distinct l-diversity; entropy l-diversity (entropy is concave; Machanavajjhala,
+    Kifer, Gehrke, Venkitasubramaniam, "l-Diversity: privacy beyond k-anonymity", ACM TKDD 2007);
+    recursive (c,l)-diversity (ibid.); and t-closeness for every distance here (each is convex in
+    the class distribution P for fixed Q, so a merged class's distance is at most the larger of
+    its parts'; Li, Li, Venkatasubramanian, "t-Closeness: privacy beyond k-anonymity and
+    l-diversity", ICDE 2007) — Aggarwal, *Data Mining: The Textbook*, Springer 2015, Lemmas
+    20.3.1–20.3.3 and exercises 20.8.9, 20.8.11. Full-domain searches without suppression prune on it.
 ``monotone_suppression``
     with a suppression budget, "the rows in failing classes" can only shrink under
     generalization: a merged class fails only if every part failed, i.e. a passing class

@@ -1,4 +1,7 @@
-"""Writing the release: generalized values, ranges, ``*`` or class means (Aggarwal §20.3.1, seed 000).
+"""Writing the release: generalized values, ranges, ``*`` or class means.
+
+Generalization, suppression and Mondrian's class summaries as in Aggarwal, *Data Mining: The
+Textbook*, Springer 2015, §20.3.1.
 
 A release replaces every quasi-identifier cell by what the algorithm decided, and leaves the other
 columns as they are (identifiers are already dropped by :class:`.table.EncodedTable`):
@@ -8,8 +11,9 @@ columns as they are (identifiers are already dropped by :class:`.table.EncodedTa
   text, e.g. ``20-24`` or ``Higher education``);
 * **partitions** (Mondrian): a numeric QI becomes the range ``lo-hi`` of the values in the class
   (a single value when they are all equal); a categorical QI becomes the label of the lowest
-  hierarchy node covering the class's values (seed 001 "data aggregation");
-* ``numeric_output='mean'`` replaces numeric QIs by the class mean instead (seed 000 §20.3.1.3,
+  hierarchy node covering the class's values (generalization along the value hierarchy,
+  Aggarwal 2015, §20.3.1);
+* ``numeric_output='mean'`` replaces numeric QIs by the class mean instead (Aggarwal 2015, §20.3.1.3,
   "the mean of each dimension can be reported for each anonymized group");
 * **suppressed rows** (full-domain searches' tuple suppression) get ``*`` in every QI
   (``suppressed_rows='star'``, what ARX publishes) or are left out (``'drop'``).

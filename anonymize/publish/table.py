@@ -1,9 +1,10 @@
 """The table to publish: a DataFrame plus a schema, encoded once as integer codes.
 
-Attribute roles follow Aggarwal §20.3 (seed 000): explicit identifiers are
-removed before anything else; quasi-identifiers (QIs) are generalized through
-their hierarchies; sensitive attributes are released as they are and are what
-l-diversity / t-closeness protect; insensitive attributes pass through.
+Attribute roles follow Aggarwal, *Data Mining: The Textbook*, Springer 2015,
+§20.3: explicit identifiers are removed before anything else; quasi-identifiers
+(QIs) are generalized through their hierarchies; sensitive attributes are
+released as they are and are what l-diversity / t-closeness protect;
+insensitive attributes pass through.
 
 Every algorithm works on :class:`EncodedTable`: ``qi_codes`` (leaf codes, one
 column per QI) and ``sens_codes`` (value codes, one column per sensitive
@@ -138,7 +139,7 @@ class EncodedTable:
 
     @classmethod
     def encode(cls, df: pd.DataFrame, schema: Schema, hierarchies: dict[str, Hierarchy] | None = None) -> EncodedTable:
-        """Validate and encode ``df`` (seed 000 §20.3 attribute roles).
+        """Validate and encode ``df`` (attribute roles of Aggarwal 2015, §20.3).
 
         Missing QI hierarchies are built by :func:`auto_hierarchy`. Errors
         (:class:`AnonymizeError`, one line): unknown column, a column in two

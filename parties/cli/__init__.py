@@ -42,6 +42,11 @@ VERB_MODULES: list[str] = [
     "parties.cli.bench",
     "parties.cli.anonymize",
     "parties.cli.check",
+    "parties.cli.perturb",
+    "parties.cli.dp",
+    "parties.cli.attack",
+    "parties.cli.audit",
+    "parties.cli.hide_rules",
 ]
 
 

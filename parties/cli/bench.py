@@ -61,14 +61,19 @@ def _throughput(op: str, parties: int, size: int, seconds: float) -> float:
     return items / seconds if seconds > 0 else float("inf")
 
 
-def run_bench(plan: dict, *, seed: int = 1, repeat: int = 1, operations=None, progress=None) -> list[dict]:
-    """Run the plan on a fresh 3-party local cluster; one result dict per operation (best of ``repeat``)."""
+def run_bench(
+    plan: dict, *, seed: int = 1, repeat: int = 1, operations=None, progress=None, link_shape=None
+) -> list[dict]:
+    """Run the plan on a fresh 3-party local cluster; one result dict per operation (best of ``repeat``).
+
+    ``link_shape``: ``(rtt_ms, mbit)`` emulates a WAN link between the daemons (:mod:`parties.shaping`).
+    """
     from ..local_cluster import LocalCluster
 
     ops = [o for o in OPERATIONS if operations is None or o in operations]
     results = []
     n_max = max(plan[o][0] for o in ops)
-    with LocalCluster(n_max, log_level="WARNING") as cluster:
+    with LocalCluster(n_max, log_level="WARNING", link_shape=link_shape) as cluster:
         for op in ops:
             n, size = plan[op]
             names = cluster.names[:n]
@@ -91,6 +96,8 @@ def run_bench(plan: dict, *, seed: int = 1, repeat: int = 1, operations=None, pr
                     "seconds": round(seconds, 6),
                     "per_second": round(_throughput(op, n, size, seconds), 1),
                     "bytes": int(sum(v["bytes"] for v in out.values())),
+                    "bytes_per_party": {p: int(v["bytes"]) for p, v in out.items()},
+                    "network_waits": max(int(v.get("waits", 0)) for v in out.values()),
                     "correct": correct,
                     "unit": UNIT[op],
                     "wall_seconds": round(wall, 6),
@@ -119,13 +126,16 @@ def _fmt_bytes(b: int) -> str:
 
 
 def format_table(rows: list[dict]) -> str:
-    head = f"{'operation':<26}{'parties':>8}{'size':>11}{'seconds':>10}  {'throughput':<22}{'bytes':>11}  correct"
+    head = (
+        f"{'operation':<26}{'parties':>8}{'size':>11}{'seconds':>10}  {'throughput':<22}{'bytes':>11}"
+        f"{'net waits':>10}  correct"
+    )
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(
             f"{r['operation']:<26}{r['parties']:>8}{r['size']:>11,}{r['seconds']:>10.3f}  "
-            f"{_fmt_rate(r['per_second']) + r['unit'] + '/s':<22}{_fmt_bytes(r['bytes']):>11}  "
-            f"{'yes' if r['correct'] else 'NO'}"
+            f"{_fmt_rate(r['per_second']) + r['unit'] + '/s':<22}{_fmt_bytes(r['bytes']):>11}"
+            f"{r.get('network_waits', 0):>10}  {'yes' if r['correct'] else 'NO'}"
         )
     return "\n".join(lines)
 
@@ -142,6 +152,11 @@ def _cmd(args) -> int:
             raise CLIError(f"unknown operation(s) {', '.join(bad)} (choose from {', '.join(OPERATIONS)})")
     if args.repeat < 1:
         raise CLIError("--repeat must be at least 1")
+    shape = None
+    if args.rtt_ms is not None or args.mbit is not None:
+        if (args.rtt_ms or 0) < 0 or (args.mbit is not None and args.mbit <= 0):
+            raise CLIError("--rtt-ms must be >= 0 and --mbit > 0")
+        shape = (args.rtt_ms or 0.0, args.mbit)
 
     def progress(row):
         if not args.json:
@@ -158,7 +173,7 @@ def _cmd(args) -> int:
             file=sys.stderr,
             flush=True,
         )
-    rows = run_bench(plan, seed=args.seed, repeat=args.repeat, operations=ops, progress=progress)
+    rows = run_bench(plan, seed=args.seed, repeat=args.repeat, operations=ops, progress=progress, link_shape=shape)
     if args.json:
         print(json.dumps({"results": rows}, indent=1))
     else:
@@ -179,4 +194,6 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=1, help="seed of the random inputs (default 1)")
     p.add_argument("--repeat", type=int, default=1, help="runs per operation; the best is reported")
     p.add_argument("--only", metavar="OPS", help="comma-separated subset of operations")
+    p.add_argument("--rtt-ms", type=float, help="emulated round-trip time per link between the daemons (ms)")
+    p.add_argument("--mbit", type=float, help="emulated bandwidth per link between the daemons (Mbit/s)")
     p.set_defaults(func=_cmd)

@@ -140,6 +140,8 @@ def run_local(
     timeout: float = 3600,
     reveal_counts: bool = True,
     candidates: str = "union",
+    counting: str = "auto",
+    link_shape: tuple[float, float | None] | None = None,
 ) -> dict:
     """Partition ``path`` into ``n`` shares, start ``n`` local daemons, mine jointly; the analyst's JSON."""
     from ..joint.partition import load_transactions, save_npz, split_horizontal, split_vertical, write_fimi
@@ -164,6 +166,8 @@ def run_local(
             params["n_items"] = int(db.items.max()) + 1 if db.items.size else 1
             params["reveal_counts"] = reveal_counts
             params["candidates"] = candidates
+        else:
+            params["counting"] = counting
         if progress:
             print(
                 f"starting {n} party daemons on loopback (mTLS, fresh certificates); "
@@ -173,7 +177,9 @@ def run_local(
             )
         # the analyst holds the whole file here, so the parties' default minimum of 3 for
         # sum-style jobs (parties.policy) protects nobody: allow --local 2
-        with LocalCluster(n, workdir=Path(d) / "cluster", data=data, policy={"min_parties": 2}) as cluster:
+        with LocalCluster(
+            n, workdir=Path(d) / "cluster", data=data, link_shape=link_shape, policy={"min_parties": 2}
+        ) as cluster:
             follower = _LogFollower(cluster, "p0") if progress else None
             if follower:
                 follower.start()
@@ -197,6 +203,7 @@ def _merge(out: dict, split: str, wall: float) -> dict:
     proto["parties"] = list(out)
     proto["bytes_sent"] = {p: v["protocol"]["bytes_sent"] for p, v in out.items()}
     proto["bytes_total"] = sum(proto["bytes_sent"].values())
+    proto["network_waits"] = {p: v.get("network", {}).get("waits", 0) for p, v in out.items()}
     proto["wall_seconds"] = round(wall, 6)
     return {
         "transactions": reporter["transactions"],
@@ -216,6 +223,7 @@ def run_remote(
     timeout: float = 3600,
     reveal_counts: bool = True,
     candidates: str = "union",
+    counting: str = "auto",
 ) -> dict:
     """Run the joint job on the daemons listed in an analyst config."""
     from ..client import run_job, run_sync
@@ -228,6 +236,8 @@ def run_remote(
         params["n_items"] = n_items
         params["reveal_counts"] = reveal_counts
         params["candidates"] = candidates
+    else:
+        params["counting"] = counting
     t0 = time.perf_counter()
     out = run_sync(run_job(peers, f"mine.{split}", params, creds=creds, timeout=timeout))
     return _merge(out, split, time.perf_counter() - t0)
@@ -282,6 +292,15 @@ def _cmd(args) -> int:
         raise CLIError("--private-counts applies to joint horizontal jobs (--split horizontal)")
     if args.parties and args.local:
         raise CLIError("give either --parties or --local, not both")
+    if args.counting != "auto" and args.split != "vertical":
+        raise CLIError("--counting applies to joint vertical jobs (--split vertical)")
+    shape = None
+    if args.rtt_ms is not None or args.mbit is not None:
+        if not args.local:
+            raise CLIError("--rtt-ms/--mbit emulate a WAN between local daemons: use them with --local")
+        if (args.rtt_ms or 0) < 0 or (args.mbit is not None and args.mbit <= 0):
+            raise CLIError("--rtt-ms must be >= 0 and --mbit > 0")
+        shape = (args.rtt_ms or 0.0, args.mbit)
     if args.parties:
         if not args.split:
             raise CLIError("--split horizontal|vertical is required with --parties")
@@ -296,6 +315,7 @@ def _cmd(args) -> int:
             args.max_len,
             reveal_counts=not args.private_counts,
             candidates=args.candidates,
+            counting=args.counting,
         )
     else:
         if not args.file:
@@ -317,6 +337,8 @@ def _cmd(args) -> int:
                 progress=not args.json,
                 reveal_counts=not args.private_counts,
                 candidates=args.candidates,
+                counting=args.counting,
+                link_shape=shape,
             )
         else:
             from ..joint.partition import load_transactions
@@ -375,6 +397,16 @@ def register(sub) -> None:
         "somewhere, found by secure set union; 'all' skips the union and tests every public "
         "candidate (reveals less, faster on dense data); 'auto' picks per level by the number of candidates",
     )
+    p.add_argument(
+        "--counting",
+        choices=["auto", "product", "encrypted"],
+        default="auto",
+        help="vertical: how two-owner candidates are counted: 'product' (OT-batched Gilboa products), "
+        "'encrypted' (LWE-encrypted columns, traffic per column not per candidate) or 'auto' (per level, "
+        "by estimated cost; default). Neither reveals an infrequent count",
+    )
+    p.add_argument("--rtt-ms", type=float, help="with --local: emulated round-trip time per link (ms)")
+    p.add_argument("--mbit", type=float, help="with --local: emulated bandwidth per link (Mbit/s)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("-o", "--output", help="also write the JSON result to this file (atomically)")
     p.set_defaults(func=_cmd)

@@ -11,13 +11,35 @@ daemon log — never data.
 
 from __future__ import annotations
 
+import os
 import time
 
-from ..joint import JointResult, mine_horizontal, mine_vertical
+from ..joint import JointResult, check_all, mine_horizontal, mine_vertical
+from ..joint.memory import estimate_file_bytes, estimate_job_bytes
 from ..joint.partition import load_transactions
+from ..shaping import WaitCounter
 from . import JobContext, JobError, job
 
 __all__ = ["result_json"]
+
+DEFAULT_MAX_JOB_MEMORY = 2 << 30
+
+
+def _memory_limit(ctx: JobContext) -> int:
+    limits = getattr(ctx.config, "limits", None)
+    return int(getattr(limits, "max_job_memory_bytes", DEFAULT_MAX_JOB_MEMORY))
+
+
+async def _check_memory(ctx: JobContext, need: int | None) -> None:
+    """Refuse the job on every party, with one line, if any party's estimate exceeds its limit."""
+    limit = _memory_limit(ctx)
+    problem = None
+    if need is not None and need > limit:
+        problem = (
+            f"would need about {need / 2**20:,.0f} MiB for this job, over its [limits] max_job_memory_bytes "
+            f"({limit / 2**20:,.0f} MiB)"
+        )
+    await check_all(ctx.ch, "memory", problem)
 
 
 def result_json(res: JointResult, with_result: bool) -> dict:
@@ -45,8 +67,16 @@ def _common(ctx: JobContext):
         raise JobError("parameter 'min_support' must be a decimal string or number")
     mc = ctx.params.get("min_confidence")
     max_len = ctx.params.get("max_len")
+    path = ctx.data_path("transactions")
+    limit = _memory_limit(ctx)
+    if estimate_file_bytes(path, os.path.getsize(path)) > limit:
+        raise JobError(
+            f"party {ctx.name!r}: loading its transactions would need about "
+            f"{estimate_file_bytes(path, os.path.getsize(path)) / 2**20:,.0f} MiB, over its [limits] "
+            f"max_job_memory_bytes ({limit / 2**20:,.0f} MiB)"
+        )
     try:
-        db = load_transactions(ctx.data_path("transactions"))
+        db = load_transactions(path)
     except ValueError as e:
         raise JobError(f"party {ctx.name!r} cannot read its transactions file") from e
     report_to = ctx.params.get("report_to", ctx.parties[0])
@@ -54,7 +84,7 @@ def _common(ctx: JobContext):
 
 
 def _progress(ctx: JobContext):
-    return lambda line: ctx.log.info("session %s %s", ctx.session[:8], line)
+    return lambda line: ctx.log.info("session %s %s", ctx.session, line)
 
 
 @job("mine.horizontal")
@@ -62,6 +92,7 @@ async def mine_horizontal_job(ctx: JobContext) -> dict:
     """Kantarcioglu–Clifton mining of horizontally partitioned data; params min_support, n_items, ..."""
     ms, mc, max_len, db, report = _common(ctx)
     n_items = ctx.param("n_items", int, min=1)
+    await _check_memory(ctx, estimate_job_bytes(db, "horizontal"))
     t0 = time.perf_counter()
     try:
         res = await mine_horizontal(
@@ -79,20 +110,30 @@ async def mine_horizontal_job(ctx: JobContext) -> dict:
         raise JobError(str(e)) from None
     out = result_json(res, report)
     out["seconds"] = time.perf_counter() - t0
+    out["network"] = dict(WaitCounter.of(ctx.ch.state))
     return out
 
 
 @job("mine.vertical", sum_style=False)
 async def mine_vertical_job(ctx: JobContext) -> dict:
-    """Vaidya–Clifton mining of vertically partitioned data; params min_support, ..."""
+    """Vaidya–Clifton mining of vertically partitioned data; params min_support, counting, ..."""
     ms, mc, max_len, db, report = _common(ctx)
+    counting = ctx.param("counting", str, "auto")
+    await _check_memory(ctx, estimate_job_bytes(db, "vertical"))
     t0 = time.perf_counter()
     try:
         res = await mine_vertical(
-            ctx.ch, db, min_support=ms, min_confidence=mc, max_len=max_len, progress=_progress(ctx)
+            ctx.ch,
+            db,
+            min_support=ms,
+            min_confidence=mc,
+            max_len=max_len,
+            counting=counting,
+            progress=_progress(ctx),
         )
     except ValueError as e:
         raise JobError(str(e)) from None
     out = result_json(res, report)
     out["seconds"] = time.perf_counter() - t0
+    out["network"] = dict(WaitCounter.of(ctx.ch.state))
     return out

@@ -107,7 +107,9 @@ async def bench_mpc(ctx) -> dict:
     t0 = time.perf_counter()
     out = await RUNNERS[op](ch, me, inp, size)
     seconds = time.perf_counter() - t0
-    return {"seconds": seconds, "bytes": ch.bytes_sent - b0, "output": out}
+    from ..shaping import WaitCounter
+
+    return {"seconds": seconds, "bytes": ch.bytes_sent - b0, "output": out, "waits": WaitCounter.of(ch.state)["waits"]}
 
 
 @job("secure_sum")

@@ -50,7 +50,13 @@ from anonymize.itemsets import (
 )
 from mpc.channel import Channel, agree, scoped
 from mpc.errors import ProtocolError
-from mpc.secure_sum import secure_sum, secure_sum_threshold
+from mpc.secure_sum import (
+    ratio_bound_bits,
+    ratio_threshold_inputs,
+    secure_sum,
+    secure_sum_threshold,
+    threshold_leakage,
+)
 from mpc.set_union import secure_set_union
 
 from .common import JointResult, PhaseClock, ProgressFn, check_all, confidence_ratio, support_ratio
@@ -135,8 +141,9 @@ async def mine_horizontal(
     res.rounds += 3
     t = clk.add("setup", t)
     D, M = s.denominator, s.numerator
-    # |Σ_i (D·count_i − M·|DB_i|)| ≤ (D + M)·N: compare in the smallest ring that holds it (public)
-    bound = min(62, max(1, ((D + M) * max(N, 1)).bit_length()))
+    # |Σ_i (D·count_i − M·|DB_i|)| ≤ (D + M)·N: compare in the smallest ring that holds it (public);
+    # refused on every party (InputRangeError) if D·count could wrap in int64
+    bound = ratio_bound_bits(s, N)
     levels: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     cand = np.arange(n_items, dtype=np.int64).reshape(-1, 1)
     k = 1
@@ -152,7 +159,7 @@ async def mine_horizontal(
             t = clk.add("secure_union", t)
         else:
             U = np.arange(cand.shape[0], dtype=np.int64)
-        x = D * counts[U] - M * n_local  # Σ_i x_i ≥ 0 ⟺ Σ count_i ≥ s·N
+        x, _ = ratio_threshold_inputs(counts[U], n_local, s, bound=N)  # Σ_i x_i ≥ 0 ⟺ Σ count_i ≥ s·N
         frequent = await secure_sum_threshold(ch, x.astype(np.int64), 0, tag=f"L{k}/threshold", bound_bits=bound)
         t = clk.add("secure_threshold", t)
         F = U[frequent]
@@ -188,18 +195,12 @@ def _revealed(parties, candidates: str, reveal_counts: bool, rules: bool) -> lis
 
     Exact for the run's party list: with two parties, N and every revealed
     global count minus a party's own give it the other party's database size
-    and counts. Secure sum with threshold as :func:`mpc.secure_sum.secure_sum_threshold`
-    runs it: the sums are split between two share holders (the first two
-    parties), who together could reconstruct them.
+    and counts. The threshold steps reveal what
+    :func:`mpc.secure_sum.threshold_leakage` says for this party list (its
+    collusion bound).
     """
     two = len(parties) == 2
-    h0, h1 = parties[0], parties[1]
-    threshold = (
-        "secure sum with threshold; each learns only these bits"
-        if two
-        else f"secure sum with threshold; the share holders {h0} and {h1} together could reconstruct the "
-        "sums compared, i.e. the global counts of the candidates tested; no other coalition learns more than the bits"
-    )
+    threshold = threshold_leakage(parties)
     lines = [
         "all parties: the total number of transactions N (secure sum)"
         + ("; with two parties, N minus its own size is the other party's database size" if two else ""),
@@ -257,7 +258,7 @@ async def _rules_by_threshold(ch: Channel, db: TransactionDB, levels, min_confid
     ``Rule``-like tuples ``(antecedent, consequent, None, None)``.
     """
     c = confidence_ratio(min_confidence)
-    Dc, Mc = c.denominator, c.numerator
+    bound = ratio_bound_bits(c, N)  # refuses what would wrap in int64
     groups, xs = [], []
     for Z, sel in _candidate_rules(levels):
         n, k = Z.shape
@@ -266,12 +267,11 @@ async def _rules_by_threshold(ch: Channel, db: TransactionDB, levels, min_confid
         rest = np.nonzero(~sel)[1].reshape(m, k - j)  # consequent positions
         ante = Z[:, pos].reshape(n * m, j)  # row-major: itemset r, mask q → r·m + q
         cz = np.repeat(count_support(db, Z), m)
-        xs.append(Dc * cz - Mc * count_support(db, ante))
+        xs.append(ratio_threshold_inputs(cz, count_support(db, ante), c, bound=N)[0])
         groups.append((ante, Z[:, rest].reshape(n * m, k - j)))
     if not groups:
         return []
     x = np.concatenate(xs)
-    bound = min(62, max(1, ((Dc + Mc) * max(N, 1)).bit_length()))
     ok = await secure_sum_threshold(ch, x.astype(np.int64), 0, tag="rules/threshold", bound_bits=bound)
     out: list[Rule] = []
     at = 0

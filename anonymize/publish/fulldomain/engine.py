@@ -1,13 +1,15 @@
 """Full-domain generalization lattice and frequency-set evaluation of its nodes.
 
-Model (Aggarwal §20.3.1.1–20.3.1.2, seed 000; Samarati 2001; LeFevre, DeWitt,
-Ramakrishnan, *Incognito*, SIGMOD 2005). A node is a vector of levels
-``(l_1, …, l_q)``, one per quasi-identifier, ``0 ≤ l_j ≤ h_j``; it stands for the
-table in which every value of QI ``j`` is replaced by its ancestor at level
-``l_j``. Its height is ``Σ l_j``. A node *satisfies* the privacy models within
-the suppression budget ``MaxSup = ⌊max_suppression · n⌋`` if the rows of the
-equivalence classes that fail some model number at most ``MaxSup`` (those rows
-are suppressed, i.e. released with every QI ``*``).
+Model (Aggarwal, *Data Mining: The Textbook*, Springer 2015, §20.3.1.1–20.3.1.2;
+Samarati, "Protecting respondents' identities in microdata release", IEEE TKDE 2001;
+LeFevre, DeWitt, Ramakrishnan, "Incognito: efficient full-domain k-anonymity",
+SIGMOD 2005). A node is a vector of levels ``(l_1, …, l_q)``, one per
+quasi-identifier, ``0 ≤ l_j ≤ h_j``; it stands for the table in which every
+value of QI ``j`` is replaced by its ancestor at level ``l_j``. Its height is
+``Σ l_j``. A node *satisfies* the privacy models within the suppression budget
+``MaxSup = ⌊max_suppression · n⌋`` if the rows of the equivalence classes that
+fail some model number at most ``MaxSup`` (those rows are suppressed, i.e.
+released with every QI ``*``).
 
 Frequency sets (Incognito §3.2, "rollup"). The frequency set of a node is its
 list of distinct generalized QI tuples with their counts (and, when l-diversity
@@ -264,6 +266,7 @@ class Lattice:
         counts, hist = src.counts, src.hist
         if m == 0:
             return FrequencySet(levels, keys, counts, hist, codes)
+        order: np.ndarray | None
         if self.wide:
             cid, nc = equivalence_classes(codes)
             order = np.argsort(cid, kind="stable")
@@ -322,11 +325,13 @@ class Lattice:
             if levels[j] < src.levels[j]:
                 raise ValueError(f"cannot roll {src.levels} up to {levels}: not a generalization")
         if self.wide:
+            assert src.codes is not None
             codes = src.codes.copy()
             for j in changed:
                 codes[:, j] = self.up(j, src.levels[j], levels[j])[codes[:, j]]
             return self._group(src, levels, None, codes, presorted=False)
         keys = src.keys
+        assert keys is not None
         for j in changed:
             sh = self.shift[j]
             c = (keys >> sh) & self.mask[j] if sh else keys & self.mask[j]
@@ -564,6 +569,7 @@ class Lattice:
         if fs.codes is not None:
             return fs.codes.astype(np.int64)
         out = np.empty((fs.size, self.q), dtype=np.int64)
+        assert fs.keys is not None
         for j in range(self.q):
             out[:, j] = (fs.keys >> self.shift[j]) & self.mask[j]
         return out
@@ -607,6 +613,7 @@ class Lattice:
         pending = info._pending
         if pending is None:
             return info
+        assert isinstance(pending, tuple)
         sq_all, sub = pending
         per_node, totals = self.loss_tables()
         fc = sub.counts

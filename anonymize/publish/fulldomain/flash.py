@@ -2,7 +2,8 @@
 (Kohlmayer, Prasser, Eckert, Kemper, Kuhn, "Flash: efficient, stable and optimal k-anonymity",
 IEEE PASSAT 2012 — the search ARX uses).
 
-Not in the seed; added because Incognito (:mod:`.incognito`) checks every minimal node of every
+Not in Aggarwal's survey of full-domain algorithms (*Data Mining: The Textbook*, Springer 2015,
+§20.3.1); added because Incognito (:mod:`.incognito`) checks every minimal node of every
 attribute subset — on Adult with 8 QIs about 6,500 checks, most of them lattice roots whose
 frequency sets must come from the bottom — while the full lattice has only ~1,100 border nodes.
 

@@ -1,11 +1,12 @@
 """The full-domain generalization lattice as index arithmetic, and predictive tagging.
 
 A node is a vector of levels ``(l_1, …, l_q)``, ``0 ≤ l_j ≤ h_j`` (Samarati, "Protecting
-respondents' identities in microdata release", IEEE TKDE 13(6), 2001; Aggarwal 2015,
-§20.3.1.1). :class:`LatticeGrid` numbers the nodes row-major and lists each node's direct
-generalizations and specializations; :func:`tag_closure` propagates a PASS / FAIL tag to every
-node above / below (Kohlmayer, Prasser, Eckert, Kemper, Kuhn, "Flash: efficient, stable and
-optimal k-anonymity", IEEE SocialCom/PASSAT 2012 — "predictive tagging").
+respondents' identities in microdata release", IEEE TKDE 13(6), 2001; Aggarwal, *Data
+Mining: The Textbook*, Springer 2015, §20.3.1.1). :class:`LatticeGrid` numbers the nodes
+row-major and lists each node's direct generalizations and specializations; :func:`tag_closure`
+propagates a PASS / FAIL tag to every node above / below (Kohlmayer, Prasser, Eckert, Kemper,
+Kuhn, "Flash: efficient, stable and optimal k-anonymity", IEEE SocialCom/PASSAT 2012 —
+"predictive tagging").
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """Incognito: every minimal full-domain generalization (LeFevre, DeWitt, Ramakrishnan, SIGMOD 2005;
-Aggarwal §20.3.1.2, seed 000).
+Aggarwal, *Data Mining: The Textbook*, Springer 2015, §20.3.1.2).
 
-The algorithm, as in the paper and the seed:
+The algorithm, as in the paper and in Aggarwal's summary of it:
 
 1. For ``i = 1 … q``, over every subset ``S`` of ``i`` quasi-identifiers, build the candidate
    nodes ``C_i`` of the lattice over ``S`` and keep the satisfying ones ``F_i``.
 2. **Subset-closure pruning** (Apriori-style): a node over ``S`` can satisfy only if its projection
    onto every ``S \\ {j}`` is in ``F_{i-1}`` — so candidates are the nodes whose every
-   ``(i−1)``-projection passed (the join of ``F_{i-1}`` sub-lattices, seed Fig. 20.4).
+   ``(i−1)``-projection passed (the join of ``F_{i-1}`` sub-lattices, Aggarwal 2015, Fig. 20.4).
 3. **Bottom-up breadth-first search with the generalization property**: inside each candidate
    lattice, nodes are visited by height; a node with a satisfying direct specialization
    satisfies without a check ("marked"), the others are checked.
@@ -86,8 +86,8 @@ def incognito(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None]
     height = np.where(live, lv, 0).sum(axis=1)
     passM = np.zeros(N, dtype=bool)
     exact = lat.exact_monotone
-    okP = np.zeros(N, dtype=bool) if not exact else None
-    domP = np.zeros(N, dtype=bool) if not exact else None
+    okP = np.zeros(N, dtype=bool)  # used only when pruning is not exact
+    domP = np.zeros(N, dtype=bool)
     ev0, rows0 = lat.n_evaluated, lat.rows_scanned
     # the empty subset: the whole table as one class
     root = N - 1

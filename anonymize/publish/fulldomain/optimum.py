@@ -16,8 +16,9 @@ only grow along generalization (so one popped bound above the best key ends the 
 * NCP ≥ the NCP of the node's levels without suppression (a suppressed cell costs 1, more than any
   generalized cell; the loss of a cell only grows with its level) — separable per attribute, known
   before the node is evaluated;
-* DM ≥ Σ|E|² over the node's classes without suppression (merging classes only increases it; a
-  suppressed row costs n ≥ its class's size) — known once the node or one of its
+* DM ≥ Σ_E |E|·max(|E|, m) over the node's classes E, m the smallest class size the models allow:
+  in any generalization a row costs the size of its released class — a superset of its class
+  here, and at least m — or n if suppressed (n ≥ both) — known once the node or one of its
   specializations has been evaluated, and inherited by its generalizations;
 * height and the level vector are exact (they grow componentwise); the suppressed count and the
   average class size have no useful bound (0), so for those metrics the bound on their NCP / DM
@@ -56,6 +57,11 @@ def best_node(lat: Lattice, grid: LatticeGrid, minimal: Sequence[NodeInfo], metr
     _, totals = lat.loss_tables()
     nq = float(lat.n * lat.q) if lat.q else 1.0
     dm_bound = np.zeros(grid.N)
+    m = max((mod.minimal_class_size for mod in lat.models), default=1)
+
+    def dm_lower(counts: np.ndarray) -> float:
+        c = counts.astype(np.float64)
+        return float(np.dot(c, np.maximum(c, m)))
 
     def bound(i: int) -> tuple:
         levels = grid.levels[i]
@@ -80,7 +86,7 @@ def best_node(lat: Lattice, grid: LatticeGrid, minimal: Sequence[NodeInfo], metr
     for info in minimal:
         i = index[tuple(int(x) for x in info.levels)]
         fs = lat.frequency_set(info.levels)
-        push_successors(i, float(np.dot(fs.counts.astype(np.float64), fs.counts)))
+        push_successors(i, dm_lower(fs.counts))
     while heap:
         lb, i = heapq.heappop(heap)
         if lb > best_key:
@@ -93,5 +99,5 @@ def best_node(lat: Lattice, grid: LatticeGrid, minimal: Sequence[NodeInfo], metr
             if key < best_key:
                 best, best_key = info, key
                 stats["improved"] += 1
-        push_successors(i, max(dm_bound[i], float(np.dot(fs.counts.astype(np.float64), fs.counts))))
+        push_successors(i, max(dm_bound[i], dm_lower(fs.counts)))
     return best, stats

@@ -23,9 +23,11 @@ class NodeInfo:
     ``ok`` — satisfies every model within the suppression budget; ``ok_monotone`` — satisfies the
     monotone part used for pruning (equal to ``ok`` when :attr:`Lattice.exact_monotone`);
     ``suppressed`` — rows in failing classes; ``n_classes`` — released (non-suppressed) classes;
-    ``dm`` — discernibility Σ|E|² + suppressed·n (Bayardo–Agrawal 2005); ``ncp`` — the
-    information loss of :func:`.metrics.ncp` averaged over all QI cells, suppressed cells
-    counting 1 (seed 002 §2.2; categorical flavour ``Lattice.ncp_categorical``). DM and NCP are
+    ``dm`` — discernibility Σ|E|² + suppressed·n (Bayardo & Agrawal, "Data privacy through optimal
+    k-anonymization", ICDE 2005); ``ncp`` — the information loss of :func:`.metrics.ncp` averaged
+    over all QI cells, suppressed cells counting 1 (Jiang, Zeng, Ma, "Greedy clustering-anonymity
+    method for privacy preservation of table data-publishing", Journal of Software 28(2), 2017,
+    §2.2; categorical flavour ``Lattice.ncp_categorical``). DM and NCP are
     filled lazily (:meth:`Lattice.complete`) for the nodes a search returns.
     """
 

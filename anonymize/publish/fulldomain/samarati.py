@@ -1,13 +1,15 @@
 """Samarati's binary search over lattice height (Samarati, "Protecting respondents' identities in
-microdata release", IEEE TKDE 13(6), 2001; Aggarwal §20.3.1.1, seed 000).
+microdata release", IEEE TKDE 13(6), 2001; Aggarwal, *Data Mining: The Textbook*, Springer 2015,
+§20.3.1.1).
 
 AG_TS (attribute generalization, tuple suppression): find the *lowest height* ``h`` of the
 full-domain lattice at which some node satisfies the privacy models after suppressing at most
 ``MaxSup`` tuples. Since every generalization of a satisfying node satisfies (monotonicity), "some
 node at height ``h`` satisfies" is monotone in ``h`` and a binary search over ``[0, h_max]`` finds
 the lowest such height: test ``h_max/2``; if a node there satisfies, test ``h_max/4``, else
-``3·h_max/4``; and so on (seed 000). At the height found, **every** node is checked and all
-satisfying ones are returned; one is chosen by a stated metric (default NCP, :mod:`.result`).
+``3·h_max/4``; and so on (Aggarwal 2015, §20.3.1.1). At the height found, **every** node is
+checked and all satisfying ones are returned; one is chosen by a stated metric (default NCP,
+:mod:`.result`).
 
 Checking a node is a frequency-set roll-up from the best cached specialization (nodes checked at
 lower heights during the search), plus predictive tagging: a satisfying node tags its

@@ -171,5 +171,6 @@ def node_loss_tables(table: EncodedTable, categorical: str = "height") -> list[l
     out = []
     for j, h in enumerate(table.hierarchies):
         dom = data_domain(table, j) if h.numeric else None
-        out.append([cell_loss(h, *h.node_span(lv), dom, categorical) for lv in range(h.height + 1)])
+        spans = [h.node_span(lv) for lv in range(h.height + 1)]
+        out.append([cell_loss(h, first, last, dom, categorical) for first, last in spans])
     return out

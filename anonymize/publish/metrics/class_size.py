@@ -1,4 +1,7 @@
-"""Class-size metrics of a release: discernibility, CDM, average class size, class summary."""
+"""Class-size metrics of a release: discernibility, CDM, average class size, class summary.
+
+Full entries of the works cited: docs/references.md.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +17,9 @@ CDM_DEFINITION = (
 
 
 def discernibility(sizes, n_suppressed: int = 0, n: int | None = None) -> float:
-    """Discernibility metric DM = Σ_E |E|² + |S|·n (seed 004 def. 1.3 gives Σ|E|²; suppressed
-    records each cost n, Bayardo & Agrawal ICDE 2005). ``n`` defaults to Σ|E| + |S|."""
+    """Discernibility metric DM = Σ_E |E|² + |S|·n (Bayardo & Agrawal, "Data privacy through optimal
+    k-anonymization", ICDE 2005: each class costs |E|², each suppressed record n).
+    ``n`` defaults to Σ|E| + |S|."""
     sizes = np.asarray(sizes, dtype=np.float64)
     sizes = sizes[sizes > 0]
     if n is None:
@@ -24,13 +28,17 @@ def discernibility(sizes, n_suppressed: int = 0, n: int | None = None) -> float:
 
 
 def cdm(sizes) -> float:
-    """Seed 003's improved discernibility metric CDM over the N equivalence classes of sizes Q_i.
+    """The improved discernibility metric CDM of Xu & Guo, "Privacy protection model and parameter
+    optimization method for data dissemination", Computer Engineering 47(5), 2021, over the N
+    equivalence classes of sizes Q_i.
 
-    The seed's formula is an image missing from its text; the prose says CDM is built from Q_i
-    and N, grows with k, equals a fixed function of k for uniform classes (the paper derives
-    K_max from a CDM bound and a CDM target from P_max = 1/k) and is smaller when the classes are
-    more even. We use CDM = Σ_i Q_i² / N — DM per class (Bayardo & Agrawal's Σ|E|² divided by N),
-    which is k² for classes all of size k and, for a fixed number of classes, smallest when they
+    The formula is missing from the copy of the paper we worked from (its displayed formulas were
+    lost; the published version, doi:10.19678/j.issn.1000-3428.0056305, has not yet been checked
+    against this reconstruction). The prose says CDM is built from Q_i and N, grows with k, equals
+    a fixed function of k for uniform classes (the paper derives K_max from a CDM bound and a CDM
+    target from P_max = 1/k) and is smaller when the classes are more even. We use
+    CDM = Σ_i Q_i² / N — DM per class (Bayardo & Agrawal's Σ|E|² divided by N), which is k² for
+    classes all of size k and, for a fixed number of classes, smallest when they
     are equal. Suppressed rows are not classes here (count them with :func:`discernibility`).
     """
     sizes = np.asarray(sizes, dtype=np.float64)

@@ -5,8 +5,11 @@
 * :func:`gaacp_iloss` — the total information loss iloss(T, A^q) = Σ_r Σ_i iloss(C_r, A_i) of
   Jiang, Zeng, Ma, "Greedy clustering-anonymity method for privacy preservation of table
   data-publishing", Journal of Software 28(2), 2017, §2.2 (unnormalized NCP);
-* :func:`il_total` — IL(e) = |e|·(Σ (max−min)/|N_i| + Σ distinct_j/|C_j|), total_IL = Σ_e IL(e)
-  (see :func:`il_total` for the source).
+* :func:`il_total` — IL(e) = |e|·(Σ (max−min)/|N_i| + Σ distinct_j/|C_j|), total_IL = Σ_e IL(e):
+  the cluster loss of Byun, Kamra, Bertino, Li, "Efficient k-anonymization using clustering
+  techniques", DASFAA 2007, with a distinct-value ratio for categorical QIs (see :func:`il_total`).
+
+Full entries: docs/references.md.
 """
 
 from __future__ import annotations
@@ -24,12 +27,16 @@ def ncp(table: EncodedTable, lo, hi, suppressed=None, categorical: str = "height
     """Normalized information loss of a release, in [0, 1] (0 = original data, 1 = all ``*``).
 
     Per cell: numeric QI (max − min of the cell, clipped to the column's range) / (max T − min T),
-    the range of the attribute in the table (seed 002 §2.2.1; the numeric part of seed 004 def. 1.1);
-    categorical QI h(v, v*)/h(v, root) — the height of the lowest hierarchy node covering the cell
-    (the least upper bound of seed 002 §3.1) over the hierarchy height (seed 002 §2.2.2); or with
-    ``categorical='leaves'`` card(v*)/|A| and 0 for an ungeneralized value (Xu et al., KDD 2006,
-    "NCP"); or ``categorical='span'`` (card(v*) − 1)/(|A| − 1) (Iyengar's loss metric, KDD 2002 —
-    what the lattice search's ``cell_loss_tables`` uses). Suppressed rows cost 1 per cell. This is seed 002's iloss(T, A^q) divided by n·d.
+    the range of the attribute in the table (Jiang, Zeng, Ma 2017, §2.2.1; the numeric term of
+    Byun et al.'s IL(e), DASFAA 2007); categorical QI h(v, v*)/h(v, root) — the height of the
+    lowest hierarchy node covering the cell (the least upper bound of Jiang, Zeng, Ma 2017, §2.2.2)
+    over the hierarchy height (ibid., §2.2.2; h(v, root) is the leaf's depth, which equals the
+    height in the balanced hierarchies ARX uses); or with ``categorical='leaves'`` card(v*)/|A| and
+    0 for an ungeneralized value (Xu, Wang, Pei, Wang, Shi, Fu, "Utility-based anonymization using
+    local recoding", KDD 2006, "NCP"); or ``categorical='span'`` (card(v*) − 1)/(|A| − 1)
+    (Iyengar, "Transforming data to satisfy privacy constraints", KDD 2002 — what the lattice
+    search's ``cell_loss_tables`` uses). Suppressed rows cost 1 per cell. This is the
+    iloss(T, A^q) of Jiang, Zeng, Ma 2017 (§2.2) divided by n·d.
     Returns ``{"ncp": mean over all cells, "per_attribute": {qi: mean}}``.
     """
     lo, hi = np.asarray(lo), np.asarray(hi)
@@ -43,8 +50,8 @@ def ncp(table: EncodedTable, lo, hi, suppressed=None, categorical: str = "height
 
 
 def gaacp_iloss(table: EncodedTable, lo, hi, suppressed=None) -> float:
-    """Seed 002 §2.2 total information loss iloss(T, A^q) = iloss(T, A^nq) + iloss(T, A^cq):
-    Σ over classes/rows of (max C_r − min C_r)/(max T − min T) for numeric QIs and
+    """Total information loss iloss(T, A^q) = iloss(T, A^nq) + iloss(T, A^cq) (Jiang, Zeng, Ma 2017,
+    §2.2): Σ over classes/rows of (max C_r − min C_r)/(max T − min T) for numeric QIs and
     h(t_j, t_j*)/h(t_j, root) for categorical QIs (unnormalized; divide by n·d for :func:`ncp`)."""
     cells = cell_losses(table, np.asarray(lo), np.asarray(hi), "height")
     cells[suppressed_mask(table.n, suppressed)] = 1.0
@@ -52,8 +59,12 @@ def gaacp_iloss(table: EncodedTable, lo, hi, suppressed=None) -> float:
 
 
 def il_total(table: EncodedTable, class_id, n_classes: int, lo, hi, suppressed=None) -> dict:
-    """Seed 004 def. 1.1 and 1.2: IL(e) = |e|·(Σ_i (max_{N_i} − min_{N_i})/|N_i| + Σ_j distinct_{C_j}(e)/|C_j|),
+    """Cluster information loss IL(e) = |e|·(Σ_i (max_{N_i} − min_{N_i})/|N_i| + Σ_j distinct_{C_j}(e)/|C_j|),
     total_IL = Σ_e IL(e).
+
+    After Byun, Kamra, Bertino, Li, "Efficient k-anonymization using clustering techniques",
+    DASFAA 2007 (whose categorical term is a hierarchy-height ratio), in the distinct-value form
+    of the LCA-FC thesis ([LeakageThesis] §1.2.3, docs/references.md).
 
     |N_i| is the numeric attribute's range in the table; distinct_{C_j}(e) the number of distinct
     original values of categorical C_j in class e; |C_j| its number of distinct values in the table.

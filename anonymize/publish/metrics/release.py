@@ -1,9 +1,11 @@
 """Measuring privacy as released: what ``ppdm check`` prints and what every report's "achieved" says.
 
 * :func:`sensitive_privacy` — the one measurement of a sensitive attribute over classes:
-  distinct l, entropy l (Machanavajjhala et al. 2007; Aggarwal 2015, eq. 20.10), the
-  recursive-(c,l) bound (eq. 20.11), and t for every distance (Li, Li, Venkatasubramanian 2007;
-  eq. 20.12–20.14). Both functions below call it.
+  distinct l, entropy l (Machanavajjhala, Kifer, Gehrke, Venkitasubramaniam, "l-Diversity: privacy
+  beyond k-anonymity", ACM TKDD 1(1), 2007; Aggarwal, *Data Mining: The Textbook*, Springer 2015,
+  eq. 20.10), the recursive-(c,l) bound (eq. 20.11), and t for every distance (Li, Li,
+  Venkatasubramanian, "t-Closeness: privacy beyond k-anonymity and l-diversity", ICDE 2007;
+  Aggarwal 2015, eqs. 20.12–20.14). Both functions below call it.
 * :func:`achieved_privacy` — the privacy an anonymizer's release offers, from its encoded table,
   class labels and suppressed rows;
 * :func:`measure_release` — any table *as released* (generalized values such as ``*`` or
@@ -182,7 +184,7 @@ def _label_cells(h: Hierarchy, inv: np.ndarray, uniq_raw, column: str):
         lo[new] = first[pos[new]]
         hi[new] = last[pos[new]]
     if (lo < 0).any() and h.numeric:
-        lv = h.leaves.astype(np.float64)
+        leaf_values = h.leaves.astype(np.float64)
         for i in np.flatnonzero(lo < 0):
             try:
                 x = float(uniq[i])
@@ -192,9 +194,9 @@ def _label_cells(h: Hierarchy, inv: np.ndarray, uniq_raw, column: str):
                 if r is None:
                     continue
                 a, b, open_ = r
-            lo_i = int(np.searchsorted(lv, a, side="left"))
-            hi_i = int(np.searchsorted(lv, b, side="left" if open_ else "right")) - 1
-            if lo_i <= hi_i and lo_i < len(lv) and (a != b or lv[lo_i] == a):
+            lo_i = int(np.searchsorted(leaf_values, a, side="left"))
+            hi_i = int(np.searchsorted(leaf_values, b, side="left" if open_ else "right")) - 1
+            if lo_i <= hi_i and lo_i < len(leaf_values) and (a != b or leaf_values[lo_i] == a):
                 lo[i], hi[i] = lo_i, hi_i
     if (lo < 0).any():
         bad = uniq[lo < 0]
@@ -220,14 +222,15 @@ def measure_release(
     """Measure a table *as released* (generalized values such as ``*`` or ``20-29`` are plain
     categories), like pycanon but vectorized and index-independent.
 
-    Reports: rows, classes and their sizes, k (seed 000 def. 20.3.1); per sensitive attribute
-    distinct l (def. 20.3.2), entropy l = exp(min class entropy) (eq. 20.10; pycanon reports its
-    floor), recursive (c,l) (eq. 20.11: ``c_bound`` such that every class is (c, l)-diverse for
-    every c > c_bound at l = distinct l, and with ``c`` the largest l that holds), t for each
-    distance (variational eq. 20.13, KL eq. 20.14, EMD equal/ordered, hierarchical when a
-    hierarchy for the attribute is given); DM, CDM, C_avg, prosecutor/journalist/marketer risk
-    (journalist against ``population`` if given: a table with the same QI columns in the same
-    released form); NCP for QIs whose hierarchy is given and whose released values are labels of it.
+    Reports: rows, classes and their sizes, k (Aggarwal 2015, def. 20.3.1); per sensitive attribute
+    distinct l (Machanavajjhala et al. 2007), entropy l = exp(min class entropy) (Aggarwal 2015,
+    eq. 20.10; pycanon reports its floor), recursive (c,l) (eq. 20.11: ``c_bound`` such that every
+    class is (c, l)-diverse for every c > c_bound at l = distinct l, and with ``c`` the largest l
+    that holds), t for each distance (variational eq. 20.13, KL eq. 20.14, EMD equal/ordered,
+    hierarchical when a hierarchy for the attribute is given); DM, CDM, C_avg,
+    prosecutor/journalist/marketer risk (journalist against ``population`` if given: a table with
+    the same QI columns in the same released form); NCP for QIs whose hierarchy is given and whose
+    released values are labels of it.
     """
     t0 = time.perf_counter()
     qis, sensitive, identifiers = list(qis), list(sensitive), list(identifiers)
@@ -298,7 +301,7 @@ def measure_release(
         pop_sizes = pop_count[rep]
         out["population_rows"] = int(len(population))
     out["risk"] = reidentification_risk(sizes, pop_sizes)
-    ncp_per = {}
+    ncp_per: dict[str, float | None] = {}
     for j, qname in enumerate(qis):
         h = hierarchies.get(qname)
         if h is None:

@@ -1,10 +1,12 @@
 """Mondrian multidimensional partitioning (LeFevre, DeWitt, Ramakrishnan, "Mondrian
-multidimensional k-anonymity", ICDE 2006; Aggarwal §20.3.1.3, seed 000; seed 001).
+multidimensional k-anonymity", ICDE 2006; Aggarwal, *Data Mining: The Textbook*, Springer 2015,
+§20.3.1.3).
 
 Model. Start with the whole table as one partition (it satisfies the models, or nothing can).
 Repeatedly take a partition and cut it along one quasi-identifier into parts that **each satisfy
 every privacy model** (an *allowable* cut); stop when no allowable cut exists. Each final
-partition is an equivalence class, released as its bounding box. Seed 001's loop:
+partition is an equivalence class, released as its bounding box. The greedy loop
+(LeFevre et al. 2006):
 
 1. compute each QI's normalized span in the partition and try the QIs widest first;
 2. cut at the median; if both sides satisfy the models, replace the partition by them,
@@ -26,9 +28,11 @@ Cuts used here (all on integer codes, :mod:`.table`):
 
 Normalized span (the order QIs are tried in) is the QI's information loss if the partition were
 published now, in the NCP flavour reported (:func:`.metrics.ncp`): numeric ``(max − min)/(max −
-min over the table)``; categorical ``level(N)/height`` (seed 002 §2.2.2; or ``(leaves under N −
-1)/(leaves − 1)`` with ``categorical_span='leaves'``); ties broken by the number of leaves under
-``N``, then column order. On Adult (k = 5) the height span gives NCP 0.084 against 0.094 for the
+min over the table)``; categorical ``level(N)/height`` (Jiang, Zeng, Ma, "Greedy
+clustering-anonymity method for privacy preservation of table data-publishing", Journal of
+Software 28(2), 2017, §2.2.2; or ``(leaves under N − 1)/(leaves − 1)`` with
+``categorical_span='leaves'``); ties broken by the number of leaves under ``N``, then column
+order. On Adult (k = 5) the height span gives NCP 0.084 against 0.094 for the
 leaves span.
 Allowability uses any :class:`.models.PrivacyModel` (k, l, t), so k-anonymity, l-diversity and
 t-closeness partitions all come from the same loop; t-closeness is checked against the whole
@@ -140,7 +144,7 @@ def mondrian(
     ``mode``: ``'strict'`` or ``'relaxed'`` (numeric cuts; see module docstring).
     ``categorical_span``: how wide a categorical QI is, matching the NCP flavour of
     :func:`.metrics.ncp` — ``'height'`` (level of the lowest common ancestor / hierarchy height,
-    seed 002 §2.2.2; default) or ``'leaves'`` ((leaves under it − 1)/(leaves − 1)). Raises
+    Jiang, Zeng, Ma 2017, §2.2.2; default) or ``'leaves'`` ((leaves under it − 1)/(leaves − 1)). Raises
     :class:`AnonymizeError` when the whole table already fails the models (e.g. k > n, or l larger
     than the number of sensitive values).
     """

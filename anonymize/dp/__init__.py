@@ -1,0 +1,40 @@
+"""Differential privacy with exact noise: mechanisms, a persisted budget, noise shares for secure sums.
+
+* :mod:`.randomness` — :class:`RandomSource`: the OS CSPRNG (``os.urandom``, as :mod:`secrets`),
+  or a seeded AES-CTR stream for tests; exactly uniform bounded integers.
+* :mod:`.exact` — integer-only samplers: Bernoulli(exp(−γ)), geometric, discrete Laplace
+  (Canonne, Kamath, Steinke, NeurIPS 2020, Algorithms 1–2) and the negative binomial NB(r, α)
+  for r ≤ 1.
+* :mod:`.mechanisms` — ε-DP count, sum, mean and histogram over the JSON queries of
+  :mod:`anonymize.query` (fixed-point for real values; explicit clamping bounds).
+* :mod:`.accountant` — :class:`BudgetAccountant`, basic or advanced composition, a JSON file
+  under ``fcntl.flock``; refuses a query that would overspend and then spends nothing.
+* :mod:`.shares` — :func:`noise_share`: each of n parties adds a difference of two NB(1/n, α)
+  draws inside a secure sum; the total carries exactly discrete-Laplace noise (Goryczka–Xiong,
+  IEEE TDSC 2017).
+"""
+
+from .accountant import COMPOSITIONS, BudgetAccountant, BudgetExceeded, compose
+from .exact import bernoulli_exp, discrete_laplace, geometric, polya
+from .mechanisms import DPAnswer, as_epsilon, dp_answer, noise_std, prepare
+from .randomness import RandomSource
+from .shares import noise_share, share_parameters
+
+__all__ = [
+    "RandomSource",
+    "bernoulli_exp",
+    "geometric",
+    "discrete_laplace",
+    "polya",
+    "DPAnswer",
+    "as_epsilon",
+    "prepare",
+    "dp_answer",
+    "noise_std",
+    "BudgetAccountant",
+    "BudgetExceeded",
+    "compose",
+    "COMPOSITIONS",
+    "noise_share",
+    "share_parameters",
+]

@@ -1,0 +1,326 @@
+"""The integer program of exact hiding, built vectorized over groups of interchangeable transactions.
+
+Formulation (after the inline approach of Gkoulalas-Divanis & Verykios, "An integer
+programming approach for frequent itemset hiding", CIKM 2006; see :mod:`.exact` for
+the solving): A = transactions holding some sensitive itemset S_j; V_t = union of the
+S_j ⊆ t (deleting anything else never lowers a sensitive support). An *at-risk*
+itemset is a non-sensitive frequent f that holds a sensitive item and could fall
+below ``minc`` in a *minimal* solution — one where no deleted item can be put back
+without a sensitive itemset becoming frequent again. Minimal solutions are enough
+(putting items back never loses a pattern), and in one every edited transaction is
+critical for some S_j it no longer holds, with count(S_j) = minc − 1 afterwards, so
+at most need_j = count(S_j) − minc + 1 transactions are edited for S_j and f loses at
+most Σ_{S_j ∩ f ≠ ∅} min(need_j, |D(S_j ∪ f)|). Transactions of A are grouped by
+(which S_j they hold, which at-risk f they hold, whether t = V_t): within a group they
+are interchangeable, so the variables are counts:
+
+* x_{g,P} ∈ {0..n_g} — transactions of group g that lose exactly P ⊆ V_g, for the
+  *useful* P only (each item needed to break some S_j that P breaks), never P = t;
+* w_{g,φ} = Σ_{P ∩ φ ≠ ∅} x_{g,P} — for each distinct φ = f ∩ (sensitive items) met
+  in g (continuous, defined by an equality: keeps the rows of f sparse);
+* L_f ∈ {0, 1} — at-risk itemset f is given up;
+
+  Σ_P x_{g,P} ≤ n_g                                   (each transaction once)
+  Σ_{g ⊇ S_j, P ∩ S_j ≠ ∅} x_{g,P} ≥ need_j                         (S_j hidden)
+  Σ_{g ⊇ f} w_{g,φ(f)} − M_f·L_f ≤ count(f) − minc    (f kept unless L_f)
+  L_f ≤ L_f'  for f ⊂ f' at risk, |f'| = |f| + 1     (losing f loses f')
+
+with M_f = maxdrop(f) − (count(f) − minc), the tightest big-M.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..itemsets import unpack_columns
+from .errors import InstanceTooLarge
+from .patterns import SensitivePattern
+from .state import HidingState
+
+__all__ = ["IPModel", "build_model", "MAX_VARIABLES", "MAX_CONSTRAINTS"]
+
+MAX_VARIABLES = 200_000
+MAX_CONSTRAINTS = 100_000
+_MAX_V_ITEMS = 16  # items of V_t: 2^16 candidate deletion sets per type at most
+_MAX_CELLS = 200_000_000  # booleans of the (affected transactions × at-risk itemsets) matrix
+
+
+@dataclass
+class IPModel:
+    """The program: variables [x (nx) | w (nw) | L (nf)], rows ``lb ≤ matrix·v ≤ ub``."""
+
+    A: np.ndarray  # affected transactions
+    hideable: list  # the sensitive patterns the program hides (the others cannot be)
+    group: np.ndarray  # group of each affected transaction
+    n_g: np.ndarray
+    per_g: np.ndarray  # x variables per group
+    var_g: np.ndarray
+    var_p: np.ndarray  # deletion set of each x variable, bitmask over IS
+    IS: np.ndarray  # sensitive item rows
+    nx: int
+    nw: int
+    nf: int
+    matrix: object
+    lb: np.ndarray
+    ub: np.ndarray
+    upper: np.ndarray
+    integrality: np.ndarray
+    risk_at: list = field(default_factory=list)  # [(k, indices into state.fp[k])], in L order
+    stats: dict = field(default_factory=dict)
+
+
+def _too_large(what: str, v: int, c: int, max_v: int, max_c: int) -> InstanceTooLarge:
+    return InstanceTooLarge(
+        f"exact: {what}: the integer program would have {v:,} variables and {c:,} constraints "
+        f"(limits {max_v:,} and {max_c:,}); use --algorithm border (closest to the optimum in misses cost) "
+        "or heuristic, or raise --max-variables/--max-constraints",
+        variables=v,
+        constraints=c,
+        suggestion="border",
+    )
+
+
+def _popcount64(x: np.ndarray) -> np.ndarray:
+    return np.bitwise_count(np.asarray(x, dtype=np.uint64)).astype(np.int64)
+
+
+def _useful_sets(vmask: int, smasks: list[int], full: bool) -> list[int]:
+    """Deletion sets P ⊆ V (bitmasks) in which every item is needed for the patterns P breaks."""
+    bits = [b for b in range(64) if vmask >> b & 1]
+    if len(bits) > _MAX_V_ITEMS:
+        raise _too_large(f"a transaction holds {len(bits)} sensitive items", 0, 0, 0, 0)
+
+    def broken(p: int) -> int:
+        return sum(1 << j for j, s in enumerate(smasks) if s & p)
+
+    out = []
+    for sub in range(1, 1 << len(bits)):
+        p = sum(1 << bits[i] for i in range(len(bits)) if sub >> i & 1)
+        if full and p == vmask:
+            continue
+        h = broken(p)
+        if all(broken(p & ~(1 << b)) != h for b in bits if p >> b & 1):
+            out.append(p)
+    return out
+
+
+def build_model(
+    state: HidingState,
+    patterns: Sequence[SensitivePattern],
+    *,
+    max_variables: int = MAX_VARIABLES,
+    max_constraints: int = MAX_CONSTRAINTS,
+    progress: Callable[[str], None] | None = None,
+) -> IPModel | None:
+    """The program for hiding ``patterns`` (by support) from ``state``; None if none is frequent.
+
+    Raises :class:`InstanceTooLarge` (naming the border algorithm instead) when it would
+    exceed ``max_variables`` or ``max_constraints``.
+    """
+    from scipy.sparse import coo_array
+
+    minc = state.min_count
+    rows = [state.rows(p.items) for p in patterns]
+    # a sensitive itemset is hideable when enough of its transactions can lose an item of it
+    # without becoming empty (only one-item transactions cannot); the others are left as they are
+    live = []
+    for i, r in enumerate(rows):
+        t = state.tids(r)
+        if t.size >= minc and int((state.lengths[t] >= 2).sum()) >= t.size - minc + 1:
+            live.append(i)
+    if not live:
+        return None
+    if len(live) > 62:
+        raise _too_large(f"{len(live)} sensitive itemsets (at most 62)", 0, 0, max_variables, max_constraints)
+    IS = np.unique(np.concatenate([rows[i] for i in live]))
+    if IS.size > 63:
+        raise _too_large(f"{IS.size} distinct sensitive items (at most 63)", 0, 0, max_variables, max_constraints)
+    smask = [int(sum(1 << int(b) for b in np.searchsorted(IS, rows[i]))) for i in live]
+    need = [state.count(rows[i]) - minc + 1 for i in live]
+    # affected transactions and which sensitive itemsets each holds
+    bits = [state.bits(rows[i]) for i in live]
+    A = np.flatnonzero(unpack_columns(np.bitwise_or.reduce(np.stack(bits), axis=0), state.n))
+    M = state.rowbits(A)  # (R, |A|)
+    holds = np.stack([M[rows[i]].all(axis=0) for i in live])  # (|S|, |A|)
+    pm = (holds.astype(np.int64) << np.arange(len(live))[:, None]).sum(axis=0)
+    vm = np.zeros(A.size, dtype=np.int64)
+    for j, s in enumerate(smask):
+        vm |= np.where(holds[j], s, 0)
+    # at-risk non-sensitive frequent itemsets
+    pos_in_is = np.full(state.ids.size, -1, dtype=np.int64)
+    pos_in_is[IS] = np.arange(IS.size)
+    need_a = np.asarray(need, dtype=np.int64)
+    smask_a = np.asarray(smask, dtype=np.int64)
+    holds_f = holds.T.astype(np.float64)  # (|A|, |S|)
+    risk_cnt, risk_drop, risk_fmask, risk_cont, risk_at = [], [], [], [], []
+    for k, frows in state.fp.items():
+        cnt = state.fp_count[k]
+        p = pos_in_is[frows]
+        fm = np.where(p >= 0, np.left_shift(1, np.maximum(p, 0)), 0).sum(axis=1)
+        cand = np.flatnonzero((fm != 0) & (cnt >= minc))
+        if cand.size == 0:
+            continue
+        if cand.size * A.size > _MAX_CELLS:
+            raise _too_large(
+                f"{A.size:,} affected transactions × {cand.size:,} itemsets", A.size, 0, max_variables, max_constraints
+            )
+        cont = state.contained(M, frows[cand])  # (n, |A|)
+        drop = (cont & ((fm[cand][:, None] & vm[None, :]) != 0)).sum(axis=1)
+        # a minimal solution edits a transaction only if it is critical for some S_j hit there
+        # (support of S_j then exactly minc − 1), so f loses at most Σ_{S_j ∩ f ≠ ∅} min(need_j, |D(S_j ∪ f)|)
+        both = np.rint(cont.astype(np.float64) @ holds_f).astype(np.int64)  # (n, |S|)
+        meets = (fm[cand][:, None] & smask_a[None, :]) != 0
+        drop = np.minimum(drop, (np.minimum(both, need_a[None, :]) * meets).sum(axis=1))
+        r = cnt[cand] - drop < minc
+        if r.any():
+            risk_at.append((k, cand[r]))
+            risk_cnt.append(cnt[cand[r]])
+            risk_drop.append(drop[r])
+            risk_fmask.append(fm[cand[r]])
+            risk_cont.append(cont[r])
+    nf = sum(c.size for c in risk_cnt)
+    fcnt = np.concatenate(risk_cnt) if nf else np.zeros(0, np.int64)
+    fdrop = np.concatenate(risk_drop) if nf else np.zeros(0, np.int64)
+    fmask = np.concatenate(risk_fmask) if nf else np.zeros(0, np.int64)
+    fcont = np.concatenate(risk_cont) if nf else np.zeros((0, A.size), bool)
+    # implications: losing f loses every superset (L_sub ≤ L_sup), which tightens the relaxation
+    rid = {k: np.full(state.fp[k].shape[0], -1, dtype=np.int64) for k in state.fp}
+    off = 0
+    for k, idx in risk_at:
+        rid[k][idx] = off + np.arange(idx.size)
+        off += idx.size
+    imp_sub, imp_sup = [], []
+    for k, idx in risk_at:
+        if k < 2 or k - 1 not in rid:
+            continue
+        sup_rows = state.fp[k][idx]
+        for drop_col in range(k):
+            sub = state.fp_lookup(k - 1, np.delete(sup_rows, drop_col, axis=1))
+            r = np.where(sub >= 0, rid[k - 1][np.maximum(sub, 0)], -1)
+            ok = r >= 0
+            imp_sub.append(r[ok])
+            imp_sup.append(rid[k][idx[ok]])
+    imp_sub_a = np.concatenate(imp_sub) if imp_sub else np.zeros(0, np.int64)
+    imp_sup_a = np.concatenate(imp_sup) if imp_sup else np.zeros(0, np.int64)
+    ni = imp_sub_a.size
+    # groups of interchangeable transactions
+    full = state.lengths[A] == _popcount64(vm)
+    key = np.concatenate(
+        [
+            pm.astype("<i8").view(np.uint8).reshape(A.size, 8),
+            full[:, None].astype(np.uint8),
+            np.packbits(fcont.T, axis=1),
+        ],
+        axis=1,
+    )
+    _, first, inv, n_g = np.unique(key, axis=0, return_index=True, return_inverse=True, return_counts=True)
+    inv = inv.ravel()
+    G = first.size
+    g_pm, g_full, g_vm = pm[first], full[first], vm[first]
+    g_cont = fcont[:, first]  # (nf, G)
+    types: dict[tuple[int, bool], list[int]] = {}
+    g_sets = []
+    for g in range(G):
+        key_t = (int(g_pm[g]), bool(g_full[g]))
+        if key_t not in types:
+            held = [smask[j] for j in range(len(live)) if key_t[0] >> j & 1]
+            types[key_t] = _useful_sets(int(g_vm[g]), held, key_t[1])
+        g_sets.append(types[key_t])
+    per_g = np.fromiter((len(s) for s in g_sets), dtype=np.int64, count=G)
+    nx = int(per_g.sum())
+    var_g = np.repeat(np.arange(G), per_g)
+    var_p = np.fromiter((p for s in g_sets for p in s), dtype=np.int64, count=nx)
+    # aggregated hits: w_{g,φ} = Σ_{P ∩ φ ≠ ∅} x_{g,P}, one per group and distinct φ = f ∩ IS met there
+    phis, f_phi = np.unique(fmask, return_inverse=True)
+    f_phi = f_phi.ravel()
+    in_g = np.zeros((phis.size, G), dtype=bool)
+    if nf:
+        np.logical_or.at(in_g, (np.repeat(f_phi, G).reshape(nf, G)[g_cont], np.nonzero(g_cont)[1]), True)
+    in_g &= (phis[:, None] & g_vm[None, :]) != 0
+    w_phi, w_g = np.nonzero(in_g)
+    nw = w_phi.size
+    w_index = np.full((phis.size, G), -1, dtype=np.int64)
+    w_index[w_phi, w_g] = np.arange(nw)
+    n_vars = nx + nw + nf
+    n_cons = G + len(live) + nw + nf + ni
+    if n_vars > max_variables or n_cons > max_constraints:
+        raise _too_large("instance too large", n_vars, n_cons, max_variables, max_constraints)
+    if progress:
+        progress(f"exact: {n_vars:,} variables, {n_cons:,} constraints ({G:,} groups of {A.size:,} transactions)")
+    # constraint rows: [groups | sensitive | w definitions | at-risk itemsets]
+    ri, ci, vals = [var_g], [np.arange(nx)], [np.ones(nx)]
+    row = G
+    for j in range(len(live)):
+        sel = np.flatnonzero(((g_pm[var_g] >> j) & 1).astype(bool) & ((var_p & smask[j]) != 0))
+        ri.append(np.full(sel.size, row))
+        ci.append(sel)
+        vals.append(np.ones(sel.size))
+        row += 1
+    # w rows: w − Σ x = 0; pairs (w, x) where x's group is w's group and P meets φ
+    starts = np.concatenate([[0], np.cumsum(per_g)])
+    w_len = per_g[w_g]
+    wx_w = np.repeat(np.arange(nw), w_len)
+    wx_x = np.repeat(starts[w_g], w_len) + (np.arange(int(w_len.sum())) - np.repeat(np.cumsum(w_len) - w_len, w_len))
+    hit = (var_p[wx_x] & phis[w_phi[wx_w]]) != 0
+    ri += [row + np.arange(nw), row + wx_w[hit]]
+    ci += [nx + np.arange(nw), wx_x[hit]]
+    vals += [np.ones(nw), -np.ones(int(hit.sum()))]
+    row += nw
+    ff, gg = np.nonzero(g_cont)
+    wv = w_index[f_phi[ff], gg]
+    ok = wv >= 0
+    ri.append(row + ff[ok])
+    ci.append(nx + wv[ok])
+    vals.append(np.ones(int(ok.sum())))
+    bigm = (fdrop - (fcnt - minc)).astype(np.float64)
+    ri.append(row + np.arange(nf))
+    ci.append(nx + nw + np.arange(nf))
+    vals.append(-bigm)
+    row += nf
+    ri += [row + np.arange(ni), row + np.arange(ni)]
+    ci += [nx + nw + imp_sub_a, nx + nw + imp_sup_a]
+    vals += [np.ones(ni), -np.ones(ni)]
+    Amat = coo_array((np.concatenate(vals), (np.concatenate(ri), np.concatenate(ci))), shape=(n_cons, n_vars)).tocsr()
+    lb = np.concatenate(
+        [np.full(G, -np.inf), np.asarray(need, dtype=np.float64), np.zeros(nw), np.full(nf + ni, -np.inf)]
+    )
+    ub = np.concatenate(
+        [
+            n_g.astype(np.float64),
+            np.full(len(live), np.inf),
+            np.zeros(nw),
+            (fcnt - minc).astype(np.float64),
+            np.zeros(ni),
+        ]
+    )
+    upper = np.concatenate([n_g[var_g].astype(np.float64), n_g[w_g].astype(np.float64), np.ones(nf)])
+    integrality = np.concatenate([np.ones(nx), np.zeros(nw), np.ones(nf)])
+    return IPModel(
+        A=A,
+        hideable=[patterns[i] for i in live],
+        group=inv,
+        n_g=n_g,
+        per_g=per_g,
+        var_g=var_g,
+        var_p=var_p,
+        IS=IS,
+        nx=nx,
+        nw=nw,
+        nf=nf,
+        matrix=Amat,
+        lb=lb,
+        ub=ub,
+        upper=upper,
+        integrality=integrality,
+        risk_at=risk_at,
+        stats={
+            "variables": n_vars,
+            "constraints": n_cons,
+            "groups": G,
+            "affected_transactions": int(A.size),
+            "at_risk_itemsets": nf,
+        },
+    )
