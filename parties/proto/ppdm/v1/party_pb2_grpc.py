@@ -73,7 +73,8 @@ class PartyServicer:
 
     def StartJob(self, request, context):
         """Analyst to party: run one job of one session and return this party's result.
-        Caller must be one of the party's configured analysts.
+        Caller must be one of the party's configured analysts; the party's policy
+        (and any other session guard) may refuse the session (JobError kind "refused").
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -81,6 +82,7 @@ class PartyServicer:
 
     def Abort(self, request, context):
         """Peer to peer: the caller gave up on a session; the receiver aborts it too.
+        Analyst to party: the analyst gives up on a session it started there.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
