@@ -11,14 +11,18 @@ rights, and a second analyst can neither claim nor abort a live session.
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from fractions import Fraction
+from pathlib import Path
 
 import grpc
 import numpy as np
 import pytest
 
 from parties.client import PartyError, abort, health, new_session_id, run_job, run_sync, start_job
-from parties.config import ConfigError, parse_config
+from parties.config import ConfigError, parse_config, write_config
 from parties.policy import (
     Guard,
     Policy,
@@ -32,6 +36,7 @@ from parties.policy import (
     run_guards,
 )
 from parties.sessions import SessionState
+from parties.tls import create_ca, issue_cert
 
 
 def req(job="secure_sum", parties=("alice", "bob", "carol"), analyst="analyst", params=None, **kw):
@@ -353,3 +358,28 @@ def test_a_refusal_reaches_the_other_parties_at_once(cluster):
         assert kind == "peer" and "'alice'" in msg, o.error
         assert o.seconds < 5.0, o.seconds  # told by alice's Abort (or its FAILED state), not the 10 s grace
     assert run_sync(health(cluster.party("bob"), cluster.creds)).active_sessions == 0
+
+
+def test_a_policy_naming_an_unknown_job_stops_the_daemon_with_one_line(tmp_path):
+    ca, ca_key = create_ca(tmp_path / "ca")
+    issue_cert(ca, ca_key, "alice", tmp_path / "alice")
+    cfg = write_config(
+        tmp_path / "alice" / "party.toml",
+        name="alice",
+        listen="127.0.0.1:0",
+        cert="alice.pem",
+        key="alice.key",
+        ca=ca,
+        policy={"jobs": ["mine.horizontal", "mine.horizonal"]},
+    )
+    repo = Path(__file__).resolve().parents[1]
+    r = subprocess.run(
+        [sys.executable, "-m", "parties.daemon", "--config", str(cfg)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+    )
+    assert r.returncode == 2
+    assert "[policy] names unknown job 'mine.horizonal' (known: " in r.stderr
+    assert r.stderr.startswith("ppdm party: error: ") and r.stderr.count("\n") == 1
