@@ -33,17 +33,23 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from ...errors import AnonymizeError
 from .. import metrics as M
 from .. import registry
 from ..anonymizer import AnonymizationResult, anonymize_table
-from ..classes import equivalence_classes
-from ..hierarchy import Hierarchy, canonical_strings
+from ..hierarchy import Hierarchy
 from ..table import EncodedTable, Schema
 from .evaluate import ReleaseEvaluator, family_models, honours, methods_in_registry
-from .measure import FAMILIES, Candidate, PrivacyRequirement, QualityRequirement, disclosure_floor, measure_candidate
+from .measure import (
+    FAMILIES,
+    Candidate,
+    PrivacyRequirement,
+    QualityRequirement,
+    disclosure_floor,
+    frame_disclosure,
+    measure_candidate,
+)
 from .policyfile import Level, Policy
 from .selection import select_k, select_l, select_t
 
@@ -55,7 +61,6 @@ __all__ = [
     "candidate_methods",
     "check_possible",
     "decide",
-    "frame_disclosure",
     "publish_with_policy",
 ]
 
@@ -371,24 +376,6 @@ def _over(value: float, bound: float) -> str:
     if bound > 0:
         return f"+{d:.4g}, {d / bound:.0%}"
     return f"+{d:.4g}"
-
-
-def frame_disclosure(df: pd.DataFrame, qis, sensitive) -> float:
-    """Disclosure probability of a table *as released* (values as written, ``*`` included):
-    the largest share of one sensitive value in a class of identical QI values
-    (:func:`.measure.class_disclosure` on the file; pycanon's α of (α, k)-anonymity)."""
-    if len(df) == 0:
-        return 0.0
-    codes = np.column_stack([pd.factorize(canonical_strings(df[c]))[0] for c in qis])
-    cid, nc = equivalence_classes(codes)
-    sizes = np.bincount(cid, minlength=nc).astype(np.float64)
-    p = np.zeros(nc)
-    for s in sensitive:
-        sc, vals = pd.factorize(canonical_strings(df[s]))
-        V = len(vals)
-        hist = np.bincount(cid * V + sc, minlength=nc * V).reshape(nc, V)
-        p = np.maximum(p, hist.max(axis=1) / sizes)
-    return float(p.max())
 
 
 @dataclass

@@ -155,17 +155,22 @@ class ReleaseEvaluator:
         return family_models(family, params, t_distance=self.t_distance, t_ground=self.t_ground)
 
     # ------------------------------------------------------------------ one run
-    def evaluate(self, family: str, params: Mapping) -> Candidate:
+    def evaluate(self, family: str, params: Mapping, models: Sequence[PrivacyModel] | None = None) -> Candidate:
         """The release for ``family`` with ``params`` (cached); ``ok`` false with the reason when the
-        algorithm finds none (e.g. no generalization satisfies the models within the budget)."""
-        params = {k: (int(v) if k in ("k", "l") else round(float(v), 10)) for k, v in params.items()}
-        key = (family, tuple(sorted(params.items())))
+        algorithm finds none (e.g. no generalization satisfies the models within the budget).
+        ``models`` replaces the family's models (:func:`family_models`) — e.g. entropy l-diversity —
+        with ``family`` / ``params`` as their label."""
+        params = {k: (int(v) if k == "k" else round(float(v), 10)) for k, v in params.items()}
+        params = {k: (int(v) if float(v).is_integer() and k == "l" else v) for k, v in params.items()}
+        key: tuple = (family, tuple(sorted(params.items())))
+        if models is not None:
+            key += (tuple(repr(m) for m in models),)
         got = self._cache.get(key)
         if got is not None:
             return got
         t0 = time.perf_counter()
         try:
-            cand = self._run(family, params)
+            cand = self._run(family, params, models)
         except AnonymizeError as e:
             cand = Candidate(self.algorithm, family, params, ok=False, error=str(e))
         cand.seconds = time.perf_counter() - t0
@@ -185,16 +190,16 @@ class ReleaseEvaluator:
             lat.set_models(models)
         return lat
 
-    def _run(self, family: str, params: dict) -> Candidate:
+    def _run(self, family: str, params: dict, models=None) -> Candidate:
         table = self.table
-        models = self.models(family, params)
+        models = self.models(family, params) if models is None else list(models)
         registry.check_models(self.alg, models)
         check_fits(models, table.n)
         can_suppress = self.alg.kind == registry.FULL_DOMAIN and int(self.max_suppression * table.n + 1e-9) > 0
         check_feasible(models, class_stats(table, np.zeros(table.n, dtype=np.int64), 1), can_suppress)
         levels = None
         if self.alg.kind == registry.FULL_DOMAIN:
-            lat = self._lattice(family != "k-anonymity", models)
+            lat = self._lattice(not all(m.size_only for m in models), models)
             res = self.alg.run(lat, metric=self.search_metric, progress=None)
             lv = res.levels
             class_id, fail = lat.row_classes(lv)

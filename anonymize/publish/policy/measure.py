@@ -33,11 +33,13 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 from ...errors import AnonymizeError
 from .. import metrics as M
-from ..classes import ClassStats, class_stats
+from ..classes import ClassStats, class_stats, equivalence_classes
 from ..distances import t_distances
+from ..hierarchy import canonical_strings
 from ..table import EncodedTable
 
 __all__ = [
@@ -50,6 +52,8 @@ __all__ = [
     "measure_candidate",
     "k_min_for",
     "disclosure_floor",
+    "frame_classes",
+    "frame_disclosure",
 ]
 
 FAMILIES = ("k-anonymity", "l-diversity", "t-closeness")
@@ -318,3 +322,26 @@ def measure_candidate(
         "sizes": np.asarray(stats.sizes, dtype=np.int64),
         "class_distances": dist,
     }
+
+
+def frame_classes(df: pd.DataFrame, qis, sensitive) -> tuple[np.ndarray, np.ndarray]:
+    """Classes of a table *as released* (identical written QI values, ``*`` included): ``(sizes,
+    disclosure)`` per class, the disclosure P(E) over every sensitive attribute (module docstring)."""
+    if len(df) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    codes = np.column_stack([pd.factorize(canonical_strings(df[c]))[0] for c in qis])
+    cid, nc = equivalence_classes(codes)
+    sizes = np.bincount(cid, minlength=nc)
+    hists = []
+    for s in sensitive:
+        sc, vals = pd.factorize(canonical_strings(df[s]))
+        V = len(vals)
+        hists.append(np.bincount(cid * V + sc, minlength=nc * V).reshape(nc, V))
+    return sizes, class_disclosure(ClassStats(sizes, hists, [], None))
+
+
+def frame_disclosure(df: pd.DataFrame, qis, sensitive) -> float:
+    """P of a table as released: the largest share of one sensitive value in a class of identical
+    written QI values (pycanon's α of (α, k)-anonymity)."""
+    _, d = frame_classes(df, qis, sensitive)
+    return float(d.max()) if len(d) else 0.0

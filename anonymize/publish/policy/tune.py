@@ -21,7 +21,7 @@ from .evaluate import ReleaseEvaluator
 from .measure import Candidate, PrivacyRequirement, QualityRequirement, k_min_for
 from .selection import KSelection, LSelection, TSelection, l_upper_bound, select_k, select_l, select_t
 
-__all__ = ["TuneResult", "tune", "default_k_values", "tradeoff_row"]
+__all__ = ["TuneResult", "tune", "default_k_values", "tradeoff_row", "parameter_curve"]
 
 
 def default_k_values(pmax: float, n: int) -> list[int]:
@@ -69,6 +69,7 @@ class TuneResult:
     sensitive: list
     timings: dict = field(default_factory=dict)
     stats: dict = field(default_factory=dict)
+    l_curve: list = field(default_factory=list)
 
     def k_table(self) -> list[dict]:
         """Trade-off rows, one per k evaluated."""
@@ -112,6 +113,8 @@ class TuneResult:
                 "ranges": {str(k): {"l_min": a, "l_max": b} for k, (a, b) in self.l.ranges.items()},
                 "reason": self.l.reason,
                 "table": self.l_table(),
+                "curve_k": self.l_curve[0].params["k"] if self.l_curve else None,
+                "curve": [tradeoff_row(c, self.privacy, self.quality) for c in self.l_curve],
             }
         if self.t is not None:
             out["t"] = {
@@ -120,6 +123,7 @@ class TuneResult:
                 "d_min": self.t.d_min,
                 "d_max": self.t.d_max,
                 "step": self.t.step,
+                "no_constraint_beyond_k": self.t.t is not None and self.t.t >= self.t.d_max,
                 "reason": self.t.reason,
                 "table": self.t_table(),
             }
@@ -168,12 +172,16 @@ def tune(
     ksel = select_k(ev, privacy, quality, ks)
     timings["k"] = time.perf_counter() - t
     lsel = tsel = None
+    l_curve: list = []
     if table.schema.sensitive and ksel.k is not None:
         if ev.honours("l-diversity"):
             t = time.perf_counter()
             if progress:
                 progress(f"algorithm 1 (l) from k = {ksel.k}")
             lsel = select_l(ev, privacy, quality, ksel.k, ksel.kmax)
+            # the whole l trade-off at the chosen k (Algorithm 1 stops at its first success)
+            top = min(l_upper_bound(table, table.n), 20)
+            l_curve = [ev.evaluate("l-diversity", {"k": ksel.k, "l": l}) for l in range(1, top + 1)]
             timings["l"] = time.perf_counter() - t
         if ev.honours("t-closeness"):
             t = time.perf_counter()
@@ -202,4 +210,83 @@ def tune(
         list(table.schema.sensitive),
         timings,
         stats,
+        l_curve,
     )
+
+
+def parameter_curve(
+    table: EncodedTable,
+    algorithm: str,
+    models,
+    *,
+    max_suppression: float = 0.0,
+    suppressed_rows: str = "star",
+    metric: str = "ncp",
+    options=None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[str, list[Candidate]]:
+    """The trade-off of one anonymization run around its parameters — what ``ppdm anonymize --plot``
+    draws: the strongest model's parameter (t if t-closeness is asked for, else l, else k) over a
+    grid holding the other models fixed, each value's release measured. Returns ``(parameter,
+    releases)``.
+
+    Grids: k = 2 … max(2k, 20) (every k for Flash / Incognito, one lattice sweep; ~12 values spread
+    geometrically for other algorithms); l = 1 … min(max(2l, l + 4), distinct values); t = 0.05, 0.10,
+    … 1 and the given t."""
+    import numpy as np
+
+    from ..models import DistinctLDiversity, EntropyLDiversity, KAnonymity, RecursiveCLDiversity, TCloseness
+
+    models = list(models)
+    t_model = next((m for m in models if isinstance(m, TCloseness)), None)
+    l_model = next(
+        (m for m in models if isinstance(m, (DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity))), None
+    )
+    k_model = next((m for m in models if isinstance(m, KAnonymity)), None)
+    ev = ReleaseEvaluator(
+        table,
+        algorithm,
+        max_suppression=max_suppression,
+        suppressed_rows=suppressed_rows,
+        search_metric=metric,
+        t_distance=t_model.distance if t_model else "emd",
+        t_ground=t_model.ground if t_model else None,
+        options=options,
+        progress=progress,
+    )
+    k = k_model.k if k_model else 1
+    others = [m for m in models if m is not t_model and m is not l_model and m is not k_model]
+
+    def run(family, params, swap_in):
+        ms = [KAnonymity(params["k"])] if params.get("k", 1) > 1 else []
+        ms += [m for m in (l_model, t_model) if m is not None and m is not swap_in.get("replaces")]
+        ms += [swap_in["model"]] if swap_in.get("model") is not None else []
+        return ev.evaluate(family, params, models=ms + others or [KAnonymity(1)])
+
+    if t_model is not None:
+        values = sorted({round(x, 2) for x in np.arange(0.05, 1.0001, 0.05)} | {t_model.t})
+        out = []
+        for t in values:
+            nm = TCloseness(t, distance=t_model.distance, ground=t_model.ground, attribute=t_model.attribute)
+            out.append(run("t-closeness", {"k": k, "t": t}, {"replaces": t_model, "model": nm}))
+        return "t", out
+    if l_model is not None:
+        distinct = min(len(np.unique(table.sens_codes[:, j])) for j in table.sens_index(l_model.attribute))
+        top = int(min(max(2 * l_model.l, l_model.l + 4), distinct))
+        values = sorted({float(x) for x in range(1, top + 1)} | {float(l_model.l)})
+        out = []
+        for l in values:
+            if isinstance(l_model, RecursiveCLDiversity):
+                nm = RecursiveCLDiversity(l_model.c, int(l), attribute=l_model.attribute)
+            elif isinstance(l_model, EntropyLDiversity):
+                nm = EntropyLDiversity(l, attribute=l_model.attribute)
+            else:
+                nm = DistinctLDiversity(int(l), attribute=l_model.attribute)
+            out.append(run("l-diversity", {"k": k, "l": l}, {"replaces": l_model, "model": nm}))
+        return "l", out
+    top = min(max(2 * k, 20), table.n)
+    if ev.algorithm in ("flash", "incognito") and not others:
+        cands = ev.evaluate_k(range(2, top + 1))
+        return "k", [cands[x] for x in sorted(cands)]
+    grid = sorted({int(x) for x in np.unique(np.round(np.geomspace(2, max(top, 2), 12)))} | {k} if top >= 2 else {k})
+    return "k", [run("k-anonymity", {"k": x}, {}) for x in grid]
