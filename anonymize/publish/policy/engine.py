@@ -8,11 +8,11 @@ the data owner's privacy requirement; "if it fails, adjust the parameters; if ad
 parameters does not help, adjust the method", then publish. Here:
 
 1. **level** — :meth:`.policyfile.Policy.level_for`;
-2. **methods** — the level's model family with its preferred algorithm first, then every other
-   algorithm in :mod:`..registry` of the level's ``kinds`` that honours the family's models (so
-   algorithms registered later are found without changing this code), then — if the level may
-   ``escalate`` — the same for each stronger family (k-anonymity < l-diversity < t-closeness). A
-   weaker family than the level's is never used: the level is the owner's minimum;
+2. **methods** — the paper's methods are the model families: the level's, then — if the level may
+   ``escalate`` — each stronger one (k-anonymity < l-diversity < t-closeness), all with the level's
+   algorithm first; then the same families with every other algorithm in :mod:`..registry` of the
+   level's ``kinds`` that honours them (so algorithms registered later are found without changing
+   this code). A weaker family than the level's is never used: the level is the owner's minimum;
 3. **parameters** — for each method, the level's initial parameters are evaluated first; if the
    release misses a requirement the paper's selection runs for that family (:mod:`.selection`:
    the k range, Algorithm 1 for l, Algorithm 2 for t);
@@ -190,16 +190,11 @@ def candidate_methods(level: Level, has_sensitive: bool = True) -> list[tuple[st
     them (module docstring, point 2): from the registry by kind and honoured models."""
     start = FAMILIES.index(level.model)
     families = FAMILIES[start:] if level.escalate else FAMILIES[start : start + 1]
-    out = []
+    families = tuple(f for f in families if f == "k-anonymity" or has_sensitive)
+    algorithms = [level.algorithm]
     for fam in families:
-        if fam != "k-anonymity" and not has_sensitive:
-            continue
-        names = []
-        if honours(registry.get(level.algorithm), fam):
-            names.append(level.algorithm)
-        names += [a for a in methods_in_registry(fam, level.kinds) if a != level.algorithm]
-        out += [(fam, a) for a in names]
-    return out
+        algorithms += [a for a in methods_in_registry(fam, level.kinds) if a not in algorithms]
+    return [(fam, a) for a in algorithms for fam in families if honours(registry.get(a), fam)]
 
 
 def check_possible(
@@ -336,7 +331,7 @@ def _conflict_message(dec: Decision, policy: Policy, out_of_budget: bool) -> str
     methods = ", ".join(f"{f}/{a}" for f, a in dec.methods) or "none"
     where = f"level '{dec.level.name}' ({methods})"
     owner = f"the owner's privacy requirement ({privacy.text()})"
-    user = f"user '{dec.user}''s quality requirement ({quality.text()})" if quality is not None else ""
+    user = f"the quality requirement of user '{dec.user}' ({quality.text()})" if quality is not None else ""
     ok = [s.candidate for s in dec.steps if s.candidate.ok]
     tail = (
         f"; stopped after {policy.release.max_evaluations} algorithm runs (release.max_evaluations)"
@@ -348,6 +343,16 @@ def _conflict_message(dec: Decision, policy: Policy, out_of_budget: bool) -> str
         return f"no release for {where}: {err}{tail}"
     priv = [c for c in ok if privacy.ok(c)]
     qual = [c for c in ok if quality is None or quality.ok(c)]
+    if not priv and not qual:
+        assert quality is not None
+        bp = min(ok, key=lambda c: (len(privacy.violations(c)), c.disclosure))
+        bq = min(ok, key=lambda c: quality.value(c))
+        return (
+            f"neither {owner} nor {user} can be met by {where}: the closest release to the first has "
+            f"{'; '.join(privacy.violations(bp))} ({bp.label()}), the best for the second reaches "
+            f"{quality.metric.upper()} {quality.value(bq):.4g} ({_over(quality.value(bq), quality.bound)} over the bound; "
+            f"{bq.label()}){tail}"
+        )
     if not priv:
         best = min(ok, key=lambda c: (len(privacy.violations(c)), c.disclosure))
         return (

@@ -83,7 +83,7 @@ class ReleaseSettings:
     numeric_output: str = "range"
     t_distance: str = "emd"
     t_ground: str | None = None
-    max_evaluations: int = 200
+    max_evaluations: int = 100
 
 
 @dataclass
@@ -241,7 +241,7 @@ def _release(r: _Reader) -> ReleaseSettings:
         vals[k] = v
     if vals["t_ground"] is not None and (vals["t_distance"] or "emd") != "emd":
         r.fail(f"'{r.key('t_ground')}' applies to t_distance = \"emd\" only")
-    n_eval = r.get("max_evaluations", int, 200)
+    n_eval = r.get("max_evaluations", int, 100)
     if n_eval < 1:
         r.fail(f"'{r.key('max_evaluations')}' must be at least 1, got {n_eval}")
     return ReleaseSettings(

@@ -231,8 +231,8 @@ def parameter_curve(
     releases)``.
 
     Grids: k = 2 … max(2k, 20) (every k for Flash / Incognito, one lattice sweep; ~12 values spread
-    geometrically for other algorithms); l = 1 … min(max(2l, l + 4), distinct values); t = 0.05, 0.10,
-    … 1 and the given t."""
+    geometrically for other algorithms); l = 1 … min(max(2l, l + 4), distinct values); t = 0.1, 0.2, … 1
+    and the given t."""
     import numpy as np
 
     from ..models import DistinctLDiversity, EntropyLDiversity, KAnonymity, RecursiveCLDiversity, TCloseness
@@ -264,7 +264,7 @@ def parameter_curve(
         return ev.evaluate(family, params, models=ms + others or [KAnonymity(1)])
 
     if t_model is not None:
-        values = sorted({round(x, 2) for x in np.arange(0.05, 1.0001, 0.05)} | {t_model.t})
+        values = sorted({round(x, 2) for x in np.arange(0.1, 1.0001, 0.1)} | {t_model.t})
         out = []
         for t in values:
             nm = TCloseness(t, distance=t_model.distance, ground=t_model.ground, attribute=t_model.attribute)
