@@ -59,7 +59,7 @@ from ..metrics.cells import node_loss_tables
 from ..models import PrivacyModel, all_ok, check_fits, pruning_models
 from ..recode import SUPPRESSED_ROWS
 from ..table import EncodedTable
-from .grid import lattice_nodes
+from .grid import LatticeGrid, lattice_nodes
 from .result import NodeInfo
 
 __all__ = ["DROPPED", "FrequencySet", "Lattice"]
@@ -199,6 +199,7 @@ class Lattice:
         self._cache_rows = 0
         self._hubs: dict[tuple, FrequencySet] = {}
         self._hub_rows = 0
+        self._grid: LatticeGrid | None = None
         self.base = self._base()
 
     def set_models(self, models: Sequence[PrivacyModel]) -> None:
@@ -667,6 +668,13 @@ class Lattice:
         """Rows in classes that fail some model at ``levels`` (the rows a full-domain release suppresses)."""
         cid, fail = self.row_classes(levels)
         return fail[cid]
+
+    def grid(self) -> LatticeGrid:
+        """The :class:`.grid.LatticeGrid` of this lattice, built once: searches run again on the same
+        lattice (:meth:`set_models`) share its successor / predecessor lists."""
+        if self._grid is None:
+            self._grid = LatticeGrid(self.heights)
+        return self._grid
 
     def full_index(self) -> np.ndarray:
         """All nodes of the full lattice, ``(N, q)`` (see :func:`lattice_nodes`)."""

@@ -33,7 +33,6 @@ import numpy as np
 from ...errors import AnonymizeError
 from ..fulldomain.engine import Lattice
 from ..fulldomain.flash import flash
-from ..fulldomain.grid import LatticeGrid
 from ..models import KAnonymity
 from ..table import EncodedTable
 
@@ -82,7 +81,7 @@ def k_sweep(
         return KSweep(ks, chosen, stats)
     k_lo, k_hi = valid[0], valid[-1]
     lat = Lattice(table, [KAnonymity(k_lo)], max_suppression, suppressed_rows="drop")
-    grid = LatticeGrid(lat.heights)
+    grid = lat.grid()
     stats["nodes_in_lattice"] = grid.N
     try:
         border = flash(lat, metric="height").nodes  # minimal nodes of "suppressed(k_lo) <= MaxSup"
