@@ -33,7 +33,14 @@ CONFIGS = [
     # name, sensitive, QIs, max suppression, pmax, quality (metric, bound)
     ("8 QIs, salary-class, no suppression", "salary-class", QIS, 0.0, 0.8, ("ncp", 0.85)),
     ("8 QIs, salary-class, 5% suppression", "salary-class", QIS, 0.05, 0.8, ("ncp", 0.6)),
-    ("7 QIs, occupation, 5% suppression", "occupation", [q for q in QIS if q != "occupation"], 0.05, 0.25, ("cdm", 5e4)),
+    (
+        "7 QIs, occupation, 5% suppression",
+        "occupation",
+        [q for q in QIS if q != "occupation"],
+        0.05,
+        0.25,
+        ("cdm", 5e4),
+    ),
 ]
 
 
