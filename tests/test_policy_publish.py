@@ -325,3 +325,25 @@ def test_tune_bad_arguments(capsys, extra, match):
 def test_tune_needs_a_sensitive_attribute(capsys):
     assert main(["tune", str(SUBSET), "--qi", QIS, "--pmax", "0.5"]) == 2
     assert "--sensitive needs at least one column" in capsys.readouterr()[1]
+
+
+def test_two_releases_to_one_user_cannot_be_paired_by_row_position(capsys, tmp_path):
+    """The complementary-release attack: the analyst gets the table for two purposes (two levels) and
+    pairs the rows of both files by position, to intersect their classes. Released rows are shuffled
+    afresh, so aligned rows agree on the sensitive value only at the chance rate Σ p_v², and the paired
+    QIs would not narrow anyone's class."""
+    a_dir, b_dir = tmp_path / "a", tmp_path / "b"
+    a_dir.mkdir(), b_dir.mkdir()
+    code, _, se, a, _ = publish(capsys, a_dir, EXAMPLE, "analyst", "statistics")
+    assert code == 0, se
+    code, _, se, b, _ = publish(capsys, b_dir, EXAMPLE, "analyst", "research")
+    assert code == 0, se
+    da, db = fresh(a), fresh(b)
+    assert len(da) == len(db) == 3016
+    agree = float((da[SENS].to_numpy() == db[SENS].to_numpy()).mean())
+    p = da[SENS].value_counts(normalize=True)
+    chance = float((p**2).sum())
+    assert agree < chance + 0.05  # in input order every row would agree (agree = 1)
+    # and the original order is not kept: the input's sensitive column is not the release's
+    src = pd.read_csv(SUBSET, sep=";", dtype=str)
+    assert float((src[SENS].to_numpy() == da[SENS].to_numpy()).mean()) < chance + 0.05

@@ -28,6 +28,7 @@ value) are refused before anything runs (:func:`check_possible`).
 from __future__ import annotations
 
 import math
+import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -403,11 +404,17 @@ def publish_with_policy(
     *,
     options: Mapping | None = None,
     n_queries: int | None = None,
+    shuffle: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> PolicyRelease:
     """Decide (:func:`decide`), anonymize with the chosen method (:func:`..anonymize_table`) and
     check the release as written against both requirements (disclosure re-measured on the released
-    table, quality from its report). Errors as :func:`decide`."""
+    table, quality from its report). Errors as :func:`decide`.
+
+    ``shuffle`` (default) puts the released rows in a fresh random order: a user given two releases
+    of the same table (two purposes, two levels) could otherwise pair their rows by position and
+    intersect the classes of both — the complementary-release attack (Sweeney, "k-anonymity: a model
+    for protecting privacy", IJUFKS 10(5), 2002, §4)."""
     if isinstance(table_or_df, EncodedTable):
         table = table_or_df
     else:
@@ -432,6 +439,9 @@ def publish_with_policy(
         options=opts or None,
         progress=progress,
     )
+    if shuffle:
+        order = np.random.default_rng(secrets.randbits(128)).permutation(len(res.df))
+        res.df = res.df.iloc[order].reset_index(drop=True)
     qis, sens = table.schema.qis, table.schema.sensitive
     measured = {
         "disclosure": frame_disclosure(res.df, qis, sens),
