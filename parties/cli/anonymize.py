@@ -127,6 +127,9 @@ def register(subparsers) -> argparse.ArgumentParser:
         help="random COUNT queries for the query-error metric (0 skips it; default 200)",
     )
     p.add_argument("--report", metavar="REPORT.json", help="write the JSON report here")
+    p.add_argument(
+        "--plot", metavar="OUT.png", help="draw the trade-off around the parameters and the release's class sizes"
+    )
     p.add_argument("--sep", default=None, help="input CSV delimiter (default: sniffed)")
     p.add_argument("--out-sep", default=None, help="output CSV delimiter (default: the input's)")
     p.add_argument("--quiet", action="store_true", help="no progress or summary output")
@@ -240,6 +243,7 @@ def _main(args) -> int:
     prog = Progress(enabled=not args.quiet)
     out = _check_output_path(args.output, "output", Path(args.input))
     rep_path = _check_output_path(args.report, "report") if args.report else None
+    plot_path = _check_output_path(args.plot, "plot") if args.plot else None
     res, out_sep = run_anonymize(args, progress=prog)
     text = json.dumps(res.report, indent=2, default=float) + "\n"
     t = time.perf_counter()
@@ -248,6 +252,10 @@ def _main(args) -> int:
     if rep_path is not None:
         text = json.dumps(res.report, indent=2, default=float) + "\n"
         atomic_write_text(rep_path, text)
+    if plot_path is not None:
+        from .plotting import plot_anonymize
+
+        plot_anonymize(plot_path, args, res, progress=prog)
     if not args.quiet:
         print(f"wrote {args.output}: " + _summary(res))
     return 0
