@@ -46,7 +46,17 @@ from ..models import PrivacyModel, check_fits
 from ..registry import SYNTHETIC, register
 from ..table import EncodedTable
 
-__all__ = ["condensation", "SyntheticResult", "GroupStats", "covariance_check", "VARIANTS"]
+__all__ = [
+    "condensation",
+    "SyntheticResult",
+    "GroupStats",
+    "covariance_check",
+    "static_groups",
+    "dynamic_groups",
+    "split_group",
+    "synthesize",
+    "VARIANTS",
+]
 
 VARIANTS = ("static", "dynamic")
 
@@ -134,7 +144,7 @@ def static_groups(Z: np.ndarray, k: int, rng: Rng) -> tuple[np.ndarray, int]:
     return gid, g
 
 
-def _split(r: float, s1: np.ndarray, s2: np.ndarray) -> tuple[tuple, tuple]:
+def split_group(r: float, s1: np.ndarray, s2: np.ndarray) -> tuple[tuple, tuple]:
     """Split a group of ``r = 2k`` along its largest eigenvector (eqs. 20.6, 20.8, 20.9)."""
     mean = s1 / r
     cov = s2 / r - np.outer(mean, mean)
@@ -171,7 +181,7 @@ def dynamic_groups(Z: np.ndarray, k: int, rng: Rng, initial: int | None = None) 
         s1[g] = s1[g] + x
         s2[g] = s2[g] + np.outer(x, x)
         if r[g] >= 2 * k:
-            a, b = _split(r[g], s1[g], s2[g])
+            a, b = split_group(r[g], s1[g], s2[g])
             r[g], s1[g], s2[g] = a
             r.append(b[0])
             s1.append(b[1])
