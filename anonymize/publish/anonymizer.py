@@ -162,6 +162,7 @@ def _metrics(
         "ncp": M.ncp(table, lo, hi, suppressed),
         "ncp_leaves": M.ncp(table, lo, hi, suppressed, categorical="leaves")["ncp"],
         "il_total": M.il_total(table, class_id, n_classes, lo, hi, suppressed),
+        "gaacp_iloss": M.gaacp_iloss(table, lo, hi, suppressed),
         "dm": M.discernibility(sizes, n_sup, table.n),
         "cdm": M.cdm(sizes),
         "cdm_definition": M.CDM_DEFINITION,

@@ -69,6 +69,8 @@ def anatomy(
     t0 = time.perf_counter()
     table = encoded(table)
     l, attrs = required_l(models, "anatomy")
+    if not table.schema.sensitive:
+        raise AnonymizeError("anatomy needs a sensitive attribute (--sensitive)")
     if len(table.schema.sensitive) != 1:
         raise AnonymizeError(
             f"anatomy publishes one sensitive attribute, {len(table.schema.sensitive)} given "
