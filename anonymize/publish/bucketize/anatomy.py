@@ -44,7 +44,7 @@ def required_l(models: Sequence[PrivacyModel], name: str) -> tuple[int, list]:
     for m in models:
         if m.name in ACCEPTS:
             ls.append(m.minimal_class_size)
-            attrs.append(m.attribute)
+            attrs.append(getattr(m, "attribute", None))
     if not ls:
         raise AnonymizeError(f"algorithm '{name}' needs l-diversity (give l)")
     return max(ls), attrs

@@ -73,7 +73,7 @@ def table_range(h: Hierarchy, codes: np.ndarray) -> float:
 
 def model_k(models: Sequence, algorithm: str) -> int:
     """The k of the k-anonymity model among ``models`` (one-line error when there is none)."""
-    ks = [m.k for m in models if m.name == "k-anonymity"]
+    ks = [m.minimal_class_size for m in models if m.name == "k-anonymity"]
     if not ks:
         raise AnonymizeError(f"algorithm '{algorithm}' needs k-anonymity (give k)")
     return max(ks)

@@ -76,13 +76,15 @@ class GaaCpDistance:
     def __init__(self, table: EncodedTable):
         self.q = table.q
         self.numeric = [bool(h.numeric) for h in table.hierarchies]
-        self.vals = [numeric_values(h) if h.numeric else None for h in table.hierarchies]
+        self.vals: list[np.ndarray] = [numeric_values(h) if h.numeric else np.zeros(0) for h in table.hierarchies]
         self.rng = [table_range(h, table.qi_codes[:, j]) if h.numeric else 1.0 for j, h in enumerate(table.hierarchies)]
         self.H = [h.height for h in table.hierarchies]
-        self.lca = [None if h.numeric else lca_levels(h) for h in table.hierarchies]
+        self.lca: list[np.ndarray] = [
+            np.zeros((0, 0), dtype=np.int64) if h.numeric else lca_levels(h) for h in table.hierarchies
+        ]
         # categorical terms for every node (first leaf a, level l) and value v: cat[j][a, l, v]
-        self.cat = [
-            None
+        self.cat: list[np.ndarray] = [
+            np.zeros((0, 0, 0))
             if h.numeric
             else self._cat_term(self.lca[j][:, None, :], np.arange(h.height + 1)[None, :, None], h.height)
             for j, h in enumerate(table.hierarchies)

@@ -61,12 +61,12 @@ ACCEPTS = ["k-anonymity", "distinct-l-diversity"]
 
 def _requirements(table: EncodedTable, models: Sequence[PrivacyModel], name: str) -> tuple[int, int, int | None]:
     """``(k, l, sensitive column)`` from the models (k = 1 without k-anonymity, l = 1 without l)."""
-    k = max([m.k for m in models if m.name == "k-anonymity"], default=1)
+    k = max([m.minimal_class_size for m in models if m.name == "k-anonymity"], default=1)
     lm = [m for m in models if m.name == "distinct-l-diversity"]
-    l = max([m.l for m in lm], default=1)
+    l = max([m.minimal_class_size for m in lm], default=1)
     sens = None
     if lm:
-        cols = sorted({j for m in lm for j in table.sens_index(m.attribute)})
+        cols = sorted({j for m in lm for j in table.sens_index(getattr(m, "attribute", None))})
         if len(cols) != 1:
             raise AnonymizeError(
                 f"algorithm '{name}' protects one sensitive attribute; name it in the l-diversity model "
@@ -84,7 +84,7 @@ class _IL:
     def __init__(self, table: EncodedTable):
         hs = table.hierarchies
         self.numeric = [bool(h.numeric) for h in hs]
-        self.vals = [numeric_values(h) if h.numeric else None for h in hs]
+        self.vals: list[np.ndarray] = [numeric_values(h) if h.numeric else np.zeros(0) for h in hs]
         self.rng = [table_range(h, table.qi_codes[:, j]) if h.numeric else 1.0 for j, h in enumerate(hs)]
         self.L = [h.n_leaves for h in hs]
         self.ndom = [

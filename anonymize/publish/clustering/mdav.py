@@ -48,7 +48,7 @@ class _Space:
 
     def __init__(self, table: EncodedTable):
         self.numeric = [bool(h.numeric) for h in table.hierarchies]
-        self.vals = [numeric_values(h) if h.numeric else None for h in table.hierarchies]
+        self.vals: list[np.ndarray] = [numeric_values(h) if h.numeric else np.zeros(0) for h in table.hierarchies]
         self.L = [h.n_leaves for h in table.hierarchies]
         self.w = []
         for j, h in enumerate(table.hierarchies):
