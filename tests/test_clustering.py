@@ -46,7 +46,9 @@ def test_gaacp_reproduces_jiang_table_2(seed):
     draws the start, which the paper leaves arbitrary). Its iloss (§2.2) by hand: Age 3·12/25 +
     2·10/25 = 2.24, Sex 0, Zip 5 rows · 2/5 levels = 2 → 4.24."""
     df, schema, hs = jiang_table1()
-    r = P.anonymize_table(df, schema, hs, algorithm="gaa-cp", models=[P.KAnonymity(2)], options={"seed": seed})
+    r = P.anonymize_table(
+        df, schema, hs, algorithm="gaa-cp", models=[P.KAnonymity(2)], options={"seed": seed}, n_queries=0
+    )
     rel = r.df[["Age", "Sex", "Zip"]].values.tolist()
     assert rel == [
         ["30-42", "男", "232**"],
@@ -182,3 +184,25 @@ def test_a_model_the_algorithm_cannot_honour(subset):
             P.anonymize_table(subset, algorithm=name, models=[P.KAnonymity(3), P.DistinctLDiversity(2)])
     with pytest.raises(AnonymizeError, match="takes no option seed"):
         P.anonymize_table(subset, algorithm="mdav", models=[P.KAnonymity(3)], options={"seed": 1})
+
+
+@pytest.mark.parametrize(
+    "fn,schema,models",
+    [
+        ("gaa_cp", (["a", "b"], ["s"]), [P.KAnonymity(3)]),
+        ("kaca", (["a", "b"], ["s"]), [P.KAnonymity(3)]),
+        ("mdav", (["a", "b"], ["s"]), [P.KAnonymity(3)]),
+        ("lca_fc", (["a", "b"], ["s"]), [P.DistinctLDiversity(2)]),
+        ("lca_rc", (["a", "b"], ["s"]), [P.KAnonymity(3), P.DistinctLDiversity(2)]),
+        ("anatomy", (["a", "b"], ["s"]), [P.DistinctLDiversity(2)]),
+        ("msal", (["a"], ["s", "b"]), [P.DistinctLDiversity(2)]),
+        ("condensation", (["a"], []), [P.KAnonymity(3)]),
+    ],
+)
+def test_python_api_one_function_per_algorithm(fn, schema, models):
+    """``anonymize.publish.api.<name>(df, schema, models=...)`` runs the registered algorithm and
+    returns the same result object and report as anonymize_table."""
+    df = pd.DataFrame({"a": list(range(12)), "b": list("xyzw") * 3, "s": list("uv") * 6})
+    res = getattr(P.api, fn)(df, P.Schema(*schema), models=models, n_queries=0)
+    assert res.report["algorithm"] == fn.replace("_", "-")
+    assert res.metrics["rows"] == 12
