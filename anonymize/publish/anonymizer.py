@@ -351,6 +351,7 @@ def synthetic_metrics(table: EncodedTable, res) -> dict:
         "classes": M.summarize_classes(sizes),
         "achieved": {"k": int(sizes.min()), "groups": int(len(sizes))},
         "covariance": covariance_check(X, res.df.to_numpy(dtype=np.float64)),
+        "columns_not_published": [str(c) for c in table.df.columns if c not in res.columns],
     }
 
 

@@ -115,7 +115,8 @@ def bucket_metrics(table: EncodedTable, res: BucketizationResult) -> dict:
         "qi_published_exactly": True,
         "qi_unique_rows": unique_rows,
     }
-    if n_pub:
-        lo, hi = class_boxes(table, np.where(pub, gid, 0), G)
-        out["il_total"] = il_total(table, np.where(pub, gid, 0), G, lo, hi, suppressed=~pub)
+    if n_pub:  # rows not published form their own class, left out of the loss as suppressed rows
+        cid = np.where(pub, gid, G)
+        lo, hi = class_boxes(table, cid, G + 1)
+        out["il_total"] = il_total(table, cid, G + 1, lo, hi, suppressed=~pub)
     return out
