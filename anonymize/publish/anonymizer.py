@@ -289,6 +289,7 @@ def anonymize_table(
     if n_queries is None:
         n_queries = auto_queries(table.n)
     if alg.kind == registry.BUCKETIZATION:
+        assert algo_result is not None
         metrics = bucket_metrics(table, algo_result)
     elif alg.kind == registry.SYNTHETIC:
         metrics = synthetic_metrics(table, algo_result)
