@@ -153,6 +153,12 @@ def register(subparsers) -> argparse.ArgumentParser:
         default=None,
         help="condensation variant: static groups or the stream (dynamic) one (default static)",
     )
+    p.add_argument(
+        "--keep-order",
+        action="store_true",
+        help="write rows in the input's order (default: a fresh random order, so that two releases of the same "
+        "table, or a release and a copy of the input, cannot be joined row by row)",
+    )
     p.add_argument("--report", metavar="REPORT.json", help="write the JSON report here")
     p.add_argument(
         "--plot", metavar="OUT.png", help="draw the trade-off around the parameters and the release's class sizes"
@@ -293,6 +299,19 @@ def table_path(out: Path, name: str) -> Path:
     return out.with_name(f"{out.stem}.{safe}{out.suffix}")
 
 
+def shuffled_rows(df):
+    """``df``'s rows in a fresh uniformly random order (OS randomness), index reset: a written
+    release must not keep the input's row order, which would let a reader join two releases of the
+    same table — or a release and any copy of the input — row by row (Sweeney's complementary
+    release attack, IJUFKS 10(5), 2002, §4)."""
+    import secrets
+
+    import numpy as np
+
+    perm = np.random.default_rng(secrets.randbits(128)).permutation(len(df))
+    return df.iloc[perm].reset_index(drop=True)
+
+
 def write_tables(pairs, sep: str = ",") -> None:
     """Write every ``(DataFrame, path)`` atomically as a set: each to a temporary file next to its
     target first, then all renamed into place; on any error every temporary file is removed (and a
@@ -343,7 +362,11 @@ def _main(args) -> int:
     if extra:
         res.report["outputs"] = {"qi": str(out)} | {name: str(path) for name, path in extra.items()}
     t = time.perf_counter()
-    write_tables([(res.df, out)] + [(res.tables[name], path) for name, path in extra.items()], sep=out_sep or ",")
+    tables = [(res.df, out)] + [(res.tables[name], path) for name, path in extra.items()]
+    if not args.keep_order:
+        tables = [(shuffled_rows(df), path) for df, path in tables]
+    res.report["row_order"] = "input" if args.keep_order else "random"
+    write_tables(tables, sep=out_sep or ",")
     res.report["timings"]["write"] = time.perf_counter() - t
     if rep_path is not None:
         text = json.dumps(res.report, indent=2, default=float) + "\n"
