@@ -7,7 +7,9 @@ Targets (2-core machine):
 
 * GAA-CP on Adult (30,162 rows, 8 QIs age, sex, race, marital-status, education, native-country,
   workclass, occupation; ARX hierarchies), k = 10: ≤ 20 s, and a total information loss
-  (:func:`anonymize.publish.metrics.gaacp_iloss`, Jiang, Zeng, Ma 2017 §2.2) lower than Mondrian's
+  (:func:`anonymize.publish.metrics.gaacp_iloss`; H. Jiang, G. Zeng, H. Ma, "Greedy clustering-anonymity
+  method for privacy preservation of table data-publishing", Journal of Software 28(2), 2017, §2.2)
+  lower than Mondrian's
   and KACA's on the same input — each release measured by the same code. MDAV beside them (R and
   sdcMicro are not installed here, so sdcMicro's own ``mdav`` is not run; ppdm's follows its loop).
 * LCA-FC on Adult with l = 5, occupation sensitive (QIs: the other 7 attributes + salary-class):

@@ -197,7 +197,8 @@ def anonymize_table(
     ``table_or_df`` — a DataFrame (with ``schema`` and optional ``hierarchies``; QIs without one get
     :func:`.table.auto_hierarchy`) or an :class:`EncodedTable`. ``algorithm`` — a name in the registry (:data:`ALGORITHMS`);
     ``models`` — privacy models (:func:`build_models`); ``max_suppression`` — fraction of rows the
-    full-domain algorithms may suppress (Samarati's MaxSup); ``metric`` — how to choose among the
+    full-domain algorithms may suppress (MaxSup of P. Samarati, "Protecting respondents' identities
+    in microdata release", IEEE TKDE 2001); ``metric`` — how to choose among the
     satisfying nodes (:data:`.fulldomain.METRICS`); ``mondrian_mode`` strict | relaxed (the ``mode``
     option of algorithms that take one); ``options`` — further options of a partition-style
     algorithm (:attr:`.registry.Algorithm.options`);

@@ -5,7 +5,8 @@ matplotlib's Agg renderer: no display, no pyplot global state):
 
 * :func:`draw_tradeoff` — one parameter (k, l or t) on the x axis; information loss of the release
   on the left axis (NCP in [0, 1], or this project's CDM on a log scale) and disclosure probability
-  P = the largest share of one sensitive value in a class on the right axis (Xu & Guo,
+  P = the largest share of one sensitive value in a class on the right axis (Y. Xu, H. Guo,
+  "Privacy protection model and parameter optimization method for data dissemination",
   Computer Engineering 47(5), 2021, §3.1), with the bounds P_max and Q as dashed lines and the
   chosen value marked — the picture of their Figs. 3–5;
 * :func:`draw_class_sizes` — records per class size (a histogram weighted by records, so a class of

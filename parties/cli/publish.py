@@ -3,7 +3,8 @@
     ppdm publish IN.csv -o OUT.csv --policy POLICY.toml --user U --purpose P [--report R.json]
         --qi COLS --sensitive COLS [--id COLS] [--hierarchies DIR | --hierarchy COL=FILE ...]
 
-A thin layer over :func:`anonymize.publish.policy.engine.publish_with_policy` (Xu & Guo, Computer
+A thin layer over :func:`anonymize.publish.policy.engine.publish_with_policy` (Y. Xu, H. Guo,
+"Privacy protection model and parameter optimization method for data dissemination", Computer
 Engineering 47(5), 2021): the policy maps (user, purpose) to a security level, the level to a
 method and initial parameters; the engine adjusts the parameters, then the method, until the
 owner's privacy requirement and the user's quality requirement both hold. The release (and the

@@ -4,8 +4,9 @@
         [--hierarchies DIR | --hierarchy COL=FILE ...] [--k-range LO:HI] [--algorithm NAME]
         [--max-suppression F] [--json] [--plot OUT.png]
 
-A thin layer over :func:`anonymize.publish.policy.tune.tune` (Xu & Guo, Computer Engineering
-47(5), 2021, §3): K_min = ⌈1/P_max⌉, K_max = the largest k whose release meets the quality bound,
+A thin layer over :func:`anonymize.publish.policy.tune.tune` (Y. Xu, H. Guo, "Privacy protection
+model and parameter optimization method for data dissemination", Computer Engineering 47(5),
+2021, §3): K_min = ⌈1/P_max⌉, K_max = the largest k whose release meets the quality bound,
 the chosen k in the middle; Algorithm 1 for l; Algorithm 2 for t with EMD steps. Prints the chosen
 parameters and the trade-off tables (parameter → information loss and disclosure probability),
 or the same as JSON; ``--plot`` draws them. Progress goes to stderr on long runs.

@@ -1,7 +1,8 @@
 """MSAL: l-diversity on several sensitive attributes by bucketing (the multi-sensitive-attribute
 algorithm of the thesis on privacy-leakage control in anonymized data publishing, ch. 3,
-Algorithm 3.1; see ``docs/references.md``), published like Anatomy (Xiao & Tao, VLDB 2006): a QI
-table plus one table per sensitive attribute, linked by the group id (:mod:`.result`).
+Algorithm 3.1; see ``docs/references.md``), published like Anatomy (X. Xiao, Y. Tao, "Anatomy:
+simple and effective privacy preservation", VLDB 2006): a QI table plus one table per sensitive
+attribute, linked by the group id (:mod:`.result`).
 
 1. The sensitive attributes are ranked: the first one given is the primary one. Each must have at
    least ``l`` distinct values.

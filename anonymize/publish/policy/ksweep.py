@@ -4,7 +4,8 @@ A node's equivalence classes do not depend on k: only which of them fail does (t
 than k rows). So instead of one search per k, :func:`k_sweep` evaluates every node that can
 satisfy the smallest k once — its frequency set rolled up from a cached specialization
 (:class:`..fulldomain.Lattice`, Incognito's roll-up) — and derives, for all k at once, what the
-lattice's check and metrics would give (Bayardo & Agrawal's DM; the NCP of
+lattice's check and metrics would give (the DM of R. J. Bayardo, R. Agrawal, "Data privacy through
+optimal k-anonymization", ICDE 2005; the NCP of
 :meth:`.fulldomain.Lattice.complete`; this project's CDM):
 
     suppressed(k) = Σ_{|E| < k} |E|,   ok(k) = suppressed(k) ≤ MaxSup  [and the ``*`` class ≥ k],
@@ -16,7 +17,8 @@ lattice's check and metrics would give (Bayardo & Agrawal's DM; the NCP of
 
 Which nodes: "suppressed(k) ≤ MaxSup" is monotone under generalization (merged classes are at
 least as large), so every node satisfying some k ≥ k_lo lies above a minimal node of
-"suppressed(k_lo) ≤ MaxSup"; Flash (Kohlmayer et al., PASSAT 2012) finds those minimal nodes and
+"suppressed(k_lo) ≤ MaxSup"; Flash (F. Kohlmayer, F. Prasser, C. Eckert, A. Kemper, K. A. Kuhn,
+"Flash: efficient, stable and optimal k-anonymity", PASSAT 2012) finds those minimal nodes and
 the sweep evaluates their up-closure. For each k the chosen node minimizes the same key as
 :func:`.fulldomain.result.metric_key` (metric, NCP, DM, height, levels) over **all** satisfying
 nodes — the optimum :func:`.fulldomain.optimum.best_node` returns, so the choice equals what Flash

@@ -1,6 +1,7 @@
 """The security-level policy file (TOML): who may have the data for what, at which level, how.
 
-The model is Xu & Guo's (Computer Engineering 47(5), 2021, §2, Fig. 1 and Table 1): a data user's
+The model is that of Y. Xu, H. Guo, "Privacy protection model and parameter optimization method
+for data dissemination" (Computer Engineering 47(5), 2021, §2, Fig. 1 and Table 1): a data user's
 identity and the purpose of use determine a security level; the level determines the
 anonymization method (k-anonymity, l-diversity or t-closeness, each with an algorithm) and its
 initial parameters; the data owner states a privacy requirement and the user a quality
