@@ -17,9 +17,11 @@ generation", CRYPTO 1999), folded over the owners as in
 
 * **One OT per (transaction, newcomer part), not per candidate.** Every
   candidate that uses the same part of the newcomer o_j takes its bit as the
-  OT choice, so one IKNP random OT (Ishai–Kilian–Nissim–Petrank, CRYPTO 2003;
+  OT choice, so one IKNP random OT (Y. Ishai, J. Kilian, K. Nissim, E. Petrank,
+  "Extending oblivious transfers efficiently", CRYPTO 2003;
   :func:`mpc.ot_extension.random_ot_send`) serves all of them: its two keys
-  are stretched by the TCCR hash (Guo–Katz–Wang–Yu, S&P 2020) into one pad per
+  are stretched by the TCCR hash (C. Guo, J. Katz, X. Wang, Y. Yu, "Efficient and
+  secure multiparty computation from fixed-key block ciphers", IEEE S&P 2020) into one pad per
   candidate, and the holder sends one correction per candidate,
   τ = H(k0) − H(k1) + s (mod 2^k). The 128-bit OT-extension column is paid
   once per part instead of once per candidate ("batching across partners").

@@ -34,8 +34,12 @@ the same item.
 2. :class:`DHHash` — a *non-invertible* commutative hash (for intersection
    cardinality; Agrawal–Evfimievski–Srikant 2003, Vaidya–Clifton 2005): an item
    is hashed into the prime-order subgroup of Curve25519 (:func:`hash_items`:
-   ``f(h₁) + [h₂]B`` with the Elligator 2 map ``f``, indifferentiable from a
-   random oracle by Brier et al., CRYPTO 2010; SHA-512 as the random oracle)
+   ``f(h₁) + [h₂]B`` with the Elligator 2 map ``f`` (D. J. Bernstein, M. Hamburg,
+   A. Krasnova, T. Lange, "Elligator: elliptic-curve points indistinguishable from
+   uniform random strings", ACM CCS 2013), indifferentiable from a random oracle by
+   E. Brier, J.-S. Coron, T. Icart, D. Madore, H. Randriam, M. Tibouchi, "Efficient
+   indifferentiable hashing into ordinary elliptic curves", CRYPTO 2010; SHA-512 as
+   the random oracle)
    and then ``u ↦ X25519(a, u) = x(clamp(a)·U)``. Scalar
    multiplications commute, so ``X25519(a, X25519(b, u)) = X25519(b, X25519(a, u))``,
    and a clamped scalar (a multiple of 8, nonzero mod ℓ) maps the subgroup onto

@@ -13,7 +13,8 @@ Model and assumptions
   the output bit is revealed, not even equality.
 
 Construction (Rathee et al., "CrypTFlow2: Practical 2-Party Secure Inference",
-CCS 2020, §3 millionaires' protocol; Garay–Schoenmakers–Villegas 2007 for the
+CCS 2020, §3 millionaires' protocol; J. Garay, B. Schoenmakers, J. Villegas,
+"Practical and secure solutions for integer comparison", PKC 2007, for the
 block tree)
 -----------------------------------------------------------------------------
 1. Split each ℓ-bit value into q = ⌈ℓ/4⌉ blocks of m = 4 bits, most
@@ -27,11 +28,13 @@ block tree)
    (⊕ is an OR here: the two terms exclude each other), ⌈log₂ q⌉ rounds; the
    lowest node's eq is never needed and not computed. The root's lt is
    [v_0 < v_1].
-4. AND on XOR shares with a Beaver bit triple c = a ∧ b: open d = x ⊕ a,
+4. AND on XOR shares with a Beaver bit triple c = a ∧ b (D. Beaver, "Efficient
+   multiparty protocols using circuit randomization", CRYPTO 1991): open d = x ⊕ a,
    e = y ⊕ b; z = c ⊕ d∧b ⊕ e∧a ⊕ (party 0 only) d∧e.
 5. Triples from two random bit OTs (one per direction): from a ROT (r0, r1)
    → r_b, set a = r0 ⊕ r1, u = r0, so r_b = u ⊕ a∧b; the cross terms
-   a_0 b_1 and a_1 b_0 are then XOR-shared (Gilboa 1999 / IKNP-style).
+   a_0 b_1 and a_1 b_0 are then XOR-shared (N. Gilboa, "Two party RSA key
+   generation", CRYPTO 1999 / IKNP-style).
 
 Everything is vectorized: per chunk of elements there is one leaf OT batch,
 one triple batch (concurrent with it) and one message per tree level.

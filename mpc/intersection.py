@@ -9,8 +9,12 @@ private databases", SIGMOD 2003): security rests on the decisional
 Diffie–Hellman assumption in the prime-order subgroup (order
 ℓ = 2²⁵² + 277423…493) of Curve25519, with SHA-512 modelled as a random oracle
 — items are hashed into that subgroup by ``f(h₁) + [h₂]B`` (Elligator 2 map
-``f``, fixed-base multiple of ``h₂``; indifferentiable from a random oracle
-into the group, Brier et al., CRYPTO 2010; :func:`mpc.commutative.hash_items`),
+``f`` of D. J. Bernstein, M. Hamburg, A. Krasnova, T. Lange, "Elligator:
+elliptic-curve points indistinguishable from uniform random strings", ACM CCS
+2013; fixed-base multiple of ``h₂``; indifferentiable from a random oracle
+into the group: E. Brier, J.-S. Coron, T. Icart, D. Madore, H. Randriam,
+M. Tibouchi, "Efficient indifferentiable hashing into ordinary elliptic
+curves", CRYPTO 2010; :func:`mpc.commutative.hash_items`),
 fakes the same way from random strings, and clamped X25519 scalars keep every
 value in it. So every
 value on the wire is a uniformly distributed-looking point of order ℓ; none

@@ -16,12 +16,14 @@ The homomorphic scalar product of Goethals, Laur, Lipmaa and Mielikäinen
 ("On private scalar product computation for privacy-preserving data
 mining", ICISC 2004, §4) — one party encrypts its vector, the other adds the
 ciphertexts at its own positions, re-randomizes and masks — with Paillier
-replaced by LWE encryption (Regev, "On lattices, learning with errors, random
-linear codes, and cryptography", STOC 2005) in its packed, seeded form
-(Peikert–Vaikuntanathan–Waters, CRYPTO 2008: one random vector a_t per row for
-all m_E columns; the a_t from a public seed) and Lindner–Peikert public-key
-re-randomization ("Better key sizes (and attacks) for LWE-based encryption",
-CT-RSA 2011, §3). With q = 2^64, n = :data:`LWE_N`:
+encryption (P. Paillier, "Public-key cryptosystems based on composite degree
+residuosity classes", EUROCRYPT 1999) replaced by LWE encryption (O. Regev, "On
+lattices, learning with errors, random linear codes, and cryptography", STOC
+2005) in its packed, seeded form (C. Peikert, V. Vaikuntanathan, B. Waters, "A
+framework for efficient and composable oblivious transfer", CRYPTO 2008: one
+random vector a_t per row for all m_E columns; the a_t from a public seed) and
+the public-key re-randomization of R. Lindner, C. Peikert ("Better key sizes
+(and attacks) for LWE-based encryption", CT-RSA 2011, §3). With q = 2^64, n = :data:`LWE_N`:
 
 1. E draws a ternary secret matrix Sk ∈ {−1,0,1}^{n×m_E}; public A ∈ Z_q^{N×n}
    and A_pk ∈ Z_q^{n×n} come from a fresh seed E sends. E sends the public key
@@ -37,7 +39,8 @@ CT-RSA 2011, §3). With q = 2^64, n = :data:`LWE_N`:
 Security and parameters: n = 2048, q = 2^64, rounded Gaussian errors of
 σ = 3.2·2^10 and ternary secrets have the noise rate σ/q of the
 128-bit-secure set n = 2048, log q = 54, σ = 3.2 of the Homomorphic Encryption
-Security Standard (Albrecht et al., HomomorphicEncryption.org, 2018, Table 1,
+Security Standard (M. Albrecht, M. Chase, H. Chen et al., "Homomorphic Encryption
+Security Standard", HomomorphicEncryption.org, 2018, Table 1,
 classical and quantum). C and P are LWE samples under Sk (E's columns stay
 hidden from S); w_α is u_α plus an LWE sample under r_α, pseudorandom to E
 even though E knows Sk (so T_α stays hidden from E); every v_k is masked by a
@@ -363,8 +366,10 @@ async def round_shares(ch: Channel, peer: str, x: np.ndarray, *, role: int, delt
     below 2^(64−d); ``role`` 0 or 1 (the two share holders). With
     X' = X + Δ/2 (added by role 0), c = ⌊X'/Δ⌋ = ⌊x0/Δ⌋ + ⌊x1/Δ⌋ + κ with the
     carry κ = [x0 mod Δ + x1 mod Δ ≥ Δ], XOR-shared by one d-bit millionaires'
-    run (:func:`mpc.comparison.msb_of_shares`, Rathee et al., CCS 2020) and
-    made additive by one correlated OT (κ = κ0 + κ1 − 2κ0κ1; Gilboa 1999).
+    run (:func:`mpc.comparison.msb_of_shares`; D. Rathee et al., "CrypTFlow2:
+    practical 2-party secure inference", ACM CCS 2020) and made additive by one
+    correlated OT (κ = κ0 + κ1 − 2κ0κ1; N. Gilboa, "Two party RSA key generation",
+    CRYPTO 1999).
     The noise e never leaves the shares: this reveals nothing.
     """
     from .comparison import msb_of_shares

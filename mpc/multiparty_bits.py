@@ -5,8 +5,11 @@ Model and assumptions
 All N ≥ 2 parties of ``ch.parties`` take part; semi-honest, *dishonest
 majority*: a value shared here is the XOR (or the sum mod 2^64) of one share
 per party, so any coalition of up to N − 1 parties sees uniformly random
-shares. Security is that of the random OTs of :mod:`mpc.ot_extension` (IKNP
-with the GKWY20 TCCR hash) and of the pairwise-seed masks of :mod:`mpc.keys`.
+shares. Security is that of the random OTs of :mod:`mpc.ot_extension` (IKNP —
+Y. Ishai, J. Kilian, K. Nissim, E. Petrank, "Extending oblivious transfers
+efficiently", CRYPTO 2003 — with the TCCR hash of C. Guo, J. Katz, X. Wang, Y. Yu,
+"Efficient and secure multiparty computation from fixed-key block ciphers", IEEE
+S&P 2020) and of the pairwise-seed masks of :mod:`mpc.keys`.
 
 Constructions
 -------------
@@ -29,7 +32,8 @@ Constructions
   pairwise so no single contribution shows) and compute
   ``MSB(c − r) = c_{k−1} ⊕ r_{k−1} ⊕ [low(c) < low(r)]`` with a comparison
   tree over the XOR-shared bits of ``r`` and the public bits of ``c`` (the
-  block tree of Garay–Schoenmakers–Villegas, PKC 2007, with one-bit leaves,
+  block tree of J. Garay, B. Schoenmakers, J. Villegas, "Practical and secure
+  solutions for integer comparison", PKC 2007, with one-bit leaves,
   which need no gate because ``c`` is public). Since ``r`` is uniform mod
   2^k, ``c`` reveals nothing; only the output bit is opened.
 

@@ -3,8 +3,10 @@
 Model and assumptions
 ---------------------
 Two parties, semi-honest (honest-but-curious), static corruption; the
-assumptions of :mod:`mpc.ot_extension` (IKNP with the fixed-key AES TCCR hash
-of Guo–Katz–Wang–Yu 2020).
+assumptions of :mod:`mpc.ot_extension` (IKNP — Y. Ishai, J. Kilian, K. Nissim,
+E. Petrank, "Extending oblivious transfers efficiently", CRYPTO 2003 — with the
+fixed-key AES TCCR hash of C. Guo, J. Katz, X. Wang, Y. Yu, "Efficient and
+secure multiparty computation from fixed-key block ciphers", IEEE S&P 2020).
 
 Construction (Naor–Pinkas, "Oblivious Transfer and Polynomial Evaluation",
 STOC 1999, §4, with the PRF instantiated by the TCCR hash ``H``). For each

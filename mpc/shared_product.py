@@ -5,8 +5,9 @@ Model and assumptions
 Semi-honest parties; ``ch.parties`` fixes the order. A batch holds K
 candidates over N transactions; for candidate k the public *owner mask*
 ``owners[k, p]`` says which parties hold items of it, and owner p holds the
-0/1 vector ``v_p[k] ∈ {0,1}^N`` (the AND of its own item columns, Vaidya &
-Clifton 2002). The support of candidate k is
+0/1 vector ``v_p[k] ∈ {0,1}^N`` (the AND of its own item columns; J. Vaidya,
+C. Clifton, "Privacy preserving association rule mining in vertically
+partitioned data", KDD 2002). The support of candidate k is
 
     count_k = Σ_t Π_{p ∈ owners_k} v_p[k, t].
 

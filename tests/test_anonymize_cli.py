@@ -333,3 +333,28 @@ def test_subprocess_exit_codes(tmp_path):
     )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "larger than the table" in bad.stderr
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_two_releases_cannot_be_joined_row_by_row(capsys, tmp_path):
+    """Adversary: two releases of the same table written in the input's order can be paired by row
+    position (each pair = one person, generalized twice: the intersection of the two cells). The
+    default is a fresh random order; --keep-order keeps the input's order when asked."""
+    df = pd.read_csv(SUBSET, sep=None, engine="python")
+    df["rowid"] = range(len(df))  # insensitive: released as it is, so it shows where each row went
+    src = tmp_path / "in.csv"
+    df.to_csv(src, index=False)
+    outs = []
+    for k in (5, 10):
+        out = tmp_path / f"k{k}.csv"
+        code, _, err = run(capsys, src, "-o", out, *BASE, "--k", k, "--max-suppression", 0.02, "--queries", 0)
+        assert code == 0, err
+        outs.append(pd.read_csv(out)["rowid"].to_numpy())
+    n = len(df)
+    assert sorted(outs[0].tolist()) == list(range(n))  # every row released once
+    # pairing the two releases by position finds the same person about once (1 expected), not n times
+    assert (outs[0] == outs[1]).sum() <= 10
+    assert (outs[0] == range(n)).sum() <= 10
+    out = tmp_path / "kept.csv"
+    code, _, err = run(capsys, src, "-o", out, *BASE, "--k", 5, "--keep-order", "--queries", 0)
+    assert code == 0, err
+    assert pd.read_csv(out)["rowid"].tolist() == list(range(n))

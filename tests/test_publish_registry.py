@@ -98,6 +98,14 @@ def test_registry_lists_every_builtin_algorithm_with_its_kind():
         "samarati": registry.FULL_DOMAIN,
         "datafly": registry.FULL_DOMAIN,
         "mondrian": registry.PARTITION,
+        "gaa-cp": registry.CLUSTERING,
+        "kaca": registry.CLUSTERING,
+        "mdav": registry.CLUSTERING,
+        "lca-fc": registry.CLUSTERING,
+        "lca-rc": registry.CLUSTERING,
+        "anatomy": registry.BUCKETIZATION,
+        "msal": registry.BUCKETIZATION,
+        "condensation": registry.SYNTHETIC,
     }
     with pytest.raises(AnonymizeError, match="unknown algorithm 'nope'.*flash"):
         registry.get("nope")

@@ -3,15 +3,16 @@
 * :mod:`.randomness` — :class:`RandomSource`: the OS CSPRNG (``os.urandom``, as :mod:`secrets`),
   or a seeded AES-CTR stream for tests; exactly uniform bounded integers.
 * :mod:`.exact` — integer-only samplers: Bernoulli(exp(−γ)), geometric, discrete Laplace
-  (Canonne, Kamath, Steinke, NeurIPS 2020, Algorithms 1–2) and the negative binomial NB(r, α)
-  for r ≤ 1.
+  (C. Canonne, G. Kamath, T. Steinke, "The discrete Gaussian for differential privacy",
+  NeurIPS 2020, Algorithms 1–2) and the negative binomial NB(r, α) for r ≤ 1.
 * :mod:`.mechanisms` — ε-DP count, sum, mean and histogram over the JSON queries of
   :mod:`anonymize.query` (fixed-point for real values; explicit clamping bounds).
 * :mod:`.accountant` — :class:`BudgetAccountant`, basic or advanced composition, a JSON file
   under ``fcntl.flock``; refuses a query that would overspend and then spends nothing.
 * :mod:`.shares` — :func:`noise_share`: each of n parties adds a difference of two NB(1/n, α)
-  draws inside a secure sum; the total carries exactly discrete-Laplace noise (Goryczka–Xiong,
-  IEEE TDSC 2017).
+  draws inside a secure sum; the total carries exactly discrete-Laplace noise (S. Goryczka,
+  L. Xiong, "A comprehensive comparison of multiparty secure additions with differential
+  privacy", IEEE TDSC 2017).
 """
 
 from .accountant import COMPOSITIONS, BudgetAccountant, BudgetExceeded, compose

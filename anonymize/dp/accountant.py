@@ -7,8 +7,9 @@ is recorded.
 
 Composition (how the per-query ε_i add up):
 
-* ``basic`` — ε_total = Σ ε_i (C. Dwork, F. McSherry, K. Nissim, A. Smith, TCC 2006; Dwork and
-  Roth, "The Algorithmic Foundations of Differential Privacy", FnT-TCS 2014, Thm 3.16). Exact
+* ``basic`` — ε_total = Σ ε_i (C. Dwork, F. McSherry, K. Nissim, A. Smith, "Calibrating noise to
+  sensitivity in private data analysis", TCC 2006; C. Dwork, A. Roth, "The Algorithmic Foundations
+  of Differential Privacy", FnT-TCS 2014, Thm 3.16). Exact
   rational arithmetic.
 * ``advanced`` — for pure ε_i-DP mechanisms and a slack δ > 0, the adaptive composition is
   (ε', δ)-DP with ε' = √(2 ln(1/δ) Σ ε_i²) + Σ ε_i (e^{ε_i} − 1) (C. Dwork, G. N. Rothblum,

@@ -21,7 +21,8 @@ integers, so every output probability is exactly what the formula says.
   first failure. The accepted K has P ∝ α^k w_k, which is NB(r, α); the acceptance rate is
   (1 − α)^(1 − r). This is exact, unlike the usual Gamma–Poisson mixture, which needs
   floating-point Gamma variates. (The rejection step is ours; the divisibility it serves is in
-  Goryczka & Xiong, see :mod:`.shares`.)
+  S. Goryczka, L. Xiong, "A comprehensive comparison of multiparty secure additions with
+  differential privacy", IEEE TDSC 2017; see :mod:`.shares`.)
 
 All samplers are vectorized: ``size`` outputs are produced by numpy loops over the *still
 undecided* entries, never by a Python loop per output. Parameters are exact rationals
@@ -159,8 +160,9 @@ def discrete_laplace(scale: Fraction, size: int, rng=None) -> np.ndarray:
 
     Canonne–Kamath–Steinke 2020, Algorithm 2: Y ~ :func:`geometric` with rate 1/scale, a fair sign
     B, reject (B = 1, Y = 0) so that 0 is not counted twice, return (1 − 2B)·Y. Adding it to an
-    integer query of sensitivity Δ with scale = Δ/ε is ε-DP (the geometric mechanism of Ghosh,
-    Roughgarden, Sundararajan, STOC 2009).
+    integer query of sensitivity Δ with scale = Δ/ε is ε-DP (the geometric mechanism of A. Ghosh,
+    T. Roughgarden, M. Sundararajan, "Universally utility-maximizing privacy mechanisms",
+    STOC 2009).
     """
     rng = as_source(rng)
     rate = 1 / bounded_scale(Fraction(scale))

@@ -5,11 +5,14 @@ Private Data Analysis", TCC 2006): a mechanism M is ε-DP if for every pair of t
 one row (one row added or removed — the "unbounded" neighbouring relation used throughout) and
 every set S of outputs, P[M(D) ∈ S] ≤ e^ε · P[M(D') ∈ S]. Adding Laplace noise of scale Δ/ε to a
 query of L1 sensitivity Δ is ε-DP; on integer-valued queries the discrete Laplace (two-sided
-geometric) distribution does the same (Ghosh, Roughgarden, Sundararajan, STOC 2009).
+geometric) distribution does the same (A. Ghosh, T. Roughgarden, M. Sundararajan, "Universally
+utility-maximizing privacy mechanisms", STOC 2009).
 
 **How the noise is drawn.** Every answer is an integer plus discrete-Laplace noise sampled
-exactly (:func:`.exact.discrete_laplace`, Canonne–Kamath–Steinke 2020, Algorithm 2): no
-floating-point sampling, hence no least-significant-bit side channel (Mironov, CCS 2012).
+exactly (:func:`.exact.discrete_laplace`; C. Canonne, G. Kamath, T. Steinke, "The discrete
+Gaussian for differential privacy", NeurIPS 2020, Algorithm 2): no floating-point sampling, hence
+no least-significant-bit side channel (I. Mironov, "On significance of the least significant bits
+for differential privacy", ACM CCS 2012).
 Real-valued queries use **fixed point**, not the snapping mechanism: each value is clamped to
 ``[lower, upper]``, rounded to a multiple of a granularity ``g`` (``options["granularity"]``;
 default 1 for integer columns with integer bounds, else ``max(|lower|, |upper|) / 2**24``) and

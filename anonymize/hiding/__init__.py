@@ -7,8 +7,7 @@ Algorithms (one module each; the entry point is :func:`hide`):
   Bertino, Saygin, Dasseni, "Association rule hiding", IEEE TKDE 16(4), 2004
   (strategies 1.a, 1.b, 2.a, 2.b, 2.c, with a side-effect-minimizing victim choice);
 * :mod:`.swa` — the Sliding Window Algorithm with disclosure threshold ψ, Oliveira &
-  Zaïane, "Algorithms for balancing privacy and knowledge discovery in association
-  rule mining", IDEAS 2003;
+  Zaïane, "Protecting sensitive knowledge by data sanitization", IEEE ICDM 2003;
 * :mod:`.border` — border-based hiding, Sun & Yu, "A border-based approach for hiding
   sensitive frequent itemsets", ICDM 2005;
 * :mod:`.exact` — exact hiding as an integer program over the affected transactions,

@@ -9,7 +9,7 @@ Which algorithm hides what, and how
                  its threshold; ``1b`` deletes consequent items (confidence and support);
                  ``1a`` adds antecedent items (confidence only; rules only); ``2b``/``2c``
                  lower support only (itemsets, rules through X ∪ Y).
-``swa``          Oliveira & Zaïane, IDEAS 2003 (:mod:`.swa`): support of each pattern's
+``swa``          Oliveira & Zaïane, ICDM 2003 (:mod:`.swa`): support of each pattern's
                  itemset (a rule's X ∪ Y), window by window, with disclosure threshold ψ.
 ``border``       Sun & Yu, ICDM 2005 (:mod:`.border`): support of each itemset (a rule's
                  X ∪ Y), deletions weighed by their impact on the positive border.
@@ -17,6 +17,12 @@ Which algorithm hides what, and how
                  itemset (a rule's X ∪ Y), fewest non-sensitive frequent itemsets lost,
                  proven optimal by HiGHS within the size guard and time limit.
 ===============  =========================================================================
+
+Titles: V. S. Verykios, A. K. Elmagarmid, E. Bertino, Y. Saygin, E. Dasseni, "Association rule
+hiding"; S. R. M. Oliveira, O. R. Zaïane, "Protecting sensitive knowledge by data sanitization";
+X. Sun, P. S. Yu, "A border-based approach for hiding sensitive frequent itemsets";
+A. Gkoulalas-Divanis, V. S. Verykios, "An integer programming approach for frequent itemset
+hiding" (full entries in ``docs/references.md``).
 
 All four only delete items (except 1.a, which only adds), never empty a
 transaction, and never touch the input object: a new database is returned.

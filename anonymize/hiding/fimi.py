@@ -1,6 +1,7 @@
 """Writing a sanitized database as a FIMI ``.dat`` file, atomically.
 
-FIMI (Goethals & Zaki, FIMI'03 repository): one transaction per line, item ids
+FIMI (the FIMI'03 repository: B. Goethals, M. J. Zaki, "Advances in frequent itemset mining
+implementations: report on FIMI'03", SIGKDD Explorations 6(1), 2004): one transaction per line, item ids
 separated by single spaces, ascending. The text is built with numpy (ids turned to
 strings once, separators interleaved) and written through
 :func:`anonymize.publish.io.atomic_write_text` (temporary file in the target

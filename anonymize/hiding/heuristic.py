@@ -2,7 +2,8 @@
 
 Reference: V. S. Verykios, A. K. Elmagarmid, E. Bertino, Y. Saygin, E. Dasseni,
 "Association rule hiding", IEEE TKDE 16(4):434–447, 2004, §4 (the algorithms of
-Dasseni et al., Information Hiding 2001, extended). Each strategy edits only the
+E. Dasseni, V. S. Verykios, A. K. Elmagarmid, E. Bertino, "Hiding association rules by using
+confidence and support", Information Hiding 2001, extended). Each strategy edits only the
 transactions that support the pattern and stops as soon as it is hidden:
 
 * **1.a** (rules, needs a confidence threshold) — *increase the support of the

@@ -1,9 +1,11 @@
 """The Sliding Window Algorithm (SWA) of Oliveira & Zaïane, with disclosure threshold ψ.
 
-Reference: S. R. M. Oliveira, O. R. Zaïane, "Algorithms for balancing privacy and
-knowledge discovery in association rule mining", IDEAS 2003, §4 (SWA), building on
-their "Privacy preserving frequent itemset mining", IEEE ICDM Workshop on Privacy,
-Security and Data Mining, 2002 (restrictive patterns, disclosure threshold ψ).
+Reference: S. R. M. Oliveira, O. R. Zaïane, "Protecting sensitive knowledge by data
+sanitization", IEEE ICDM 2003 (SWA, their one-scan algorithm), building on their
+"Algorithms for balancing privacy and knowledge discovery in association rule mining",
+IDEAS 2003 (two-scan algorithms), and "Privacy preserving frequent itemset mining",
+IEEE ICDM Workshop on Privacy, Security and Data Mining, 2002 (restrictive patterns,
+disclosure threshold ψ).
 
 One scan over the database in windows of K consecutive transactions. In each
 window, for every sensitive pattern r (its itemset; a rule by its generating

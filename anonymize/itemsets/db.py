@@ -11,7 +11,8 @@ A transaction database is a sequence of N transactions, each a *set* of item ids
 * vertically, as packed bit columns (:mod:`.bitset`), one per item, built on
   demand with :meth:`TransactionDB.columns` (or all at once, cached, with
   :attr:`TransactionDB.bits`) — what support counting ANDs and pop-counts
-  (Zaki 2000's tidsets as bit vectors).
+  (the tidsets of M. J. Zaki, "Scalable algorithms for association mining", IEEE TKDE 12(3),
+  2000, as bit vectors).
 
 The FIMI format (Goethals & Zaki, FIMI'03 repository) is one transaction per
 line, items as decimal ids separated by whitespace. Lines are parsed with
@@ -394,8 +395,9 @@ def read_fimi(path: str | os.PathLike) -> TransactionDB:
     whitespace (trailing blanks fine, blank lines skipped, duplicates dropped).
     Raises ``ValueError`` naming the file and line of a non-integer token.
     The format is that of the FIMI repository (Goethals & Zaki 2003) used to
-    benchmark Apriori (Agrawal & Srikant 1994), Eclat (Zaki 2000) and FP-growth
-    (Han et al. 2000).
+    benchmark Apriori (R. Agrawal, R. Srikant, "Fast algorithms for mining association
+    rules", VLDB 1994), Eclat (Zaki 2000) and FP-growth (J. Han, J. Pei, Y. Yin, "Mining
+    frequent patterns without candidate generation", SIGMOD 2000).
     """
     p = Path(path)
     return parse_fimi(p.read_bytes(), name=str(p))

@@ -3,7 +3,8 @@
 Model
 -----
 Items are re-labelled by ascending support (rank 0 = least frequent), which
-keeps prefix classes small (Zaki 2000). Level by level, the frequent k-itemsets
+keeps prefix classes small (M. J. Zaki, "Scalable algorithms for association
+mining", IEEE TKDE 12(3), 2000). Level by level, the frequent k-itemsets
 are a lexicographic ``(n, k)`` matrix of ranks with one bit column each; a
 candidate of size k+1 is the join of two rows of one prefix class and its bit
 column is the AND of theirs (Eclat's tidset intersection), so one level costs a
@@ -12,9 +13,11 @@ work per itemset.
 
 * Level 2 is counted horizontally when that is cheaper: every transaction's pairs
   of frequent items are encoded as ``a·F + b`` and counted with one ``bincount``
-  (Apriori's C2 pass, Agrawal & Srikant 1994), instead of ANDing F²/2 columns.
+  (Apriori's C2 pass: R. Agrawal, R. Srikant, "Fast algorithms for mining
+  association rules", VLDB 1994), instead of ANDing F²/2 columns.
 * Dense data: transactions are projected on the frequent items and duplicates
-  collapsed (Han et al. 2000 do the same in the FP-tree). A distinct projected
+  collapsed (J. Han, J. Pei, Y. Yin, "Mining frequent patterns without candidate
+  generation", SIGMOD 2000, do the same in the FP-tree). A distinct projected
   transaction of multiplicity m is stored once in each *bit plane* b with bit b
   of m set; a word of plane b weighs 2^b, and a support is the weighted popcount
   ``Σ_w 2^plane(w) · popcount(word w)``, computed as a float BLAS product (exact:

@@ -6,9 +6,11 @@ share one vectorized bitset engine (:mod:`.engine`); they differ in the
 candidate discipline:
 
 * :func:`apriori` — level-wise, every candidate passes Apriori's subset prune
-  before it is counted (Agrawal & Srikant 1994);
+  before it is counted (R. Agrawal, R. Srikant, "Fast algorithms for mining
+  association rules", VLDB 1994);
 * :func:`eclat` — prefix-class joins without subset pruning, depth-first over
-  blocks of classes when memory is short (Zaki 2000);
+  blocks of classes when memory is short (M. J. Zaki, "Scalable algorithms for
+  association mining", IEEE TKDE 12(3), 2000);
 * :func:`frequent_itemsets` — level-wise, pruning only while it pays, splitting
   depth-first only when memory is short; the fastest, and what the rest of ppdm
   calls.
@@ -50,7 +52,8 @@ def frequent_itemsets(
     the itemset size. Level-wise bitset mining: Apriori's level structure and C2
     pass (Agrawal & Srikant 1994) with Eclat's class joins and tidset (bitset)
     intersections (Zaki 2000) and FP-growth's collapsing of duplicate projected
-    transactions (Han et al. 2000); ``memory_budget`` bounds the bytes of
+    transactions (J. Han, J. Pei, Y. Yin, "Mining frequent patterns without candidate
+    generation", SIGMOD 2000); ``memory_budget`` bounds the bytes of
     candidate bit columns held at once.
     """
     db = as_transaction_db(data)

@@ -142,8 +142,10 @@ def fingerprint(result: FrequentItemsets | dict | Sequence[tuple[Iterable[int], 
     strings, joined with ``"\\n"``, no trailing newline (see
     ``shared/data/fimi/reference_counts.json``). Accepts a :class:`FrequentItemsets`,
     a ``{itemset: count}`` dict or ``(itemset, count)`` pairs, so results of other
-    miners (Apriori, Agrawal & Srikant 1994; Eclat, Zaki 2000; FP-growth, Han et
-    al. 2000) can be compared bit for bit.
+    miners (Apriori: R. Agrawal, R. Srikant, "Fast algorithms for mining association rules",
+    VLDB 1994; Eclat: M. J. Zaki, "Scalable algorithms for association mining", IEEE TKDE
+    2000; FP-growth: J. Han, J. Pei, Y. Yin, "Mining frequent patterns without candidate
+    generation", SIGMOD 2000) can be compared bit for bit.
     """
     if isinstance(result, FrequentItemsets):
         lines = _lines(result.levels.values())

@@ -1,9 +1,12 @@
 """Support thresholds and batch support counting of given itemsets on bit columns.
 
 These are the building blocks the joint-mining protocols call on each party's
-local data: horizontal partitions (Kantarcioglu & Clifton 2004) need the local
-counts of a globally agreed list of candidates (:func:`count_support`);
-vertical partitions (Vaidya & Clifton 2002) need, per candidate, the 0/1
+local data: horizontal partitions (M. Kantarcioglu, C. Clifton, "Privacy-preserving
+distributed mining of association rules on horizontally partitioned data", IEEE
+TKDE 16(9), 2004) need the local counts of a globally agreed list of candidates
+(:func:`count_support`); vertical partitions (J. Vaidya, C. Clifton, "Privacy
+preserving association rule mining in vertically partitioned data", KDD 2002)
+need, per candidate, the 0/1
 vector of transactions that hold all of the party's items of it
 (:func:`itemset_columns`), whose scalar products across parties give the
 support.

@@ -17,7 +17,12 @@ The algorithms, by kind:
 
 * :mod:`.fulldomain` — the generalization lattice, its frequency-set engine, and the searches
   Flash, Incognito, Samarati, Datafly (and the exhaustive reference);
-* :mod:`.partition` — Mondrian.
+* :mod:`.partition` — Mondrian;
+* :mod:`.clustering` — GAA-CP, KACA, MDAV, LCA-FC / LCA-RC;
+* :mod:`.bucketize` — Anatomy and MSAL (QI table + sensitive tables);
+* :mod:`.condensation` — synthetic records by condensation (static and stream);
+* :mod:`.api` — one function per algorithm (``gaa_cp(df, schema, models=...)`` …), each
+  :func:`anonymize_table` with the algorithm fixed.
 
 And :mod:`.metrics` — cell loss (NCP), class-size metrics, query error, risks, and the measurement
 of a table as released (:func:`measure_release`, what ``ppdm check`` prints).
@@ -27,7 +32,7 @@ run any of them by name through :func:`anonymize_table` or :func:`.registry.get`
 """
 
 from ..errors import AnonymizeError
-from . import fulldomain, metrics, partition, registry
+from . import api, bucketize, clustering, condensation, fulldomain, metrics, partition, registry
 from .anonymizer import ALGORITHMS, AnonymizationResult, anonymize_table, build_models
 from .classes import ClassChecker, ClassStats, class_stats, equivalence_classes
 from .distances import t_distances
@@ -81,6 +86,10 @@ __all__ = [
     "registry",
     "fulldomain",
     "partition",
+    "clustering",
+    "bucketize",
+    "condensation",
+    "api",
     "metrics",
     "Lattice",
     "SearchResult",

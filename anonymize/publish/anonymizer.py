@@ -23,9 +23,14 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AnonymizeError
+
+# importing the algorithm packages registers their algorithms (fulldomain, bucketize and
+# condensation are imported below for names they export)
+from . import clustering, partition, registry  # noqa: F401
 from . import metrics as M
-from . import registry  # fulldomain, partition: register the built-in algorithms
+from .bucketize import bucket_metrics
 from .classes import class_stats
+from .condensation import covariance_check
 from .fulldomain import METRICS, Lattice, SearchResult
 from .hierarchy import Hierarchy
 from .metrics import achieved_privacy
@@ -52,10 +57,15 @@ ALGORITHMS = registry.names()
 class AnonymizationResult:
     """What :func:`anonymize_table` returns.
 
-    ``df`` — the release; ``levels`` — chosen full-domain levels per QI (None for Mondrian);
-    ``suppressed_mask`` — rows suppressed (``*`` everywhere); ``class_id`` — equivalence class of
-    every input row; ``metrics`` / ``timings`` / ``report`` — JSON-ready dicts; ``search`` — the
-    full-domain :class:`.fulldomain.SearchResult` (None for other kinds).
+    ``df`` — the release (for a bucketization the QI table, for condensation the synthetic
+    table); ``levels`` — chosen full-domain levels per QI (None for other kinds);
+    ``suppressed_mask`` — rows suppressed (``*`` everywhere, or not published); ``class_id`` —
+    equivalence class (group) of every input row; ``metrics`` / ``timings`` / ``report`` —
+    JSON-ready dicts; ``search`` — the full-domain :class:`.fulldomain.SearchResult` (None for
+    other kinds); ``tables`` — further published tables by name (a bucketization's sensitive
+    tables; empty otherwise); ``kind`` — the algorithm's kind (:data:`.registry.KINDS`);
+    ``algorithm_result`` — what the algorithm returned (e.g. a
+    :class:`.bucketize.BucketizationResult` or :class:`.condensation.SyntheticResult`).
     """
 
     df: pd.DataFrame
@@ -67,6 +77,9 @@ class AnonymizationResult:
     class_id: np.ndarray | None = None
     search: SearchResult | None = None
     table: EncodedTable | None = field(default=None, repr=False)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    kind: str = registry.FULL_DOMAIN
+    algorithm_result: object = field(default=None, repr=False)
 
 
 def build_models(
@@ -149,6 +162,7 @@ def _metrics(
         "ncp": M.ncp(table, lo, hi, suppressed),
         "ncp_leaves": M.ncp(table, lo, hi, suppressed, categorical="leaves")["ncp"],
         "il_total": M.il_total(table, class_id, n_classes, lo, hi, suppressed),
+        "gaacp_iloss": M.gaacp_iloss(table, lo, hi, suppressed),
         "dm": M.discernibility(sizes, n_sup, table.n),
         "cdm": M.cdm(sizes),
         "cdm_definition": M.CDM_DEFINITION,
@@ -183,7 +197,8 @@ def anonymize_table(
     ``table_or_df`` — a DataFrame (with ``schema`` and optional ``hierarchies``; QIs without one get
     :func:`.table.auto_hierarchy`) or an :class:`EncodedTable`. ``algorithm`` — a name in the registry (:data:`ALGORITHMS`);
     ``models`` — privacy models (:func:`build_models`); ``max_suppression`` — fraction of rows the
-    full-domain algorithms may suppress (Samarati's MaxSup); ``metric`` — how to choose among the
+    full-domain algorithms may suppress (MaxSup of P. Samarati, "Protecting respondents' identities
+    in microdata release", IEEE TKDE 2001); ``metric`` — how to choose among the
     satisfying nodes (:data:`.fulldomain.METRICS`); ``mondrian_mode`` strict | relaxed (the ``mode``
     option of algorithms that take one); ``options`` — further options of a partition-style
     algorithm (:attr:`.registry.Algorithm.options`);
@@ -213,6 +228,8 @@ def anonymize_table(
     qis = table.schema.qis
     search = None
     levels = None
+    algo_result = None
+    tables: dict[str, pd.DataFrame] = {}
     t = time.perf_counter()
     if alg.kind == registry.FULL_DOMAIN:
         lat = Lattice(table, models, max_suppression, suppressed_rows=suppressed_rows)
@@ -231,41 +248,61 @@ def anonymize_table(
         t = time.perf_counter()
         df = release_levels(table, lv, suppressed, numeric_output=numeric_output, suppressed_rows=suppressed_rows)
         lo, hi = M.boxes_from_levels(table, lv)
-    elif alg.kind in registry.PARTITION_KINDS:
+    else:
         opts = dict(options or {})
         if "mode" in alg.options:
             opts.setdefault("mode", mondrian_mode)
         unknown = sorted(set(opts) - set(alg.options))
         if unknown:
-            raise AnonymizeError(f"algorithm '{alg.name}' takes no option {', '.join(unknown)}")
+            raise AnonymizeError(
+                f"algorithm '{alg.name}' takes no option {', '.join(unknown)}"
+                + (f" (it takes {', '.join(alg.options)})" if alg.options else "")
+            )
         res = alg.run(table, models, progress=progress, **opts)
-        class_id, n_classes = res.class_id, res.n_classes
-        suppressed = np.zeros(table.n, dtype=bool) if res.suppressed is None else np.asarray(res.suppressed, bool)
+        algo_result = res
         algo_stats = res.stats
         timings["search"] = time.perf_counter() - t
         t = time.perf_counter()
-        df = release_partition(
-            table,
-            class_id,
-            n_classes,
-            numeric_output=numeric_output,
-            suppressed=suppressed,
-            suppressed_rows=suppressed_rows,
-        )
-        lo, hi = M.class_boxes(table, class_id, n_classes)
-    else:
-        raise AnonymizeError(
-            f"algorithm '{alg.name}' ({alg.kind}) publishes its own kind of release, not a generalized table"
-        )
+        if alg.kind in registry.PARTITION_KINDS:
+            class_id, n_classes = res.class_id, res.n_classes
+            suppressed = np.zeros(table.n, dtype=bool) if res.suppressed is None else np.asarray(res.suppressed, bool)
+            df = release_partition(
+                table,
+                class_id,
+                n_classes,
+                numeric_output=numeric_output,
+                suppressed=suppressed,
+                suppressed_rows=suppressed_rows,
+            )
+            lo, hi = M.class_boxes(table, class_id, n_classes)
+        elif alg.kind == registry.BUCKETIZATION:
+            class_id = np.asarray(res.group_id, dtype=np.int64)
+            suppressed = class_id < 0
+            df, tables = res.qi_table, dict(res.tables)
+        elif alg.kind == registry.SYNTHETIC:
+            class_id = np.asarray(res.group_id, dtype=np.int64)
+            suppressed = np.zeros(table.n, dtype=bool)
+            df = res.df
+        else:  # pragma: no cover - KINDS is closed
+            raise AnonymizeError(f"algorithm '{alg.name}' has an unknown kind {alg.kind!r}")
     timings["recode"] = time.perf_counter() - t
     t = time.perf_counter()
     if n_queries is None:
         n_queries = auto_queries(table.n)
-    metrics = _metrics(table, lo, hi, class_id, n_classes, suppressed, models, n_queries, query_seed, suppressed_rows)
+    if alg.kind == registry.BUCKETIZATION:
+        assert algo_result is not None
+        metrics = bucket_metrics(table, algo_result)
+    elif alg.kind == registry.SYNTHETIC:
+        metrics = synthetic_metrics(table, algo_result)
+    else:
+        metrics = _metrics(
+            table, lo, hi, class_id, n_classes, suppressed, models, n_queries, query_seed, suppressed_rows
+        )
     timings["metrics"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_all
     report = {
         "algorithm": algorithm,
+        "kind": alg.kind,
         "parameters": {
             "quasi_identifiers": qis,
             "sensitive": table.schema.sensitive,
@@ -275,8 +312,11 @@ def anonymize_table(
             "max_suppressed_rows": int(math.floor(float(max_suppression) * table.n + 1e-9)),
             "metric": metric if alg.kind == registry.FULL_DOMAIN else None,
             "mondrian_mode": mondrian_mode if "mode" in alg.options else None,
-            "numeric_output": numeric_output,
-            "suppressed_rows": suppressed_rows,
+            "numeric_output": numeric_output if alg.kind in (registry.FULL_DOMAIN, *registry.PARTITION_KINDS) else None,
+            "suppressed_rows": suppressed_rows
+            if alg.kind in (registry.FULL_DOMAIN, *registry.PARTITION_KINDS)
+            else None,
+            "options": _jsonable(dict(options or {})),
             "hierarchies": {
                 name: {"levels": h.height + 1, "leaves": h.n_leaves, "numeric": h.numeric}
                 for name, h in zip(qis, table.hierarchies)
@@ -287,11 +327,34 @@ def anonymize_table(
         "search": _jsonable(algo_stats),
         "timings": timings,
     }
+    if tables:
+        report["tables"] = {"qi": {"rows": int(len(df)), "columns": [str(c) for c in df.columns]}} | {
+            name: {"rows": int(len(tb)), "columns": [str(c) for c in tb.columns]} for name, tb in tables.items()
+        }
     if search is not None:
         report["chosen_node"] = search.chosen.as_dict()
         report["candidate_nodes"] = [x.as_dict() for x in search.nodes]
         report["candidate_nodes_kind"] = search.nodes_kind
-    return AnonymizationResult(df, levels, suppressed, metrics, timings, report, class_id, search, table)
+    return AnonymizationResult(
+        df, levels, suppressed, metrics, timings, report, class_id, search, table, tables, alg.kind, algo_result
+    )
+
+
+def synthetic_metrics(table: EncodedTable, res) -> dict:
+    """Report of a synthetic release (:class:`.condensation.SyntheticResult`): rows, group sizes,
+    the achieved k (smallest group) and how well the covariance structure is kept
+    (:func:`.condensation.covariance_check` against the input's numeric QIs)."""
+    sizes = np.rint(res.groups.r).astype(np.int64)
+    X = table.df[res.columns].to_numpy(dtype=np.float64)
+    return {
+        "rows": int(table.n),
+        "synthetic_rows": int(len(res.df)),
+        "suppressed_rows": 0,
+        "classes": M.summarize_classes(sizes),
+        "achieved": {"k": int(sizes.min()), "groups": int(len(sizes))},
+        "covariance": covariance_check(X, res.df.to_numpy(dtype=np.float64)),
+        "columns_not_published": [str(c) for c in table.df.columns if c not in res.columns],
+    }
 
 
 def _jsonable(x):

@@ -65,7 +65,8 @@ class ClassStats:
     sizes : (C,) int64 class sizes (rows counted: the ``rows`` given to :func:`class_stats`).
     sens_hist : per sensitive attribute, (C, V_s) int64 value counts per class.
     global_dist : per sensitive attribute, (V_s,) float — the whole table's distribution
-        (Q in eq. 20.12; taken over all rows, suppressed ones included, as in ARX and Li et al.).
+        (Q in eq. 20.12; taken over all rows, suppressed ones included, as in ARX and in N. Li, T. Li,
+        S. Venkatasubramanian, "t-Closeness: privacy beyond k-anonymity and l-diversity", ICDE 2007).
     table : the EncodedTable (value order, hierarchies for ground distances).
     """
 

@@ -138,8 +138,9 @@ def algorithms() -> list[Algorithm]:
 
 
 def names() -> tuple[str, ...]:
-    """Names of every registered algorithm (the CLI's ``--algorithm`` choices)."""
-    return tuple(a.name for a in algorithms())
+    """Names of every registered algorithm (the CLI's ``--algorithm`` choices), grouped by kind in
+    the order of :data:`KINDS`, in registration order within a kind."""
+    return tuple(a.name for a in sorted(algorithms(), key=lambda a: KINDS.index(a.kind)))
 
 
 def get(name: str) -> Algorithm:

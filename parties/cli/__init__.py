@@ -1,8 +1,9 @@
 """The ``ppdm`` command line: a thin layer over the library.
 
 One module per verb group: :mod:`.demo`, :mod:`.party`, :mod:`.ca`, :mod:`.mine`,
-:mod:`.bench`, :mod:`.anonymize`, :mod:`.check`; shared helpers in
-:mod:`.common`. Each verb module exposes ``register(subparsers)``, which adds its
+:mod:`.bench`, :mod:`.anonymize`, :mod:`.check`, :mod:`.tune`, :mod:`.publish`; shared
+helpers in :mod:`.common` and, for the verbs that read a table with a schema,
+:mod:`.schema_args`. Each verb module exposes ``register(subparsers)``, which adds its
 parser and sets ``func`` (a callable taking the parsed ``args`` and returning an
 exit code).
 
@@ -47,6 +48,8 @@ VERB_MODULES: list[str] = [
     "parties.cli.attack",
     "parties.cli.audit",
     "parties.cli.hide_rules",
+    "parties.cli.tune",
+    "parties.cli.publish",
 ]
 
 

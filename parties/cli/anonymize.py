@@ -2,13 +2,24 @@
 
     ppdm anonymize IN.csv -o OUT.csv --qi COLS --sensitive COLS [--id COLS]
         --hierarchies DIR | --hierarchy COL=FILE ...
-        --algorithm samarati|incognito|flash|datafly|mondrian --k K
-        [--l L --l-variant distinct|entropy|recursive --c C] [--t T --t-distance emd|variational|kl]
-        [--max-suppression FRACTION] [--report REPORT.json]
+        --algorithm samarati|incognito|flash|datafly|mondrian|gaa-cp|kaca|mdav|lca-fc|lca-rc|
+                    msal|anatomy|condensation
+        [--k K] [--l L --l-variant distinct|entropy|recursive --c C] [--t T --t-distance emd|variational|kl]
+        [--max-suppression FRACTION] [--seed N] [--condensation static|dynamic] [--report REPORT.json]
 
-A thin layer over :func:`anonymize.publish.anonymizer.anonymize_table`. The output is written
-atomically (temporary file + rename) only after everything succeeded: on any error OUT is left as
-it was (or not created). Bad input — unknown column, value missing from a hierarchy, NaN in a QI,
+A thin layer over :func:`anonymize.publish.anonymizer.anonymize_table`; the algorithm choices come
+from the registry. What OUT holds depends on the algorithm's kind:
+
+* generalization (full-domain, Mondrian, clustering): the generalized table;
+* bucketization: OUT is the QI table (``group_id`` + the non-sensitive columns, exactly as in the
+  input) and every sensitive table is written next to it as ``OUT.<name>.<ext>`` — Anatomy's
+  ``OUT.sensitive.csv``, MSAL's ``OUT.<attribute>.csv`` (one per sensitive attribute; characters
+  other than letters, digits, ``-``, ``_`` and ``.`` in the name become ``_``);
+* synthetic (condensation): the synthetic table of the numeric QIs.
+
+Every file is written atomically (temporary file + rename) only after everything succeeded, all
+temporary files first and then renamed together: on any error no output is left behind and
+existing files keep their content. Bad input — unknown column, value missing from a hierarchy, NaN in a QI,
 k larger than the table, empty or unreadable file or hierarchy — raises
 :class:`anonymize.errors.AnonymizeError`, printed by :func:`parties.cli.main` as one line
 ``ppdm: error: ...`` with exit status 2. Runs longer than a second report progress on stderr.
@@ -19,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -59,9 +71,11 @@ def register(subparsers) -> argparse.ArgumentParser:
         "anonymize",
         help="publish a table with k-anonymity / l-diversity / t-closeness",
         description="Anonymize a table: full-domain generalization with tuple suppression (Samarati, Incognito, "
-        "Flash, Datafly) or multidimensional partitioning (Mondrian), under k-anonymity, l-diversity "
-        "and t-closeness. Writes the release and, with --report, a JSON report (parameters, chosen "
-        "levels, every metric, timings).",
+        "Flash, Datafly), multidimensional partitioning (Mondrian), clustering (GAA-CP, KACA, MDAV, LCA-FC, "
+        "LCA-RC), bucketization (Anatomy, MSAL: OUT is the QI table, each sensitive table goes to "
+        "OUT.<name>.<ext>) or synthetic records (condensation), under k-anonymity, l-diversity and "
+        "t-closeness where the algorithm honours them. Writes the release and, with --report, a JSON "
+        "report (parameters, chosen levels, every metric, timings).",
     )
     p.add_argument("input", metavar="IN", help="table to anonymize: CSV (any of ; , TAB |) or Parquet")
     p.add_argument(
@@ -84,7 +98,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument(
         "--algorithm", required=True, choices=ALGORITHMS, help="flash finds the same minimal nodes as incognito, faster"
     )
-    p.add_argument("--k", required=True, type=_positive_int, help="k of k-anonymity (1 = none)")
+    p.add_argument("--k", type=_positive_int, default=None, help="k of k-anonymity (1 = none; give --k and/or --l)")
     p.add_argument("--l", type=float, default=None, help="l of l-diversity")
     p.add_argument("--l-variant", choices=("distinct", "entropy", "recursive"), default="distinct")
     p.add_argument("--c", type=float, default=None, help="c of recursive (c,l)-diversity")
@@ -126,7 +140,29 @@ def register(subparsers) -> argparse.ArgumentParser:
         metavar="N",
         help="random COUNT queries for the query-error metric (0 skips it; default 200)",
     )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        metavar="N",
+        help="seed of the random choices of gaa-cp, kaca, lca-fc, lca-rc, anatomy, msal, condensation (default 0)",
+    )
+    p.add_argument(
+        "--condensation",
+        choices=("static", "dynamic"),
+        default=None,
+        help="condensation variant: static groups or the stream (dynamic) one (default static)",
+    )
+    p.add_argument(
+        "--keep-order",
+        action="store_true",
+        help="write rows in the input's order (default: a fresh random order, so that two releases of the same "
+        "table, or a release and a copy of the input, cannot be joined row by row)",
+    )
     p.add_argument("--report", metavar="REPORT.json", help="write the JSON report here")
+    p.add_argument(
+        "--plot", metavar="OUT.png", help="draw the trade-off around the parameters and the release's class sizes"
+    )
     p.add_argument("--sep", default=None, help="input CSV delimiter (default: sniffed)")
     p.add_argument("--out-sep", default=None, help="output CSV delimiter (default: the input's)")
     p.add_argument("--quiet", action="store_true", help="no progress or summary output")
@@ -202,6 +238,11 @@ def run_anonymize(args, progress=None):
             except OSError:
                 out_sep = ","
     schema = Schema(qis, sens, ids)
+    options: dict = {}
+    if getattr(args, "seed", None) is not None:
+        options["seed"] = args.seed
+    if getattr(args, "condensation", None) is not None:
+        options["variant"] = args.condensation
     res = anonymize_table(
         df,
         schema,
@@ -214,6 +255,7 @@ def run_anonymize(args, progress=None):
         numeric_output=args.numeric_output,
         suppressed_rows=args.suppressed_rows,
         n_queries=None if args.queries is None else max(0, args.queries),
+        options=options,
         progress=progress,
     )
     res.report["input"] = str(args.input)
@@ -223,6 +265,20 @@ def run_anonymize(args, progress=None):
 
 def _summary(res) -> str:
     m = res.metrics
+    if res.kind == "bucketization":
+        ach = m["achieved"]
+        post = max((a["max_posterior"] for a in ach["sensitive_attributes"].values()), default=0.0)
+        return (
+            f"{res.report['algorithm']}: {m['published_rows']:,} of {m['rows']:,} rows in {ach['groups']:,} groups "
+            f"(l = {ach['l_required']}, largest posterior {post:.3g}); suppressed {m['suppressed_rows']:,}; "
+            f"{res.timings['total']:.2f} s"
+        )
+    if res.kind == "synthetic":
+        cov = m["covariance"]["covariance_relative_frobenius_error"]
+        return (
+            f"{res.report['algorithm']}: {m['synthetic_rows']:,} synthetic rows from {m['achieved']['groups']:,} "
+            f"groups (k = {m['achieved']['k']}); covariance error {cov:.3%}; {res.timings['total']:.2f} s"
+        )
     ach = m["achieved"]
     parts = [f"{res.report['algorithm']}: {m['rows']:,} rows → {ach['classes']:,} classes (k = {ach['k']})"]
     if res.levels is not None:
@@ -233,21 +289,92 @@ def _summary(res) -> str:
     return "; ".join(parts)
 
 
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def table_path(out: Path, name: str) -> Path:
+    """Where a bucketization's table ``name`` goes: ``OUT.<name>.<ext>`` next to OUT (``rel.csv`` →
+    ``rel.sensitive.csv``), unsafe characters of the name replaced by ``_``."""
+    safe = _SAFE.sub("_", str(name)).strip(".") or "table"
+    return out.with_name(f"{out.stem}.{safe}{out.suffix}")
+
+
+def shuffled_rows(df):
+    """``df``'s rows in a fresh uniformly random order (OS randomness), index reset: a written
+    release must not keep the input's row order, which would let a reader join two releases of the
+    same table — or a release and any copy of the input — row by row (Sweeney's complementary
+    release attack, IJUFKS 10(5), 2002, §4)."""
+    import secrets
+
+    import numpy as np
+
+    perm = np.random.default_rng(secrets.randbits(128)).permutation(len(df))
+    return df.iloc[perm].reset_index(drop=True)
+
+
+def write_tables(pairs, sep: str = ",") -> None:
+    """Write every ``(DataFrame, path)`` atomically as a set: each to a temporary file next to its
+    target first, then all renamed into place; on any error every temporary file is removed (and a
+    target already renamed in this call is removed again)."""
+    from anonymize.publish.io import write_table
+
+    tmps: list[tuple[Path, Path]] = []
+    done: list[Path] = []
+    try:
+        for df, path in pairs:
+            path = Path(path)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.part{path.suffix}")
+            tmps.append((tmp, path))
+            write_table(df, tmp, sep=sep)
+        for tmp, path in tmps:
+            os.replace(tmp, path)
+            done.append(path)
+    except BaseException:
+        for tmp, _ in tmps:
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+        if len(done) < len(tmps):
+            for path in done:
+                try:
+                    path.unlink()
+                except OSError:
+                    pass
+        raise
+
+
 def _main(args) -> int:
-    from anonymize.publish.io import atomic_write_text, write_table
+    from anonymize.publish.io import atomic_write_text
 
     # bad input raises AnonymizeError: one line and exit 2 (parties.cli.main), nothing written
     prog = Progress(enabled=not args.quiet)
     out = _check_output_path(args.output, "output", Path(args.input))
     rep_path = _check_output_path(args.report, "report") if args.report else None
+    plot_path = _check_output_path(args.plot, "plot") if args.plot else None
     res, out_sep = run_anonymize(args, progress=prog)
-    text = json.dumps(res.report, indent=2, default=float) + "\n"
+    extra = {name: table_path(out, name) for name in res.tables}
+    for name, path in extra.items():
+        _check_output_path(str(path), f"{name} table", Path(args.input))
+    paths = [out, *extra.values()] + ([rep_path] if rep_path is not None else [])
+    if len({p.resolve() for p in paths}) < len(paths):
+        raise AnonymizeError(f"output files would collide: {', '.join(map(str, paths))}; choose another -o name")
+    if extra:
+        res.report["outputs"] = {"qi": str(out)} | {name: str(path) for name, path in extra.items()}
     t = time.perf_counter()
-    write_table(res.df, out, sep=out_sep or ",")
+    tables = [(res.df, out)] + [(res.tables[name], path) for name, path in extra.items()]
+    if not args.keep_order:
+        tables = [(shuffled_rows(df), path) for df, path in tables]
+    res.report["row_order"] = "input" if args.keep_order else "random"
+    write_tables(tables, sep=out_sep or ",")
     res.report["timings"]["write"] = time.perf_counter() - t
     if rep_path is not None:
         text = json.dumps(res.report, indent=2, default=float) + "\n"
         atomic_write_text(rep_path, text)
+    if plot_path is not None:
+        from .plotting import plot_anonymize
+
+        plot_anonymize(plot_path, args, res, progress=prog)
     if not args.quiet:
         print(f"wrote {args.output}: " + _summary(res))
     return 0

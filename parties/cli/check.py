@@ -48,6 +48,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--population", metavar="FILE", help="population table (same QI columns) for journalist risk")
     p.add_argument("--sep", default=None, help="CSV delimiter (default: sniffed)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--plot", metavar="OUT.png", help="draw the class sizes and the disclosure profile of the release")
     p.set_defaults(func=_main)
     return p
 
@@ -125,7 +126,15 @@ def format_report(rep: dict) -> str:
 
 
 def _main(args) -> int:
+    if args.plot:
+        from .schema_args import check_output_path
+
+        check_output_path(args.plot, "plot")
     rep = run_check(args)  # bad input: AnonymizeError, one line and exit 2 (parties.cli.main)
+    if args.plot:
+        from .plotting import plot_check
+
+        plot_check(args.plot, args, rep)
     if args.json:
         json.dump(rep, sys.stdout, indent=2, default=float)
         sys.stdout.write("\n")

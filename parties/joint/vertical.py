@@ -13,12 +13,15 @@ Per level, every candidate is counted into additive shares by one of:
 * **encrypted** (two owners) — :func:`mpc.lwe_product.encrypted_count_shares`:
   the owner with fewer distinct parts encrypts its part columns under LWE,
   the other adds the ciphertext rows of its own transaction-id sets,
-  re-randomizes and masks (Goethals et al., ICISC 2004, with LWE). Traffic is
+  re-randomizes and masks (B. Goethals, S. Laur, H. Lipmaa, T. Mielikäinen,
+  "On private scalar product computation for privacy-preserving data mining",
+  ICISC 2004, with LWE). Traffic is
   8 bytes per transaction and encrypted column plus 16 KiB per selecting
   column — not per candidate — and the selector's work follows the sizes of
   its tid sets;
 * **product** — :func:`mpc.batched_product.batched_count_shares`: Gilboa
-  products by correlated OT folded over the owners, one OT per transaction
+  products (N. Gilboa, "Two party RSA key generation", CRYPTO 1999) by
+  correlated OT folded over the owners, one OT per transaction
   and newcomer part for all the candidates that share it, corrections of
   ⌈log2 N⌉+2 bits (any number of owners).
 

@@ -61,7 +61,7 @@ from ..metrics.cells import node_loss_tables
 from ..models import PrivacyModel, all_ok, check_fits, pruning_models
 from ..recode import SUPPRESSED_ROWS
 from ..table import EncodedTable
-from .grid import lattice_nodes
+from .grid import LatticeGrid, lattice_nodes
 from .result import NodeInfo
 
 __all__ = ["DROPPED", "FrequencySet", "Lattice"]
@@ -101,10 +101,12 @@ class Lattice:
     """The full-domain lattice of an :class:`EncodedTable` and its frequency-set engine.
 
     ``models`` — the privacy models (any :class:`PrivacyModel`); ``max_suppression`` — fraction of
-    rows that may be suppressed (Samarati's MaxSup = ⌊fraction·n⌋ rows).
+    rows that may be suppressed (Samarati's MaxSup = ⌊fraction·n⌋ rows); ``histograms`` — roll up
+    sensitive histograms even when ``models`` do not read them (default: only when they do).
 
     Main methods: :meth:`evaluate` (a node → :class:`NodeInfo`, rolled up from the best cached
-    specialization), :meth:`rollup`, :meth:`suppressed_mask` (rows to suppress at a node).
+    specialization), :meth:`rollup`, :meth:`suppressed_mask` (rows to suppress at a node),
+    :meth:`set_models` (check other models against the same cached frequency sets).
     Counters ``n_evaluated`` and ``rows_scanned`` measure the work done.
     """
 
@@ -122,6 +124,7 @@ class Lattice:
         wide: bool | None = None,
         ncp_categorical: str = "height",
         suppressed_rows: str = "star",
+        histograms: bool | None = None,
     ):
         if suppressed_rows not in SUPPRESSED_ROWS:
             raise AnonymizeError(
@@ -138,27 +141,13 @@ class Lattice:
         self.heights = [int(h.height) for h in table.hierarchies]
         self.max_suppression = float(max_suppression)
         self.max_sup = int(math.floor(self.max_suppression * self.n + 1e-9))
-        check_fits(self.models, self.n)
-        # --- which predicate prunes (the models describe themselves, see :mod:`..models`)
-        #: every model decides on class sizes alone: no sensitive histograms are rolled up
-        self.size_only = all(m.size_only for m in self.models)
-        self.need_hist = not self.size_only and len(table.sens_values) > 0
-        if not self.size_only and len(table.sens_values) == 0:
-            raise AnonymizeError("l-diversity / t-closeness need at least one sensitive attribute (--sensitive)")
-        #: True when the predicate used for pruning is the predicate itself: no suppression (every
-        #: model is monotone under generalization), or every model is monotone under suppression
-        #: (k-anonymity, distinct l-diversity). Lattice searches are then exact with full pruning.
-        #: how suppressed rows are released ('star': one all-``*`` class; 'drop': left out), and
-        #: whether a node must also pass the release checks of :meth:`release_check`
         self.suppressed_rows = suppressed_rows
-        self.release_checks = self.max_sup > 0 and (
-            suppressed_rows == "star" or any(m.uses_table_distribution for m in self.models)
-        )
-        self.exact_monotone = not self.release_checks and (
-            (self.max_sup == 0 and all(m.monotone_generalization for m in self.models))
-            or all(m.monotone_suppression for m in self.models)
-        )
-        self.monotone_models = self.models if self.exact_monotone else pruning_models(self.models)
+        #: sensitive histograms are rolled up with the counts: when some model reads them, or when
+        #: ``histograms=True`` asks for them (a lattice that :meth:`set_models` will later point at
+        #: l-diversity / t-closeness); fixed at construction
+        wanted = not all(m.size_only for m in self.models) if histograms is None else bool(histograms)
+        self.need_hist = wanted and len(table.sens_values) > 0
+        self.set_models(self.models)
         # --- compact codes per QI
         self.R: list[int] = []
         self.lvmap: list[list[np.ndarray]] = []  # [j][l] compact leaf -> compact node
@@ -212,7 +201,46 @@ class Lattice:
         self._cache_rows = 0
         self._hubs: dict[tuple, FrequencySet] = {}
         self._hub_rows = 0
+        self._grid: LatticeGrid | None = None
         self.base = self._base()
+
+    def set_models(self, models: Sequence[PrivacyModel]) -> None:
+        """Check nodes against other privacy models from now on, keeping every cached frequency set.
+
+        A node's frequency set (its distinct generalized tuples, their counts and sensitive
+        histograms) does not depend on the models, so one lattice serves a sweep over parameters
+        (e.g. k = 2 … 50, or several l): only the predicate and its pruning properties change. The
+        lattice must have been built with sensitive histograms (:attr:`need_hist`) if ``models``
+        read a sensitive attribute. :class:`NodeInfo` objects from before describe the old models.
+        """
+        models = list(models)
+        if not models:
+            raise AnonymizeError("no privacy model given (e.g. k-anonymity with --k)")
+        check_fits(models, self.n)
+        size_only = all(m.size_only for m in models)
+        if not size_only and len(self.table.sens_values) == 0:
+            raise AnonymizeError("l-diversity / t-closeness need at least one sensitive attribute (--sensitive)")
+        if not size_only and not self.need_hist:
+            raise AnonymizeError(
+                "this lattice keeps no sensitive histograms: build it with a model that reads the sensitive "
+                "attribute to check l-diversity / t-closeness on it"
+            )
+        self.models = models
+        # --- which predicate prunes (the models describe themselves, see :mod:`..models`)
+        self.size_only = size_only
+        #: whether a node must also pass the release checks of :meth:`release_check` — how
+        #: suppressed rows are released ('star': one all-``*`` class; 'drop': left out)
+        self.release_checks = self.max_sup > 0 and (
+            self.suppressed_rows == "star" or any(m.uses_table_distribution for m in self.models)
+        )
+        #: True when the predicate used for pruning is the predicate itself: no suppression (every
+        #: model is monotone under generalization), or every model is monotone under suppression
+        #: (k-anonymity, distinct l-diversity). Lattice searches are then exact with full pruning.
+        self.exact_monotone = not self.release_checks and (
+            (self.max_sup == 0 and all(m.monotone_generalization for m in self.models))
+            or all(m.monotone_suppression for m in self.models)
+        )
+        self.monotone_models = self.models if self.exact_monotone else pruning_models(self.models)
 
     # ------------------------------------------------------------------ encoding helpers
     def internal(self, levels) -> tuple:
@@ -647,6 +675,13 @@ class Lattice:
         """Rows in classes that fail some model at ``levels`` (the rows a full-domain release suppresses)."""
         cid, fail = self.row_classes(levels)
         return fail[cid]
+
+    def grid(self) -> LatticeGrid:
+        """The :class:`.grid.LatticeGrid` of this lattice, built once: searches run again on the same
+        lattice (:meth:`set_models`) share its successor / predecessor lists."""
+        if self._grid is None:
+            self._grid = LatticeGrid(self.heights)
+        return self._grid
 
     def full_index(self) -> np.ndarray:
         """All nodes of the full lattice, ``(N, q)`` (see :func:`lattice_nodes`)."""

@@ -6,7 +6,6 @@ import time
 
 from ...errors import AnonymizeError
 from .engine import Lattice
-from .grid import LatticeGrid
 from .result import SearchResult, choose
 
 __all__ = ["exhaustive"]
@@ -22,7 +21,7 @@ def exhaustive(lat: Lattice, metric: str = "ncp") -> SearchResult:
 
     t0 = time.perf_counter()
     ev0 = lat.n_evaluated
-    g = LatticeGrid(lat.heights)
+    g = lat.grid()
     ok = bytearray(g.N)
     infos = {}
     for i in sorted(range(g.N), key=lambda i: (g.height[i], i)):

@@ -80,7 +80,7 @@ def flash(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None] | N
     """
     t0 = time.perf_counter()
     ev0, rows0 = lat.n_evaluated, lat.rows_scanned
-    g = LatticeGrid(lat.heights)
+    g = lat.grid()
     tags = bytearray(g.N)
     infos: dict[int, NodeInfo] = {}
     exact = lat.exact_monotone

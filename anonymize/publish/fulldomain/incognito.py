@@ -47,7 +47,6 @@ import numpy as np
 from ...errors import AnonymizeError
 from ..registry import FULL_DOMAIN, register
 from .engine import Lattice
-from .grid import LatticeGrid
 from .optimum import best_node
 from .result import NodeInfo, SearchResult
 
@@ -164,7 +163,7 @@ def incognito(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None]
     if not minimal:
         raise AnonymizeError("no full-domain generalization satisfies the privacy models within the suppression budget")
     minimal.sort(key=lambda x: (x.height, x.levels))
-    chosen, opt = best_node(lat, LatticeGrid(lat.heights), minimal, metric)
+    chosen, opt = best_node(lat, lat.grid(), minimal, metric)
     n_full = int(np.prod([h + 1 for h in H]))
     full_pass = int(passM[size == q].sum()) if exact else None
     stats = {

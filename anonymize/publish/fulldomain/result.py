@@ -11,9 +11,9 @@ from ...errors import AnonymizeError
 if TYPE_CHECKING:
     from .engine import Lattice
 
-__all__ = ["METRICS", "NodeInfo", "SearchResult", "choose", "metric_key"]
+__all__ = ["METRICS", "NodeInfo", "SearchResult", "choose", "metric_key", "node_cdm"]
 
-METRICS = ("ncp", "dm", "height", "suppressed", "avg-class-size")
+METRICS = ("ncp", "dm", "cdm", "height", "suppressed", "avg-class-size")
 
 
 @dataclass
@@ -89,6 +89,14 @@ def choose(lat: Lattice, infos: Sequence[NodeInfo], metric: str) -> NodeInfo:
     return min(infos, key=lambda i: metric_key(i, metric, lat.n))
 
 
+def node_cdm(info: NodeInfo, n: int | None) -> float:
+    """CDM of a node's release, Σ|E|² / N over its released classes (:func:`..metrics.cdm`, this
+    project's reconstruction of Xu & Guo's CDM): DM without the suppressed rows' cost, per class."""
+    if info.n_classes <= 0:
+        return 0.0
+    return (info.dm - info.suppressed * float(n or 0)) / info.n_classes
+
+
 def metric_key(info: NodeInfo, metric: str = "ncp", n: int | None = None):
     """Sort key choosing among satisfying nodes: the named metric first, then NCP, DM, height,
     then the level vector (so the choice is deterministic). ``metric`` ∈ :data:`METRICS`."""
@@ -98,6 +106,8 @@ def metric_key(info: NodeInfo, metric: str = "ncp", n: int | None = None):
         first = info.ncp
     elif metric == "dm":
         first = info.dm
+    elif metric == "cdm":
+        first = node_cdm(info, n)
     elif metric == "height":
         first = info.height
     elif metric == "suppressed":

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from ...errors import AnonymizeError
 from ..registry import FULL_DOMAIN, register
 from .engine import Lattice
-from .grid import FAIL, PASS, LatticeGrid, tag_closure
+from .grid import FAIL, PASS, tag_closure
 from .result import NodeInfo, SearchResult, choose
 
 __all__ = ["samarati"]
@@ -45,7 +45,7 @@ def samarati(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None] 
     the one ``metric`` chooses, and work counters. :class:`AnonymizeError` if nothing satisfies."""
     t0 = time.perf_counter()
     ev0, rows0 = lat.n_evaluated, lat.rows_scanned
-    g = LatticeGrid(lat.heights)
+    g = lat.grid()
     exact = lat.exact_monotone
     tags = bytearray(g.N)  # monotone-part tags (PASS only when exact)
     result: dict[int, NodeInfo] = {}

@@ -1,0 +1,303 @@
+"""``ppdm tune``: the k range, Algorithm 1's l and Algorithm 2's t for a disclosure bound, and the
+trade-off tables behind them (Xu & Guo 2021, §3; :mod:`.selection`).
+
+:func:`tune` evaluates, with one algorithm (default Flash, the optimal full-domain search):
+
+* every k of a range (default 2 … 50) — one lattice sweep for Flash (:mod:`.ksweep`) — giving
+  information loss and disclosure probability per k, and K_min, K_max and the chosen k;
+* Algorithm 1 from the chosen k, every (k, l) it tries;
+* Algorithm 2 on the release at the chosen k, every t step it tries.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...errors import AnonymizeError
+from ..table import EncodedTable
+from .evaluate import ReleaseEvaluator
+from .measure import Candidate, PrivacyRequirement, QualityRequirement, k_min_for
+from .selection import KSelection, LSelection, TSelection, l_upper_bound, select_k, select_l, select_t
+
+__all__ = ["TuneResult", "tune", "default_k_values", "tradeoff_row", "parameter_curve"]
+
+
+def default_k_values(pmax: float, n: int) -> list[int]:
+    """k = 2 … max(50, 2·K_min), at most the number of rows."""
+    top = max(50, 2 * k_min_for(pmax))
+    return list(range(2, max(2, min(top, n)) + 1))
+
+
+def tradeoff_row(c: Candidate, privacy: PrivacyRequirement, quality: QualityRequirement | None) -> dict:
+    """One row of a trade-off table: the parameters, information loss (NCP, CDM) and disclosure
+    probability of the release, and whether each requirement holds."""
+    row = {**c.params, "ok": c.ok}
+    if not c.ok:
+        row["error"] = c.error
+        return row
+    row.update(
+        {
+            "ncp": c.ncp,
+            "cdm": c.cdm,
+            "disclosure": c.disclosure,
+            "classes": c.classes,
+            "suppressed": c.suppressed,
+            "k_achieved": c.k_achieved,
+            "l_achieved": c.l_achieved,
+            "t_achieved": c.t_achieved,
+            "privacy_ok": privacy.ok(c),
+            "quality_ok": quality is None or quality.ok(c),
+        }
+    )
+    return row
+
+
+@dataclass
+class TuneResult:
+    """What :func:`tune` found (see :meth:`as_dict` for the JSON form ``ppdm tune --json`` prints)."""
+
+    privacy: PrivacyRequirement
+    quality: QualityRequirement | None
+    algorithm: str
+    k: KSelection
+    l: LSelection | None
+    t: TSelection | None
+    table_rows: int
+    quasi_identifiers: list
+    sensitive: list
+    timings: dict = field(default_factory=dict)
+    stats: dict = field(default_factory=dict)
+    l_curve: list = field(default_factory=list)
+
+    def k_table(self) -> list[dict]:
+        """Trade-off rows, one per k evaluated."""
+        return [tradeoff_row(c, self.privacy, self.quality) for _, c in sorted(self.k.candidates.items())]
+
+    def l_table(self) -> list[dict]:
+        """Trade-off rows of Algorithm 1's steps."""
+        return [] if self.l is None else [tradeoff_row(c, self.privacy, self.quality) for c in self.l.steps]
+
+    def t_table(self) -> list[dict]:
+        """Trade-off rows of Algorithm 2's steps."""
+        return [] if self.t is None else [tradeoff_row(c, self.privacy, self.quality) for c in self.t.steps]
+
+    def as_dict(self) -> dict:
+        """JSON-ready report: requirements, the chosen k / l / t with their ranges, the tables."""
+        ks = self.k
+        k_rel = ks.release
+        out: dict = {
+            "rows": self.table_rows,
+            "quasi_identifiers": self.quasi_identifiers,
+            "sensitive": self.sensitive,
+            "algorithm": self.algorithm,
+            "pmax": self.privacy.pmax,
+            "quality": None if self.quality is None else self.quality.as_dict(),
+            "k": {
+                "kmin": ks.kmin,
+                "kmax": ks.kmax,
+                "kmax_capped": ks.kmax_capped,
+                "chosen": ks.k,
+                "rule": "kmin = ceil(1/pmax); kmax = largest k whose release meets the quality bound; "
+                "chosen = kmin + (kmax - kmin) // 2 (kmin without a quality bound)",
+                "meets_pmax": None if k_rel is None else self.privacy.ok(k_rel),
+                "reason": ks.reason,
+                "table": self.k_table(),
+            },
+        }
+        if self.l is not None:
+            out["l"] = {
+                "k": self.l.k,
+                "chosen": self.l.l,
+                "ranges": {str(k): {"l_min": a, "l_max": b} for k, (a, b) in self.l.ranges.items()},
+                "reason": self.l.reason,
+                "table": self.l_table(),
+                "curve_k": self.l_curve[0].params["k"] if self.l_curve else None,
+                "curve": [tradeoff_row(c, self.privacy, self.quality) for c in self.l_curve],
+            }
+        if self.t is not None:
+            out["t"] = {
+                "k": self.t.k,
+                "chosen": self.t.t,
+                "d_min": self.t.d_min,
+                "d_max": self.t.d_max,
+                "step": self.t.step,
+                "no_constraint_beyond_k": self.t.t is not None and self.t.t >= self.t.d_max,
+                "reason": self.t.reason,
+                "table": self.t_table(),
+            }
+        out["timings"] = self.timings
+        out["stats"] = self.stats
+        return out
+
+
+def tune(
+    table: EncodedTable,
+    privacy: PrivacyRequirement,
+    quality: QualityRequirement | None = None,
+    *,
+    k_values: Sequence[int] | None = None,
+    algorithm: str = "flash",
+    max_suppression: float = 0.0,
+    suppressed_rows: str = "star",
+    t_distance: str = "emd",
+    t_ground: str | None = None,
+    options=None,
+    progress: Callable[[str], None] | None = None,
+) -> TuneResult:
+    """Choose k, l and t for ``privacy`` (P ≤ P_max) and ``quality`` on ``table`` with ``algorithm``
+    (module docstring). ``k_values`` — the k evaluated for the table (default
+    :func:`default_k_values`). l and t need a sensitive attribute (skipped without one)."""
+    t_all = time.perf_counter()
+    if table.n < 2:
+        raise AnonymizeError("the table needs at least 2 rows to tune k")
+    ev = ReleaseEvaluator(
+        table,
+        algorithm,
+        max_suppression=max_suppression,
+        suppressed_rows=suppressed_rows,
+        search_metric=quality.metric if quality is not None else "ncp",
+        t_distance=t_distance,
+        t_ground=t_ground,
+        options=options,
+        progress=progress,
+    )
+    ks = list(k_values) if k_values is not None else default_k_values(privacy.pmax, table.n)
+    ks = [k for k in ks if 1 <= k <= table.n]
+    if not ks:
+        raise AnonymizeError(f"no k to evaluate between 1 and the table's {table.n} rows")
+    timings = {}
+    t = time.perf_counter()
+    ksel = select_k(ev, privacy, quality, ks)
+    timings["k"] = time.perf_counter() - t
+    lsel = tsel = None
+    l_curve: list = []
+    if table.schema.sensitive and ksel.k is not None:
+        if ev.honours("l-diversity"):
+            t = time.perf_counter()
+            if progress:
+                progress(f"algorithm 1 (l) from k = {ksel.k}")
+            lsel = select_l(ev, privacy, quality, ksel.k, ksel.kmax)
+            # the whole l trade-off at the chosen k (Algorithm 1 stops at its first success)
+            top = min(l_upper_bound(table, table.n), 20)
+            l_curve = [ev.evaluate("l-diversity", {"k": ksel.k, "l": l}) for l in range(1, top + 1)]
+            timings["l"] = time.perf_counter() - t
+        if ev.honours("t-closeness"):
+            t = time.perf_counter()
+            if progress:
+                progress(f"algorithm 2 (t) at k = {ksel.k}")
+            tsel = select_t(ev, privacy, quality, ksel.k, ksel.release)
+            timings["t"] = time.perf_counter() - t
+    elif table.schema.sensitive and ksel.k is None:
+        lsel = LSelection(None, None, reason=f"no k to start from: {ksel.reason}")
+        tsel = TSelection(None, None, reason=f"no k to start from: {ksel.reason}")
+    timings["total"] = time.perf_counter() - t_all
+    stats: dict[str, Any] = {"algorithm_runs": ev.runs}
+    if getattr(ev, "sweep_stats", None):
+        stats["k_sweep"] = ev.sweep_stats
+    if table.schema.sensitive and ksel.k is not None:
+        stats["l_max_entropy_bound"] = l_upper_bound(table, table.n)
+    return TuneResult(
+        privacy,
+        quality,
+        ev.algorithm,
+        ksel,
+        lsel,
+        tsel,
+        table.n,
+        list(table.schema.qis),
+        list(table.schema.sensitive),
+        timings,
+        stats,
+        l_curve,
+    )
+
+
+def parameter_curve(
+    table: EncodedTable,
+    algorithm: str,
+    models,
+    *,
+    max_suppression: float = 0.0,
+    suppressed_rows: str = "star",
+    metric: str = "ncp",
+    options=None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[str, list[Candidate]]:
+    """The trade-off of one anonymization run around its parameters — what ``ppdm anonymize --plot``
+    draws: the strongest model's parameter (t if t-closeness is asked for, else l, else k) over a
+    grid holding the other models fixed, each value's release measured. Returns ``(parameter,
+    releases)``.
+
+    Grids: k = 2 … max(2k, 20) (every k for Flash / Incognito, one lattice sweep; ~12 values spread
+    geometrically for other algorithms); l = 1 … min(max(2l, l + 4), distinct values); t = 0.1, 0.2, … 1
+    and the given t."""
+    import numpy as np
+
+    from ..models import (
+        DistinctLDiversity,
+        EntropyLDiversity,
+        KAnonymity,
+        PrivacyModel,
+        RecursiveCLDiversity,
+        TCloseness,
+    )
+
+    models = list(models)
+    t_model = next((m for m in models if isinstance(m, TCloseness)), None)
+    l_model = next(
+        (m for m in models if isinstance(m, (DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity))), None
+    )
+    k_model = next((m for m in models if isinstance(m, KAnonymity)), None)
+    ev = ReleaseEvaluator(
+        table,
+        algorithm,
+        max_suppression=max_suppression,
+        suppressed_rows=suppressed_rows,
+        search_metric=metric,
+        t_distance=t_model.distance if t_model else "emd",
+        t_ground=t_model.ground if t_model else None,
+        options=options,
+        progress=progress,
+    )
+    k = k_model.k if k_model else 1
+    others = [m for m in models if m is not t_model and m is not l_model and m is not k_model]
+
+    def run(family, params, swap_in):
+        ms = [KAnonymity(params["k"])] if params.get("k", 1) > 1 else []
+        ms += [m for m in (l_model, t_model) if m is not None and m is not swap_in.get("replaces")]
+        ms += [swap_in["model"]] if swap_in.get("model") is not None else []
+        return ev.evaluate(family, params, models=ms + others or [KAnonymity(1)])
+
+    if t_model is not None:
+        values = sorted({round(x, 2) for x in np.arange(0.1, 1.0001, 0.1)} | {t_model.t})
+        out = []
+        for t in values:
+            tm: PrivacyModel = TCloseness(
+                t, distance=t_model.distance, ground=t_model.ground, attribute=t_model.attribute
+            )
+            out.append(run("t-closeness", {"k": k, "t": t}, {"replaces": t_model, "model": tm}))
+        return "t", out
+    if l_model is not None:
+        distinct = min(len(np.unique(table.sens_codes[:, j])) for j in table.sens_index(l_model.attribute))
+        top = int(min(max(2 * l_model.l, l_model.l + 4), distinct))
+        values = sorted({float(x) for x in range(1, top + 1)} | {float(l_model.l)})
+        out = []
+        for l in values:
+            nm: PrivacyModel
+            if isinstance(l_model, RecursiveCLDiversity):
+                nm = RecursiveCLDiversity(l_model.c, int(l), attribute=l_model.attribute)
+            elif isinstance(l_model, EntropyLDiversity):
+                nm = EntropyLDiversity(l, attribute=l_model.attribute)
+            else:
+                nm = DistinctLDiversity(int(l), attribute=l_model.attribute)
+            out.append(run("l-diversity", {"k": k, "l": l}, {"replaces": l_model, "model": nm}))
+        return "l", out
+    top = min(max(2 * k, 20), table.n)
+    if ev.algorithm in ("flash", "incognito") and not others:
+        cands = ev.evaluate_k(range(2, top + 1))
+        return "k", [cands[x] for x in sorted(cands)]
+    grid = sorted({int(x) for x in np.unique(np.round(np.geomspace(2, max(top, 2), 12)))} | {k} if top >= 2 else {k})
+    return "k", [run("k-anonymity", {"k": x}, {}) for x in grid]

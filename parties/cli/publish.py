@@ -1,0 +1,110 @@
+"""``ppdm publish``: release a table to a data user for a purpose, as a security-level policy says.
+
+    ppdm publish IN.csv -o OUT.csv --policy POLICY.toml --user U --purpose P [--report R.json]
+        --qi COLS --sensitive COLS [--id COLS] [--hierarchies DIR | --hierarchy COL=FILE ...]
+
+A thin layer over :func:`anonymize.publish.policy.engine.publish_with_policy` (Y. Xu, H. Guo,
+"Privacy protection model and parameter optimization method for data dissemination", Computer
+Engineering 47(5), 2021): the policy maps (user, purpose) to a security level, the level to a
+method and initial parameters; the engine adjusts the parameters, then the method, until the
+owner's privacy requirement and the user's quality requirement both hold. The release (and the
+JSON report: the decision, every release evaluated, the release's own report) is written
+atomically and only when both hold; otherwise one line says which requirement conflicts with
+which and by how much (exit 2). The policy file format: ``docs/policy.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from .anonymize import Progress
+from .schema_args import add_table_args, check_output_path, output_sep, read_table_args
+from .tune import json_ready
+
+__all__ = ["register"]
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Add the ``publish`` verb to the ``ppdm`` parser."""
+    p = subparsers.add_parser(
+        "publish",
+        help="release a table to a user for a purpose under a security-level policy",
+        description="Look up the security level of USER asking for PURPOSE in the policy file, then anonymize "
+        "with the level's method, adjusting its parameters and then the method until the data owner's "
+        "privacy requirement (disclosure probability <= pmax) and the user's quality requirement both hold "
+        "(Xu & Guo, Computer Engineering 47(5), 2021). Nothing is written when they conflict.",
+    )
+    add_table_args(p, "table to publish")
+    p.add_argument(
+        "-o", "--output", required=True, metavar="OUT", help="release to write (CSV, or Parquet by extension)"
+    )
+    p.add_argument("--policy", required=True, metavar="POLICY.toml", help="security-level policy (docs/policy.md)")
+    p.add_argument("--user", required=True, help="the data user, as named in the policy")
+    p.add_argument("--purpose", required=True, help="the purpose of use, as named in the policy")
+    p.add_argument("--report", metavar="R.json", help="write the decision and the release report here")
+    p.add_argument("--out-sep", default=None, help="output CSV delimiter (default: the input's)")
+    p.add_argument(
+        "--queries",
+        type=int,
+        default=None,
+        metavar="N",
+        help="random COUNT queries for the release's query-error metric (0 skips it; default 200)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress or summary output")
+    p.set_defaults(func=_main)
+    return p
+
+
+def _summary(out: Path, rel) -> str:
+    d = rel.decision
+    c = d.chosen
+    m = rel.report["measured"]
+    parts = [
+        f"wrote {out}: user '{d.user}', purpose '{d.purpose}' → level '{d.level.name}'",
+        f"{c.label()}" + (" (adjusted from the level's " + _initial(d) + ")" if d.adjusted_parameters else ""),
+        f"P = {m['disclosure']:.3g} <= {d.privacy.pmax:g}",
+    ]
+    if d.quality is not None:
+        parts.append(f"{d.quality.metric.upper()} = {m[d.quality.metric]:.4g} <= {d.quality.bound:g}")
+    parts.append(f"{len(d.steps)} release(s) evaluated")
+    return "; ".join(parts)
+
+
+def _initial(d) -> str:
+    ps = " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in d.level.params.items())
+    return f"{d.level.model} {ps} ({d.level.algorithm})"
+
+
+def _main(args) -> int:
+    from anonymize.publish.io import atomic_write_text, write_table
+    from anonymize.publish.policy.engine import publish_with_policy
+    from anonymize.publish.policy.policyfile import load_policy
+
+    out = check_output_path(args.output, "output", Path(args.input))
+    rep_path = check_output_path(args.report, "report") if args.report else None
+    policy = load_policy(args.policy)  # validated before the data are read: a bad policy costs nothing
+    prog = Progress(enabled=not args.quiet)
+    df, schema, hs = read_table_args(args, need_sensitive=True)
+    rel = publish_with_policy(
+        df,
+        schema,
+        hs,
+        policy,
+        args.user,
+        args.purpose,
+        n_queries=None if args.queries is None else max(0, args.queries),
+        progress=prog,
+    )
+    rel.report["input"] = str(args.input)
+    rel.report["output"] = str(args.output)
+    t = time.perf_counter()
+    write_table(rel.result.df, out, sep=output_sep(args))
+    rel.report["release"]["timings"]["write"] = time.perf_counter() - t
+    if rep_path is not None:
+        atomic_write_text(rep_path, json.dumps(json_ready(rel.report), indent=2) + "\n")
+    if not args.quiet:
+        print(_summary(out, rel))
+    return 0

@@ -1,0 +1,139 @@
+"""Options the publishing verbs share: the input table, its schema and hierarchies, output checks.
+
+``ppdm tune`` and ``ppdm publish`` build their parsers from these helpers, so a table is named and
+read the same way everywhere: ``IN`` (CSV with any of ``; , TAB |``, or Parquet), ``--qi``,
+``--sensitive``, ``--id``, ``--hierarchies DIR``, ``--hierarchy COL=FILE`` (repeatable) and
+``--sep`` — the options of ``ppdm anonymize``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from anonymize.errors import AnonymizeError
+
+from .common import comma_list
+
+__all__ = [
+    "add_table_args",
+    "add_release_args",
+    "read_table_args",
+    "output_sep",
+    "check_output_path",
+    "fraction",
+    "positive_int",
+]
+
+
+def fraction(s: str) -> float:
+    """argparse type: a fraction such as ``0.05`` or ``5%`` in [0, 1]."""
+    try:
+        x = float(s.rstrip("%")) / (100.0 if s.endswith("%") else 1.0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.05 or 5%, got {s!r}") from None
+    if not 0.0 <= x <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {s!r}")
+    return x
+
+
+def positive_int(s: str) -> int:
+    """argparse type: an integer ≥ 1."""
+    try:
+        x = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {s!r}") from None
+    if x < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {s!r}")
+    return x
+
+
+def add_table_args(p: argparse.ArgumentParser, what: str = "table") -> None:
+    """``IN``, ``--qi`` (required), ``--sensitive``, ``--id``, ``--hierarchies``, ``--hierarchy``, ``--sep``."""
+    p.add_argument("input", metavar="IN", help=f"{what}: CSV (any of ; , TAB |) or Parquet")
+    p.add_argument("--qi", required=True, metavar="COLS", help="quasi-identifier columns, comma-separated")
+    p.add_argument("--sensitive", metavar="COLS", default="", help="sensitive columns, comma-separated")
+    p.add_argument("--id", metavar="COLS", default="", help="identifier columns (dropped from any release)")
+    p.add_argument(
+        "--hierarchies", metavar="DIR", help="directory of ARX hierarchy files named <col>.csv or *hierarchy_<col>.csv"
+    )
+    p.add_argument(
+        "--hierarchy",
+        metavar="COL=FILE",
+        action="append",
+        default=[],
+        help="one ARX hierarchy (repeatable; wins over --hierarchies). QIs without one get an automatic "
+        "hierarchy (numeric: intervals; ZIP-like: masking; else value → *)",
+    )
+    p.add_argument("--sep", default=None, help="input CSV delimiter (default: sniffed)")
+
+
+def add_release_args(p: argparse.ArgumentParser) -> None:
+    """``--max-suppression``, ``--suppressed-rows``, ``--t-distance``, ``--t-ground`` (as ``ppdm anonymize``)."""
+    p.add_argument(
+        "--max-suppression",
+        type=fraction,
+        default=0.0,
+        metavar="FRACTION",
+        help="rows the full-domain algorithms may suppress, e.g. 0.05 (default 0)",
+    )
+    p.add_argument(
+        "--suppressed-rows",
+        choices=("star", "drop"),
+        default="star",
+        help="suppressed rows: * in every QI (ARX) or left out",
+    )
+    p.add_argument("--t-distance", choices=("emd", "variational", "kl"), default="emd")
+    p.add_argument(
+        "--t-ground",
+        choices=("equal", "ordered", "hierarchical"),
+        default=None,
+        help="EMD ground distance (default: ordered for numeric, equal otherwise)",
+    )
+
+
+def read_table_args(args, *, need_sensitive: bool = False):
+    """Read the table and hierarchies named by :func:`add_table_args`: ``(df, schema, hierarchies)``."""
+    from anonymize.publish.io import read_hierarchies, read_table
+    from anonymize.publish.table import Schema
+
+    qis, sens, ids = comma_list(args.qi), comma_list(args.sensitive), comma_list(args.id)
+    if not qis:
+        raise AnonymizeError("--qi needs at least one column")
+    if need_sensitive and not sens:
+        raise AnonymizeError("--sensitive needs at least one column (the disclosure probability is about it)")
+    df = read_table(args.input, sep=args.sep)
+    if len(df) == 0:
+        raise AnonymizeError(f"input file {args.input} has no data rows")
+    hs = read_hierarchies(args.hierarchies, args.hierarchy, columns=set(qis) | set(sens))
+    return df, Schema(qis, sens, ids), hs
+
+
+def output_sep(args) -> str:
+    """The output delimiter: ``--out-sep``, else ``--sep``, else the input's (sniffed), else ``,``."""
+    from anonymize.publish.io import sniff_delimiter
+
+    sep = getattr(args, "out_sep", None) or args.sep
+    if sep is None:
+        try:
+            with open(args.input, "rb") as fh:
+                sep = sniff_delimiter(fh.read(65536).decode("utf-8", "replace"))
+        except OSError:
+            sep = ","
+    return sep
+
+
+def check_output_path(path: str, what: str, inp: Path | None = None) -> Path:
+    """A path we may write: not a directory, in an existing writable directory, not the input."""
+    p = Path(path)
+    if p.is_dir():
+        raise AnonymizeError(f"{what} {p} is a directory")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise AnonymizeError(f"{what} directory does not exist: {parent}")
+    if not os.access(parent, os.W_OK):
+        raise AnonymizeError(f"cannot write {what} into {parent}: permission denied")
+    if inp is not None and p.exists() and inp.exists() and os.path.samefile(p, inp):
+        raise AnonymizeError(f"{what} {p} is the input file; choose another name")
+    return p
