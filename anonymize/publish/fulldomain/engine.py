@@ -241,6 +241,9 @@ class Lattice:
             or all(m.monotone_suppression for m in self.models)
         )
         self.monotone_models = self.models if self.exact_monotone else pruning_models(self.models)
+        #: every model is monotone under suppression, so "failing rows within the budget" (before the
+        #: release checks) is itself the monotone part used for pruning
+        self.models_prune = all(m.monotone_suppression for m in self.models)
 
     # ------------------------------------------------------------------ encoding helpers
     def internal(self, levels) -> tuple:
@@ -557,12 +560,15 @@ class Lattice:
         fail = self.failing(fs)
         sup = int(fs.counts[fail].sum())
         ok = sup <= self.max_sup
+        within_budget = ok
         if ok and sup and self.release_checks:
             fail, ok = self.release_check(fs.counts, self.class_stats(fs).sens_hist, fail)
         if self.exact_monotone:
             return ok, ok, fail
         if ok:
             return True, True, fail
+        if self.models_prune:  # the models themselves are the monotone part: no second pass
+            return False, within_budget, fail
         mfail = self.failing(fs, self.monotone_models)
         return False, int(fs.counts[mfail].sum()) <= self.max_sup, fail
 
