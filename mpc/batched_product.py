@@ -17,14 +17,17 @@ generation", CRYPTO 1999), folded over the owners as in
 
 * **One OT per (transaction, newcomer part), not per candidate.** Every
   candidate that uses the same part of the newcomer o_j takes its bit as the
-  OT choice, so one IKNP random OT (Ishai–Kilian–Nissim–Petrank, CRYPTO 2003;
-  :func:`mpc.ot_extension.random_ot_send`) serves all of them: its two keys
+  OT choice, so one random OT serves all of them — SoftSpoken OT extension
+  (Roy, CRYPTO 2022; :func:`mpc.softspoken.random_ot_send`, k = :data:`OT_K`,
+  128/k bits of extension traffic per OT instead of IKNP's 128): its two keys
   are stretched by the TCCR hash (Guo–Katz–Wang–Yu, S&P 2020) into one pad per
   candidate, and the holder sends one correction per candidate,
   τ = H(k0) − H(k1) + s (mod 2^k). The 128-bit OT-extension column is paid
   once per part instead of once per candidate ("batching across partners").
 * **Shares in Z_2^k** with k = ``ring_bits`` just above log2 N, so a
-  correction is k bits (sent in ⌈k/8⌉ bytes), not 64.
+  correction is k bits (sent in ⌈k/8⌉ bytes), not 64. Locally the shares
+  live in 16-, 32- or 64-bit lanes (the narrowest w ≥ k): arithmetic mod 2^w
+  is exact mod 2^k, and a TCCR block yields 128/w pads.
 
 Fold step: holders h (owners already folded) hold s_h[c, t] with
 Σ_h s_h = Π so far; newcomer o with bit y[c, t]: each holder keeps −H(k0),
@@ -52,7 +55,7 @@ from .crypto_hash import tccr_hash, tweak64
 from .errors import InputMismatchError, ProtocolError
 from .softspoken import DEFAULT_K, random_ot_recv, random_ot_send
 
-__all__ = ["batched_count_shares", "ring_bits_for", "DEFAULT_BUDGET"]
+__all__ = ["batched_count_shares", "ring_bits_for", "DEFAULT_BUDGET", "OT_K"]
 
 _U64 = np.uint64
 OT_K = DEFAULT_K  #: SoftSpoken parameter: 128/k bits of OT-extension traffic per OT

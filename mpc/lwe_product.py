@@ -380,25 +380,32 @@ async def _select_side(ch, peer, X, N, m_enc, p, tag) -> np.ndarray:
 
 # --------------------------------------------------------------------------- rounding
 async def round_shares(ch: Channel, peer: str, x: np.ndarray, *, role: int, delta_bits: int, tag: str) -> np.ndarray:
-    """Shares of ``round(X/Δ)`` from shares of ``X = Δ·c + e`` (|e| < Δ/2), both over Z_2^64.
+    """Shares of ``round(X/Δ)`` from shares of ``X = Δ·c + e`` with |e| < Δ/4, both over Z_2^64.
 
     Output: additive shares of c modulo 2^(64 − d) (Δ = 2^d), as uint64 values
     below 2^(64−d); ``role`` 0 or 1 (the two share holders). With
     X' = X + Δ/2 (added by role 0), c = ⌊X'/Δ⌋ = ⌊x0/Δ⌋ + ⌊x1/Δ⌋ + κ with the
-    carry κ = [x0 mod Δ + x1 mod Δ ≥ Δ], XOR-shared by one d-bit millionaires'
-    run (:func:`mpc.comparison.msb_of_shares`, Rathee et al., CCS 2020) and
-    made additive by one correlated OT (κ = κ0 + κ1 − 2κ0κ1; Gilboa 1999).
-    The noise e never leaves the shares: this reveals nothing.
+    carry κ = [L0 + L1 ≥ Δ], L_i = x_i mod Δ. The noise bound (|e| < Δ/4,
+    :func:`delta_bits_for`) keeps L = X' mod Δ inside (Δ/4, 3Δ/4), so L0 + L1
+    lies in (Δ/4, 3Δ/4) without carry and in (5Δ/4, 7Δ/4) with one; with
+    a_i = ⌊L_i/(Δ/4)⌋ ∈ {0..3}, a0 + a1 ∈ [0, 2] resp. [4, 6], hence
+    κ = [a0 + a1 ≥ 4] = MSB of a0 + a1 in Z_8 — a 2-bit millionaires' run
+    (:func:`mpc.comparison.msb_of_shares`, Rathee et al., CCS 2020) instead of
+    a d-bit one, XOR-shared, made additive by one correlated OT
+    (κ = κ0 + κ1 − 2κ0κ1; Gilboa 1999). The noise never leaves the shares:
+    this reveals nothing.
     """
     from .comparison import msb_of_shares
     from .ot_extension import correlated_ot_recv, correlated_ot_send
 
     d = int(delta_bits)
+    if not 3 <= d <= 62:
+        raise ValueError(f"delta_bits must be in 3..62, got {d}")
     s = np.ascontiguousarray(x, dtype=_U64).copy()
     if role == 0:
         s += _U64(1) << _U64(d - 1)
-    low = s & ((_U64(1) << _U64(d)) - _U64(1))
-    kappa = await msb_of_shares(ch, peer, low, role=role, tag=f"{tag}/carry", ring_bits=d + 1)
+    quarter = (s & ((_U64(1) << _U64(d)) - _U64(1))) >> _U64(d - 2)  # a_i = ⌊(x_i mod Δ)/(Δ/4)⌋
+    kappa = await msb_of_shares(ch, peer, quarter, role=role, tag=f"{tag}/carry", ring_bits=3)
     k64 = kappa.astype(_U64)
     if role == 0:
         r = await correlated_ot_send(ch, peer, _U64(1) - _U64(2) * k64, tag=f"{tag}/b2a")
