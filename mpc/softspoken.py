@@ -31,7 +31,9 @@ Set-up (once per session and ordered pair and k; cached in ``ch.state``):
 
 One extension call of m OTs (per slab, with a fresh 128-bit salt from R):
 
-* R expands every leaf to m bits, ρ_{j,x} = G(s_{j,x}); keeps
+* R expands every leaf to m bits, ρ_{j,x} = G(s_{j,x}), G the fixed-key AES
+  TCCR hash of the leaf under distinct tweaks (a fresh 96-bit slab id, the
+  leaf's index, the block number; :func:`_expand`); keeps
   t_{jk+ℓ} = ⊕_{x: x_ℓ = 1} ρ_{j,x} (ℓ < k) and sends the corrections
   d_j = r ⊕ ⊕_x ρ_{j,x} — c·m bits, 128/k per OT.
 * S expands the leaves it has and computes, with y = x ⊕ Δ_j,
@@ -218,32 +220,40 @@ def _subset_xors(rho: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return cur[:, 0], v
 
 
-def _expand(pl: np.ndarray, index: np.ndarray, tweak_hi: int, B: int) -> np.ndarray:
+def _expand(pl: np.ndarray, index: np.ndarray, slab_id: tuple[int, int], B: int) -> np.ndarray:
     """``(c, L, B)`` pseudorandom bytes from leaves given as ``pl = π(leaf)`` ``(c, L, 16)``.
 
     Block b of leaf (j, x) is the TCCR hash H(leaf, i) = π(π(leaf) ⊕ i) ⊕ π(leaf) with the
-    128-bit tweak i = tweak_hi·2^64 + (j·2^k + x)·2^32 + b (``index[j, l]`` = j·2^k + x of
-    row l): distinct tweaks for one secret uniform leaf make these pseudorandom
-    (Guo–Katz–Wang–Yu, S&P 2020, §7) — one fixed-key AES call for the whole slab instead of one
-    keyed AES-CTR context per leaf.
+    128-bit tweak i = h·2^64 + g·2^32 + (j·2^k + x)·2^20 + b, where (h, g) is the slab's
+    96-bit pseudorandom id (``slab_id``) and ``index[j, l]`` = j·2^k + x of row l (< 2^12).
+    A leaf the adversary lacks is uniform and every tweak it is hashed with is distinct
+    (two slabs share an id with probability 2^-96 per pair), which makes the blocks
+    pseudorandom (Guo–Katz–Wang–Yu, S&P 2020, §7) — one fixed-key AES call per slab instead
+    of one keyed AES-CTR context per leaf.
     """
     c, L, _ = pl.shape
     nb = -(-B // 16)
+    if nb > 1 << 20:
+        raise ValueError("slab too large for the expansion tweaks (at most 2^27 OTs)")
     px = np.repeat(pl.reshape(-1, 16), nb, axis=0)
-    lo = ((index.astype(np.uint64) << np.uint64(32))[..., None] + np.arange(nb, dtype=np.uint64)).reshape(-1)
-    out = tccr_hash(px, tweak_hi, lo, px=px)  # (not out=px: the hash XORs px into its output)
+    base = (np.uint64(slab_id[1] & 0xFFFFFFFF) << np.uint64(32)) | (index.astype(np.uint64) << np.uint64(20))
+    lo = (base[..., None] + np.arange(nb, dtype=np.uint64)).reshape(-1)
+    out = tccr_hash(px, slab_id[0], lo, px=px)  # (not out=px: the hash XORs px into its output)
     return out.reshape(c, L, nb * 16)[:, :, :B]
 
 
-def _slab_keys(tag: str, salt: bytes) -> tuple[int, int, int]:
-    """Tweak words of one slab: (leaf expansion, OT-key hash high word, OT-key hash low base)."""
+def _slab_keys(tag: str, salt: bytes) -> tuple[tuple[int, int], int, int]:
+    """Per slab: the leaf-expansion id (64 + 32 bits), and the OT-key hash's tweak high word and low base."""
     d = derive("ppdm/softspoken/slab", tag, salt)
-    return tuple(int.from_bytes(d[8 * i : 8 * i + 8], "little") for i in range(3))  # type: ignore[return-value]
+    w = [int.from_bytes(d[8 * i : 8 * i + 8], "little") for i in range(4)]
+    return (w[0], w[3]), w[1], w[2]
 
 
-def _check_k(k: int) -> int:
+def _check_k(k: int, slab: int) -> int:
     if k not in _KS:
         raise ValueError(f"k must be one of {_KS}, got {k!r}")
+    if not 1 <= slab <= 1 << 27:
+        raise ValueError(f"slab must be in 1..2^27 OTs, got {slab!r}")
     return int(k)
 
 
@@ -288,7 +298,7 @@ async def random_ot_send_slabs(
     peer runs :func:`random_ot_recv_slabs` with the same ``k`` and ``slab``
     (checked). Reveals (semi-honest): nothing about the receiver's choices.
     """
-    k = _check_k(k)
+    k = _check_k(k, slab)
     n = int(n)
     if n < 0:
         raise ValueError("n must be ≥ 0")
@@ -308,9 +318,9 @@ async def random_ot_send_slabs(
         if len(msg) != 2 or msg[0].shape != (16,) or msg[1].shape != (c, B) or msg[1].dtype != np.uint8:
             raise ProtocolError(f"SoftSpoken OT {tag!r}: malformed extension message from {peer}")
         salt, d = msg
-        tw_x, tw, tw_lo = _slab_keys(tag, salt.tobytes())
+        slab_id, tw, tw_lo = _slab_keys(tag, salt.tobytes())
         rho = np.zeros((c, 1 << k, B), np.uint8)  # y = 0 (the leaf it lacks) never enters a subset XOR
-        rho[:, 1:] = _expand(p.leaves[:, 1:], p.index[:, 1:], tw_x, B)
+        rho[:, 1:] = _expand(p.leaves[:, 1:], p.index[:, 1:], slab_id, B)
         rho = rho.view(np.uint64)
         _, w = _subset_xors(rho, k)  # (c, k, B/8): ⊕_{y: y_ℓ} ρ_{y ⊕ Δ_j}
         w ^= d.view(np.uint64)[:, None, :] & np.negative(delta_rows.astype(np.uint64))[:, :, None]
@@ -336,7 +346,7 @@ async def random_ot_recv_slabs(
     Yields ``(lo, hi, m_c)``: the chosen key of each OT ``lo:hi`` (hashed into
     ``into[lo:hi]`` if given). Reveals (semi-honest): nothing about the other key.
     """
-    k = _check_k(k)
+    k = _check_k(k, slab)
     c_bits = np.asarray(choices, dtype=bool).reshape(-1)
     n = c_bits.size
     params = {"proto": _PROTO, "n": n, "k": k, "slab": slab}
@@ -355,8 +365,8 @@ async def random_ot_recv_slabs(
             packed = np.packbits(c_bits[lo:hi], bitorder="little")
             r[: packed.size] = packed
             salt = os.urandom(16)
-            tw_x, tw, tw_lo = _slab_keys(tag, salt)
-            rho = np.ascontiguousarray(_expand(p.leaves, p.index, tw_x, B)).view(np.uint64)
+            slab_id, tw, tw_lo = _slab_keys(tag, salt)
+            rho = np.ascontiguousarray(_expand(p.leaves, p.index, slab_id, B)).view(np.uint64)
             u, t = _subset_xors(rho, k)
             u ^= r.view(np.uint64)  # d_j = r ⊕ ⊕_x ρ_{j,x}
             await ch.send(peer, f"{tag}/d", pack_arrays(np.frombuffer(salt, np.uint8), u.view(np.uint8)))

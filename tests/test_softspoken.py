@@ -120,9 +120,13 @@ def test_sender_holds_every_leaf_but_the_punctured_one():
 
 
 def test_sender_cannot_tell_choices_from_corrections():
-    """The adversary (sender) sees d_j = r ⊕ ⊕_x ρ_{j,x}: with all-zero and all-one choices both look uniform."""
+    """The adversary (sender) sees d_j = r ⊕ ⊕_x ρ_{j,x}, slab after slab.
+
+    All-zero and all-one choices must both give uniform-looking corrections, and two calls
+    with the same choices in one session must not reuse pads (d ⊕ d' would then be 0).
+    """
     n = 1 << 14
-    seen = {}
+    seen: dict[int, list[bytes]] = {0: [], 1: []}
 
     async def main(choice):
         net = MemoryNetwork(AB)
@@ -131,18 +135,23 @@ def test_sender_cannot_tell_choices_from_corrections():
 
         async def spy(to, tag, payload):
             if tag.endswith("/d"):
-                seen[choice] = payload
+                seen[choice].append(payload)
             await orig(to, tag, payload)
 
         b.send = spy  # type: ignore[method-assign]
         c = np.full(n, bool(choice))
-        await asyncio.gather(random_ot_send(a, "bob", n, tag="t"), random_ot_recv(b, "alice", c, tag="t"))
+        for t in ("t1", "t2"):
+            await asyncio.gather(random_ot_send(a, "bob", n, tag=t), random_ot_recv(b, "alice", c, tag=t))
 
     for choice in (0, 1):
         asyncio.run(main(choice))
-    for choice, payload in seen.items():
-        frac = np.unpackbits(np.frombuffer(payload[-(n // 8) * 32 :], np.uint8)).mean()
-        assert abs(frac - 0.5) < 0.01, (choice, frac)  # a biased d would give r away
+    body = n // 8 * 32  # 128/k = 32 corrections of n bits (k = 4)
+    for choice, (p1, p2) in seen.items():
+        d1 = np.frombuffer(p1[-body:], np.uint8)
+        d2 = np.frombuffer(p2[-body:], np.uint8)
+        for bits in (d1, d2, d1 ^ d2):
+            frac = np.unpackbits(bits).mean()
+            assert abs(frac - 0.5) < 0.01, (choice, frac)  # a biased d would give r away
 
 
 def test_concurrent_calls_both_directions_share_one_setup(monkeypatch):
