@@ -24,6 +24,7 @@ from mpc.batched_product import batched_count_shares, ring_bits_for
 from mpc.channel import MemoryNetwork, run_parties, unpack_arrays
 from mpc.lwe_product import LWE_N, delta_bits_for, encrypted_count_shares, round_shares
 from parties.joint import mine_vertical
+from parties.joint.vertical import assign_encryptors
 from parties.joint.partition import split_vertical
 from parties.shaping import LinkShaper, ShapedChannel, parse_shape
 
@@ -285,6 +286,16 @@ def test_vertical_retail_reference_encrypted():
     res = run_parties(2, f, split_vertical(db, 2), timeout=600)
     assert fingerprint(res["p0"].frequent) == ref["fingerprint_md5"]
     assert res["p0"].levels[1]["encrypted"] > 0  # auto chose the sparse path for level 2
+
+
+def test_encryptor_assignment_follows_public_sizes_and_balances():
+    assert assign_encryptors([(0, 1)], [(205, 16)], 2) == [True]  # the side with fewer parts encrypts
+    assert assign_encryptors([(0, 1)], [(16, 205)], 2) == [False]
+    pairs = [(0, 1), (0, 2), (1, 2)]
+    for sizes in ([(24, 24)] * 3, [(24, 25), (24, 23), (25, 23)]):
+        got = assign_encryptors(pairs, sizes, 3)
+        enc = [q if by_q else p for (p, q), by_q in zip(pairs, got)]
+        assert sorted(enc) == [0, 1, 2]  # three parties, three pairs: each encrypts once
 
 
 # --------------------------------------------------------------------------- shaping

@@ -66,7 +66,7 @@ from mpc.secure_sum import secure_sum, secure_sum_threshold, threshold_leakage
 
 from .common import JointResult, PhaseClock, ProgressFn, support_ratio
 
-__all__ = ["mine_vertical", "choose_path", "COUNTING"]
+__all__ = ["mine_vertical", "choose_path", "assign_encryptors", "COUNTING"]
 
 COUNTING = ("auto", "product", "encrypted")
 _U64 = np.uint64
@@ -91,6 +91,33 @@ def choose_path(n: int, cands: int, m_first: int, m_second: int, counting: str =
     m_enc, m_sel = min(m_first, m_second), max(m_first, m_second)
     encrypted = (8 * n * m_enc + 8 * LWE_N * m_sel) / 150e6 + n * LWE_N * m_enc / 4e9 + 3 * n * LWE_N / 1e9 + 0.15
     return "encrypted" if encrypted < product else "product"
+
+
+def assign_encryptors(pairs: list[tuple[int, int]], sizes: list[tuple[int, int]], n_parties: int) -> list[bool]:
+    """For each encrypted owner pair (p, q) with (m_p, m_q) distinct parts: does q encrypt?
+
+    The encryptor's work is N·n·m_enc (the selector's follows its private set
+    sizes, so it cannot enter), and a party in several pairs does all its
+    encryptions one after the other: choose the assignment that minimizes the
+    largest per-party sum of m_enc, then the total, then prefers the later
+    owner (exhaustive up to 12 pairs, else each pair's smaller side). Public
+    sizes only, so every party decides alike.
+    """
+    if len(pairs) > 12:
+        return [mq <= mp for mp, mq in sizes]
+    best: tuple[tuple[int, int, int], list[bool]] | None = None
+    for mask in range(1 << len(pairs)):
+        choice = [bool((mask >> i) & 1) for i in range(len(pairs))]
+        load = [0] * n_parties
+        for (p, q), (mp, mq), by_q in zip(pairs, sizes, choice):
+            if by_q:
+                load[q] += mq
+            else:
+                load[p] += mp
+        key = (max(load), sum(load), -sum(choice))
+        if best is None or key < best[0]:
+            best = (key, choice)
+    return best[1] if best else []
 
 
 def _parts(cand: np.ndarray, item_owner: np.ndarray, P: int, rows: np.ndarray):
@@ -212,6 +239,7 @@ async def _count_level(ch, db, cand, item_owner, N, min_count, counting, k, clk)
     part_of, part_lists = _parts(cand, item_owner, P, multi)
     # two-owner candidates, per owner pair: encrypted or product
     enc_groups: list[tuple[int, int, np.ndarray]] = []
+    enc_sizes: list[tuple[int, int]] = []
     is_enc = np.zeros(K, dtype=bool)
     two = multi[n_own[multi] == 2]
     if two.size:
@@ -222,7 +250,9 @@ async def _count_level(ch, db, cand, item_owner, N, min_count, counting, k, clk)
             mp, mq = np.unique(part_of[rows, p]).size, np.unique(part_of[rows, q]).size
             if choose_path(N, rows.size, mp, mq, counting) == "encrypted":
                 enc_groups.append((p, q, rows))
+                enc_sizes.append((mp, mq))
                 is_enc[rows] = True
+    q_encrypts = assign_encryptors([(p, q) for p, q, _ in enc_groups], enc_sizes, P)
     dense = multi[~is_enc[multi]]
     paths = ({"encrypted"} if enc_groups else set()) | ({"product"} if dense.size else set())
     # this party's part columns (only parts of multi-owner candidates)
@@ -270,15 +300,12 @@ async def _count_level(ch, db, cand, item_owner, N, min_count, counting, k, clk)
                 ch, cols, part_of[dense], n_transactions=N, ring_bits=kr, tag=f"L{k}/product"
             )
 
-    async def enc_part(p: int, q: int, rows: np.ndarray) -> None:
+    async def enc_part(p: int, q: int, rows: np.ndarray, enc_is_q: bool) -> None:
         if me not in (p, q):
             return
         peer = ch.parties[q if me == p else p]
         up, ip = np.unique(part_of[rows, p], return_inverse=True)
         uq, iq = np.unique(part_of[rows, q], return_inverse=True)
-        # the owner with fewer parts encrypts (N·n·m_enc work); ties alternate over the owner pairs so
-        # that with three parties each encrypts once (public sizes only)
-        enc_is_q = uq.size < up.size or (uq.size == up.size and (p + q) % 2 == 1)
         sel_cols, enc_cols = (up, uq) if enc_is_q else (uq, up)
         pairs = np.stack([ip.reshape(-1), iq.reshape(-1)] if enc_is_q else [iq.reshape(-1), ip.reshape(-1)], axis=1)
         i_enc = (me == q) == enc_is_q
@@ -299,7 +326,9 @@ async def _count_level(ch, db, cand, item_owner, N, min_count, counting, k, clk)
             ch, peer, X[rows], role=0 if me == p else 1, delta_bits=d, tag=f"L{k}/round/{p}-{q}"
         )
 
-    announced, *_ = await asyncio.gather(announce_local(), dense_part(), *(enc_part(p, q, r) for p, q, r in enc_groups))
+    announced, *_ = await asyncio.gather(
+        announce_local(), dense_part(), *(enc_part(p, q, r, e) for (p, q, r), e in zip(enc_groups, q_encrypts))
+    )
     t = clk.add("secure_product", t)
     shares &= _U64((1 << kr) - 1)
     f_multi = np.zeros(0, bool)
