@@ -214,7 +214,10 @@ async def mine_vertical(
     res.bytes_sent = ch.bytes_sent - b0
     res.revealed = [
         "all parties: N and which party holds which item ids (the vertical schema)",
-        f"all parties, per level: which candidates are frequent ({threshold_leakage(ch.parties)}, on shared counts)",
+        "all parties, per level: which single-owner candidates are frequent and their counts, announced by the "
+        "owner (part of the output; the counts of its infrequent ones stay with it)",
+        f"all parties, per level: which multi-owner candidates are frequent ({threshold_leakage(ch.parties)}, "
+        "on shared counts)",
         "all parties: the global counts of the frequent itemsets (the output; secure sum)",
         "all parties: which counting path each level used (" + (", ".join(sorted(paths_used)) or "none") + "), "
         "chosen from public sizes only",
