@@ -24,8 +24,8 @@ from mpc.batched_product import batched_count_shares, ring_bits_for
 from mpc.channel import MemoryNetwork, run_parties, unpack_arrays
 from mpc.lwe_product import LWE_N, delta_bits_for, encrypted_count_shares, round_shares
 from parties.joint import mine_vertical
-from parties.joint.vertical import assign_encryptors
 from parties.joint.partition import split_vertical
+from parties.joint.vertical import assign_encryptors
 from parties.shaping import LinkShaper, ShapedChannel, parse_shape
 
 

@@ -286,11 +286,15 @@ async def _count_level(ch, db, cand, item_owner, N, min_count, counting, k, clk)
             if rows.size and (
                 rows.min() < 0
                 or rows.max() >= K
+                or (np.diff(rows) <= 0).any()
                 or not (owners[rows, pi] & (n_own[rows] == 1)).all()
                 or cnt.min() < min_count
                 or cnt.max() > N
             ):
-                raise ProtocolError(f"vertical mining level {k}: {p} announced candidates it does not own alone")
+                raise ProtocolError(
+                    f"vertical mining level {k}: {p} announced candidates it does not own alone, "
+                    "or counts outside [min count, N]"
+                )
             out[p] = (rows, cnt)
         return out
 
