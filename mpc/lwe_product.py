@@ -65,11 +65,14 @@ and does (Σ_α |T_α|)·n additions; two message flights, one per direction.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import math
 import os
 
 import numpy as np
+from scipy.sparse import csr_array
+from threadpoolctl import ThreadpoolController
 
 from .channel import Channel, agree, pack_arrays, unpack_arrays
 from .crypto_hash import derive, prg
@@ -81,6 +84,7 @@ __all__ = ["LWE_N", "SIGMA", "encrypted_count_shares", "delta_bits_for", "noise_
 LWE_N = 2048  #: LWE dimension n
 SIGMA = 3.2 * 1024  #: error standard deviation (σ/q equal to n = 2048, q = 2^54, σ = 3.2)
 ROW_BLOCK = 1024  #: rows of A and C per streamed block
+SUB_BLOCK = 128  #: rows per exact BLAS product (their float64 limbs, 4 MiB, stay in cache)
 _U64 = np.uint64
 _M32 = np.uint64(0xFFFFFFFF)
 
@@ -146,24 +150,47 @@ def _public_rows(
 
 
 # --------------------------------------------------------------------------- exact Z_2^64 products
+_BLAS: list = []  # the threadpoolctl controller, made on first use (None: no BLAS it knows)
+
+
+def _one_blas_thread():
+    """A context limiting BLAS to one thread around a synchronous product (never across an ``await``).
+
+    The products here are tall and skinny (``SUB_BLOCK × n`` by ``n × m``): OpenBLAS threads
+    spin-waiting on them were 2–5× slower than one thread on a shared 2-core machine.
+    """
+    if not _BLAS:
+        try:
+            _BLAS.append(ThreadpoolController())
+        except Exception:  # pragma: no cover - no BLAS threadpoolctl recognizes
+            _BLAS.append(None)
+    ctl = _BLAS[0]
+    return ctl.limit(limits=1, user_api="blas") if ctl is not None else contextlib.nullcontext()
+
+
 class _Limbs:
     """Reused float64 buffers for the 32-bit limbs of row blocks (fresh large arrays page-fault slowly)."""
 
     def __init__(self) -> None:
-        self._buf: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._buf: dict[tuple[int, int], np.ndarray] = {}
 
-    def split(self, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The low and high 32-bit halves of uint64 ``A`` (r × c) as float64 views of reused buffers."""
+    def split(self, A: np.ndarray, axis: int) -> np.ndarray:
+        """The low and high 32-bit halves of uint64 ``A`` (r × c) stacked along ``axis`` as float64.
+
+        ``axis=0``: ``(2r, c)``, rows ``:r`` low halves; ``axis=1``: ``(r, 2c)``, columns ``:c`` low halves.
+        The result is a view of a reused buffer, valid until the next call.
+        """
         r, c = A.shape
-        key = (c, max(r, 1))
-        got = self._buf.get(key)
-        if got is None or got[0].shape[0] < r:
-            got = self._buf[key] = (np.empty((r, c)), np.empty((r, c)))
-        lo, hi = got[0][:r], got[1][:r]
+        shape = (2 * r, c) if axis == 0 else (r, 2 * c)
+        buf = self._buf.get(shape)
+        if buf is None:
+            buf = self._buf[shape] = np.empty(shape)
         halves = np.ascontiguousarray(A).view(np.uint32).reshape(r, c, 2)
-        lo[...] = halves[:, :, 0]
-        hi[...] = halves[:, :, 1]
-        return lo, hi
+        if axis == 0:
+            buf[:r], buf[r:] = halves[:, :, 0], halves[:, :, 1]
+        else:
+            buf[:, :c], buf[:, c:] = halves[:, :, 0], halves[:, :, 1]
+        return buf
 
 
 _LIMBS = _Limbs()
@@ -177,24 +204,26 @@ def _mul_small(A: np.ndarray, B: np.ndarray, limbs: _Limbs = _LIMBS) -> np.ndarr
     """``A @ B mod 2^64`` for uint64 ``A`` (r × n) and a float64 matrix ``B`` (n × m) of small integers.
 
     Exact while n·max|B|·2^32 < 2^53 (here |B| ≤ 1 and n ≤ 2^20): the 32-bit
-    limbs of A go through float64 BLAS separately, in blocks of rows.
+    limbs of A go through one float64 BLAS product per :data:`SUB_BLOCK` rows
+    (low and high limbs stacked, so the block stays in cache).
     """
     out = np.empty((A.shape[0], B.shape[1]), _U64)
-    for i in range(0, A.shape[0], ROW_BLOCK):
-        lo, hi = limbs.split(A[i : i + ROW_BLOCK])
-        out[i : i + ROW_BLOCK] = _combine(lo @ B, hi @ B)
+    with _one_blas_thread():
+        for i in range(0, A.shape[0], SUB_BLOCK):
+            s = min(SUB_BLOCK, A.shape[0] - i)
+            R = limbs.split(A[i : i + s], 0) @ B
+            out[i : i + s] = _combine(R[:s], R[s:])
     return out
 
 
 def _small_mul(B: np.ndarray, A: np.ndarray, limbs: _Limbs = _LIMBS) -> np.ndarray:
     """``B @ A mod 2^64`` for a float64 small-integer ``B`` (r × n) and uint64 ``A`` (n × m)."""
-    acc_lo = np.zeros((B.shape[0], A.shape[1]))
-    acc_hi = np.zeros((B.shape[0], A.shape[1]))
-    for i in range(0, A.shape[0], ROW_BLOCK):  # partial sums stay below 2^53 (n·2^32, n ≤ 2^20)
-        lo, hi = limbs.split(A[i : i + ROW_BLOCK])
-        acc_lo += B[:, i : i + ROW_BLOCK] @ lo
-        acc_hi += B[:, i : i + ROW_BLOCK] @ hi
-    return _combine(acc_lo, acc_hi)
+    m = A.shape[1]
+    acc = np.zeros((B.shape[0], 2 * m))
+    with _one_blas_thread():
+        for i in range(0, A.shape[0], SUB_BLOCK):  # partial sums stay below 2^53 (n·2^32, n ≤ 2^20)
+            acc += B[:, i : i + SUB_BLOCK] @ limbs.split(A[i : i + SUB_BLOCK], 1)
+    return _combine(acc[:, :m], acc[:, m:])
 
 
 def _block_bits(cols: np.ndarray, lo: int, hi: int) -> np.ndarray:
@@ -205,31 +234,26 @@ def _block_bits(cols: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return bits[:, : hi - lo]
 
 
-def _select_sum(sel: np.ndarray, M: np.ndarray, buf: np.ndarray | None = None) -> np.ndarray:
-    """``sel @ M mod 2^64`` for a 0/1 ``(m, r)`` selection and a uint64 ``(r, c)`` matrix.
-
-    Sparse selections gather the chosen rows (into ``buf``, reused, in pieces
-    of at most its size) and add them per selector (work ∝ number of ones);
-    dense ones use the exact limb product.
-    """
+def _selection(sel: np.ndarray) -> csr_array:
+    """A 0/1 ``(m, r)`` selection as a sparse int64 matrix (for products that wrap mod 2^64)."""
     m, r = sel.shape
-    c = M.shape[1]
-    out = np.zeros((m, c), _U64)
     a, t = np.nonzero(sel)  # row-major: grouped by a, ascending
-    if a.size == 0:
-        return out
-    if a.size * 8 >= m * r:
-        return _small_mul(sel.astype(np.float64), M)
-    cap = ROW_BLOCK if buf is None else buf.size // max(c, 1)
-    if buf is None or cap < 1:
-        buf, cap = np.empty(ROW_BLOCK * c, _U64), ROW_BLOCK
-    for i in range(0, a.size, cap):
-        ai, ti = a[i : i + cap], t[i : i + cap]
-        G = buf[: ti.size * c].reshape(ti.size, c)
-        np.take(M, ti, axis=0, out=G)
-        starts = np.flatnonzero(np.r_[True, ai[1:] != ai[:-1]])
-        out[ai[starts]] += np.add.reduceat(G, starts, axis=0)
-    return out
+    indptr = np.zeros(m + 1, np.int64)
+    np.cumsum(np.bincount(a, minlength=m), out=indptr[1:])
+    return csr_array((np.ones(a.size, np.int64), t.astype(np.int64), indptr), shape=(m, r))
+
+
+def _select_sum(sel: csr_array, M: np.ndarray) -> np.ndarray:
+    """``sel @ M mod 2^64`` for a sparse 0/1 ``(m, r)`` selection and a uint64 ``(r, c)`` matrix.
+
+    scipy's CSR × dense product on int64 (two's-complement wrap-around is
+    arithmetic mod 2^64): for each selector, one pass of additions over the
+    rows it selects, so the work is ``nnz(sel)·c`` and the chosen rows are
+    read in place (no gathered copy).
+    """
+    if sel.nnz == 0:
+        return np.zeros((sel.shape[0], M.shape[1]), _U64)
+    return np.asarray(sel @ M.view(np.int64)).view(_U64)
 
 
 # --------------------------------------------------------------------------- the protocol
@@ -333,17 +357,16 @@ async def _select_side(ch, peer, X, N, m_enc, p, tag) -> np.ndarray:
     U = np.zeros((m, LWE_N), _U64)
     Cs = np.zeros((m, m_enc), _U64)
     rows = np.empty(ROW_BLOCK * LWE_N, _U64)
-    gather = np.empty(ROW_BLOCK * LWE_N, _U64)
     for b, lo in enumerate(range(0, N, ROW_BLOCK)):
         hi = min(N, lo + ROW_BLOCK)
         (C,) = unpack_arrays(await ch.recv(peer, f"{tag}/c{b}"))
         if C.shape != (hi - lo, m_enc) or C.dtype != _U64:
             raise ProtocolError(f"encrypted product {tag!r}: malformed ciphertext block from {peer}")
-        sel = _block_bits(X, lo, hi)
-        if not sel.any():
+        sel = _selection(_block_bits(X, lo, hi))
+        if sel.nnz == 0:
             continue
-        Cs += _select_sum(sel, C, gather)
-        U += _select_sum(sel, _public_rows(seed, "A", lo, hi, out=rows), gather)
+        Cs += _select_sum(sel, C)
+        U += _select_sum(sel, _public_rows(seed, "A", lo, hi, out=rows))
     # Lindner–Peikert re-randomization: an encryption of zero per selector column
     R = _ternary((m, LWE_N))
     for lo in range(0, LWE_N, ROW_BLOCK):
@@ -360,27 +383,32 @@ async def _select_side(ch, peer, X, N, m_enc, p, tag) -> np.ndarray:
 
 # --------------------------------------------------------------------------- rounding
 async def round_shares(ch: Channel, peer: str, x: np.ndarray, *, role: int, delta_bits: int, tag: str) -> np.ndarray:
-    """Shares of ``round(X/Δ)`` from shares of ``X = Δ·c + e`` (|e| < Δ/2), both over Z_2^64.
+    """Shares of ``round(X/Δ)`` from shares of ``X = Δ·c + e`` with |e| < Δ/4, both over Z_2^64.
 
     Output: additive shares of c modulo 2^(64 − d) (Δ = 2^d), as uint64 values
     below 2^(64−d); ``role`` 0 or 1 (the two share holders). With
     X' = X + Δ/2 (added by role 0), c = ⌊X'/Δ⌋ = ⌊x0/Δ⌋ + ⌊x1/Δ⌋ + κ with the
-    carry κ = [x0 mod Δ + x1 mod Δ ≥ Δ], XOR-shared by one d-bit millionaires'
-    run (:func:`mpc.comparison.msb_of_shares`; D. Rathee et al., "CrypTFlow2:
-    practical 2-party secure inference", ACM CCS 2020) and made additive by one
-    correlated OT (κ = κ0 + κ1 − 2κ0κ1; N. Gilboa, "Two party RSA key generation",
-    CRYPTO 1999).
-    The noise e never leaves the shares: this reveals nothing.
+    carry κ = [L0 + L1 ≥ Δ], L_i = x_i mod Δ. The noise bound (|e| < Δ/4,
+    :func:`delta_bits_for`) keeps L = X' mod Δ inside (Δ/4, 3Δ/4), so L0 + L1
+    lies in (Δ/4, 3Δ/4) without carry and in (5Δ/4, 7Δ/4) with one; with
+    a_i = ⌊L_i/(Δ/4)⌋ ∈ {0..3}, a0 + a1 ∈ [0, 2] resp. [4, 6], hence
+    κ = [a0 + a1 ≥ 4] = MSB of a0 + a1 in Z_8 — a 2-bit millionaires' run
+    (:func:`mpc.comparison.msb_of_shares`, Rathee et al., CCS 2020) instead of
+    a d-bit one, XOR-shared, made additive by one correlated OT
+    (κ = κ0 + κ1 − 2κ0κ1; Gilboa 1999). The noise never leaves the shares:
+    this reveals nothing.
     """
     from .comparison import msb_of_shares
     from .ot_extension import correlated_ot_recv, correlated_ot_send
 
     d = int(delta_bits)
+    if not 3 <= d <= 62:
+        raise ValueError(f"delta_bits must be in 3..62, got {d}")
     s = np.ascontiguousarray(x, dtype=_U64).copy()
     if role == 0:
         s += _U64(1) << _U64(d - 1)
-    low = s & ((_U64(1) << _U64(d)) - _U64(1))
-    kappa = await msb_of_shares(ch, peer, low, role=role, tag=f"{tag}/carry", ring_bits=d + 1)
+    quarter = (s & ((_U64(1) << _U64(d)) - _U64(1))) >> _U64(d - 2)  # a_i = ⌊(x_i mod Δ)/(Δ/4)⌋
+    kappa = await msb_of_shares(ch, peer, quarter, role=role, tag=f"{tag}/carry", ring_bits=3)
     k64 = kappa.astype(_U64)
     if role == 0:
         r = await correlated_ot_send(ch, peer, _U64(1) - _U64(2) * k64, tag=f"{tag}/b2a")

@@ -8,7 +8,10 @@ of ppdm's miners) and the plain inner products the protocols compute.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,11 +19,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_joint_mining import as_dict, brute_force
 
-from anonymize.itemsets import TransactionDB
+from anonymize.itemsets import TransactionDB, fingerprint, read_fimi
 from mpc.batched_product import batched_count_shares, ring_bits_for
-from mpc.channel import MemoryNetwork, run_parties
+from mpc.channel import MemoryNetwork, run_parties, unpack_arrays
 from mpc.lwe_product import LWE_N, delta_bits_for, encrypted_count_shares, round_shares
 from parties.joint import mine_vertical
+from parties.joint.partition import split_vertical
+from parties.joint.vertical import assign_encryptors
 from parties.shaping import LinkShaper, ShapedChannel, parse_shape
 
 
@@ -171,6 +176,126 @@ def test_batched_products_match_plain_products():
     got = sum(res.values()) & np.uint64((1 << kr) - 1)
     want = [np.prod([parts[p][part_of[k, p]] for p in range(P) if part_of[k, p] >= 0], axis=0).sum() for k in range(K)]
     assert np.array_equal(got, np.array(want))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    c=st.integers(0, 1 << 17),
+    frac=st.floats(-0.999, 0.999),
+    share=st.integers(0, (1 << 64) - 1),
+    d=st.integers(24, 45),
+)
+def test_round_shares_at_the_noise_bound(c, frac, share, d):
+    """round(X/Δ) exactly, for noise anywhere in (−Δ/4, Δ/4) — the gap the 2-bit carry relies on."""
+    delta = 1 << d
+    e = int(frac * (delta // 4 - 1))
+    X = (c * delta + e) % (1 << 64)
+    x0 = np.array([share], np.uint64)
+    x1 = np.array([(X - share) % (1 << 64)], np.uint64)
+
+    async def f(ch, _):
+        peer = "p1" if ch.me == "p0" else "p0"
+        role = 0 if ch.me == "p0" else 1
+        return await round_shares(ch, peer, x0 if role == 0 else x1, role=role, delta_bits=d, tag="r")
+
+    res = run_parties(2, f)
+    got = int((res["p0"] + res["p1"])[0]) % (1 << (64 - d))
+    assert got == c % (1 << (64 - d))
+
+
+def _recording_run(parts, minsup, counting="auto"):
+    """Mine on a network that records every message a party receives (tag → payload)."""
+    received: dict[str, list[tuple[str, bytes]]] = {f"p{i}": [] for i in range(len(parts))}
+
+    async def main():
+        net = MemoryNetwork(list(received))
+        chans = []
+        for name in received:
+            ch = net.channel(name)
+            orig = ch.send
+
+            async def send(to, tag, payload, orig=orig):
+                received[to].append((tag, payload))
+                await orig(to, tag, payload)
+
+            ch.send = send  # type: ignore[method-assign]
+            chans.append(ch)
+        return await asyncio.gather(
+            *(mine_vertical(ch, db, min_support=minsup, counting=counting) for ch, db in zip(chans, parts))
+        )
+
+    return asyncio.run(main()), received
+
+
+def test_single_owner_announcements_reveal_only_the_output():
+    """What a party hears about its peers' single-owner candidates is exactly part of the output."""
+    rng = np.random.default_rng(4)
+    txs = [sorted(set(rng.choice(12, size=rng.integers(1, 6), replace=False).tolist())) for _ in range(300)]
+    db = TransactionDB.from_transactions(txs)
+    parts = split_vertical(db, 3)
+    res, received = _recording_run(parts, "0.2")
+    out = as_dict(res[0].frequent)
+    assert out == brute_force(txs, "0.2", 12)
+    announced = 0
+    for msgs in received.values():
+        for tag, payload in msgs:
+            if not tag.endswith("/local"):
+                continue
+            level = int(tag.split("/")[-2][1:])
+            rows, counts = unpack_arrays(payload)
+            # the announced counts are counts of frequent single-owner itemsets of that level, nothing else
+            mine = Counter(v for c, v in out.items() if len(c) == level and len({i // 4 for i in c}) == 1)
+            assert not Counter(counts.tolist()) - mine and (counts >= 60).all()
+            announced += rows.size
+    assert announced == 2 * sum(1 for c in out if len({i // 4 for i in c}) == 1)  # each to both peers
+
+
+FIMI = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "fimi"
+
+
+def _reference(dataset: str, minsup: float) -> dict:
+    return next(
+        lv
+        for lv in json.loads((FIMI / "reference_counts.json").read_text())["levels"]
+        if lv["dataset"] == dataset and lv["minsup"] == minsup
+    )
+
+
+@pytest.mark.parametrize("counting", ["product", "encrypted"])
+@pytest.mark.skipif(not (FIMI / "reference_counts.json").exists(), reason="needs ../shared/data/fimi (present in CI)")
+def test_vertical_mushroom_reference_on_each_path(counting):
+    db = read_fimi(Path(__file__).resolve().parents[1] / "anonymize" / "data" / "mushroom.dat")
+    ref = _reference("mushroom", 0.4)
+
+    async def f(ch, part):
+        return await mine_vertical(ch, part, min_support="0.4", counting=counting)
+
+    res = run_parties(2, f, split_vertical(db, 2), timeout=600)
+    assert fingerprint(res["p0"].frequent) == ref["fingerprint_md5"]
+    assert {lv["encrypted" if counting == "encrypted" else "product"] > 0 for lv in res["p0"].levels[1:]} == {True}
+
+
+@pytest.mark.skipif(not (FIMI / "retail.dat").exists(), reason="needs ../shared/data/fimi (present in CI)")
+def test_vertical_retail_reference_encrypted():
+    db = read_fimi(FIMI / "retail.dat")
+    ref = _reference("retail", 0.01)
+
+    async def f(ch, part):
+        return await mine_vertical(ch, part, min_support="0.01")
+
+    res = run_parties(2, f, split_vertical(db, 2), timeout=600)
+    assert fingerprint(res["p0"].frequent) == ref["fingerprint_md5"]
+    assert res["p0"].levels[1]["encrypted"] > 0  # auto chose the sparse path for level 2
+
+
+def test_encryptor_assignment_follows_public_sizes_and_balances():
+    assert assign_encryptors([(0, 1)], [(205, 16)], 2) == [True]  # the side with fewer parts encrypts
+    assert assign_encryptors([(0, 1)], [(16, 205)], 2) == [False]
+    pairs = [(0, 1), (0, 2), (1, 2)]
+    for sizes in ([(24, 24)] * 3, [(24, 25), (24, 23), (25, 23)]):
+        got = assign_encryptors(pairs, sizes, 3)
+        enc = [q if by_q else p for (p, q), by_q in zip(pairs, got)]
+        assert sorted(enc) == [0, 1, 2]  # three parties, three pairs: each encrypts once
 
 
 # --------------------------------------------------------------------------- shaping

@@ -204,6 +204,7 @@ def _merge(out: dict, split: str, wall: float) -> dict:
     proto["bytes_sent"] = {p: v["protocol"]["bytes_sent"] for p, v in out.items()}
     proto["bytes_total"] = sum(proto["bytes_sent"].values())
     proto["network_waits"] = {p: v.get("network", {}).get("waits", 0) for p, v in out.items()}
+    proto["peak_rss_bytes"] = {p: v.get("peak_rss_bytes") for p, v in out.items()}  # each daemon, since its start
     proto["wall_seconds"] = round(wall, 6)
     return {
         "transactions": reporter["transactions"],

@@ -12,6 +12,8 @@ daemon log — never data.
 from __future__ import annotations
 
 import os
+import resource
+import sys
 import time
 
 from ..joint import JointResult, check_all, mine_horizontal, mine_vertical
@@ -40,6 +42,24 @@ async def _check_memory(ctx: JobContext, need: int | None) -> None:
             f"({limit / 2**20:,.0f} MiB)"
         )
     await check_all(ctx.ch, "memory", problem)
+
+
+def peak_rss_bytes() -> int:
+    """This daemon process's peak resident set size since it started, in bytes.
+
+    Linux: ``VmHWM`` of ``/proc/self/status`` (the high-water mark of this
+    memory image; ``getrusage``'s ru_maxrss would also count the parent's image
+    at fork time, which exec keeps). Elsewhere: ``getrusage`` ru_maxrss.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # bytes on macOS, KiB on Linux
 
 
 def result_json(res: JointResult, with_result: bool) -> dict:
@@ -111,6 +131,7 @@ async def mine_horizontal_job(ctx: JobContext) -> dict:
     out = result_json(res, report)
     out["seconds"] = time.perf_counter() - t0
     out["network"] = dict(WaitCounter.of(ctx.ch.state))
+    out["peak_rss_bytes"] = peak_rss_bytes()
     return out
 
 
@@ -136,4 +157,5 @@ async def mine_vertical_job(ctx: JobContext) -> dict:
     out = result_json(res, report)
     out["seconds"] = time.perf_counter() - t0
     out["network"] = dict(WaitCounter.of(ctx.ch.state))
+    out["peak_rss_bytes"] = peak_rss_bytes()
     return out

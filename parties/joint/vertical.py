@@ -7,9 +7,11 @@ vertically partitioned data", KDD 2002. All parties hold the same N
 transactions (aligned by position); each party holds some of the items (the
 ownership is public, as the schema). A candidate's support is
 Σ_t Π_{owners p} v_p[t], v_p the AND of owner p's items of it (its *part*).
-Per level, every candidate is counted into additive shares by one of:
+Per level, every candidate is counted by one of:
 
-* **local** — one owner: its own count (a share like any other);
+* **local** — one owner: it counts the candidate itself and announces the
+  frequent ones with their counts (exactly what the output reveals; the
+  counts of its infrequent ones stay with it);
 * **encrypted** (two owners) — :func:`mpc.lwe_product.encrypted_count_shares`:
   the owner with fewer distinct parts encrypts its part columns under LWE,
   the other adds the ciphertext rows of its own transaction-id sets,
@@ -18,21 +20,21 @@ Per level, every candidate is counted into additive shares by one of:
   ICISC 2004, with LWE). Traffic is
   8 bytes per transaction and encrypted column plus 16 KiB per selecting
   column — not per candidate — and the selector's work follows the sizes of
-  its tid sets;
+  its tid sets. The shares of Δ·count + noise are rounded to shares of the
+  count inside the shares (:func:`mpc.lwe_product.round_shares`);
 * **product** — :func:`mpc.batched_product.batched_count_shares`: Gilboa
-  products (N. Gilboa, "Two party RSA key generation", CRYPTO 1999) by
-  correlated OT folded over the owners, one OT per transaction
-  and newcomer part for all the candidates that share it, corrections of
-  ⌈log2 N⌉+2 bits (any number of owners).
+  products by correlated OT folded over the owners, one SoftSpoken OT
+  (Roy, CRYPTO 2022; 32 bits on the wire) per transaction and newcomer part
+  for all the candidates that share it, corrections of ⌈log2 N⌉+2 bits (any
+  number of owners).
 
 ``counting="auto"`` picks per level and owner pair the path with the smaller
 estimated cost (bytes and compute, :func:`choose_path`); ``"product"`` or
 ``"encrypted"`` forces one for two-owner candidates (three or more owners
 always use products). Then one :func:`mpc.secure_sum.secure_sum_threshold`
-per share form decides which candidates are frequent, and the counts of the
-frequent ones only are revealed (:func:`mpc.secure_sum.secure_sum`; the
-encrypted shares carry LWE noise, so they are first rounded inside the
-shares by :func:`mpc.lwe_product.round_shares`).
+over the shares of all multi-owner candidates decides which are frequent,
+and the counts of the frequent ones only are revealed
+(:func:`mpc.secure_sum.secure_sum`).
 
 Revealed to every party: N, the item ownership, which candidates of each
 level are frequent and the counts of the frequent ones (the output), and
@@ -58,15 +60,15 @@ from anonymize.itemsets import (
     itemset_columns,
     min_count_for,
 )
-from mpc.batched_product import batched_count_shares, ring_bits_for
-from mpc.channel import Channel, agree, broadcast, gather_from
+from mpc.batched_product import OT_K, batched_count_shares, ring_bits_for
+from mpc.channel import Channel, agree, broadcast, gather_from, pack_arrays, unpack_arrays
 from mpc.errors import ProtocolError
 from mpc.lwe_product import LWE_N, delta_bits_for, encrypted_count_shares, round_shares
 from mpc.secure_sum import secure_sum, secure_sum_threshold, threshold_leakage
 
 from .common import JointResult, PhaseClock, ProgressFn, confidence_ratio, support_ratio
 
-__all__ = ["mine_vertical", "choose_path", "COUNTING"]
+__all__ = ["mine_vertical", "choose_path", "assign_encryptors", "COUNTING"]
 
 COUNTING = ("auto", "product", "encrypted")
 _U64 = np.uint64
@@ -77,18 +79,47 @@ def choose_path(n: int, cands: int, m_first: int, m_second: int, counting: str =
 
     ``m_first``/``m_second``: distinct parts of the earlier/later owner (public).
     Estimated seconds on a 2-core machine at ~150 MB/s between parties: the
-    product path sends n·(16·m_second + ⌈k/8⌉·cands) bytes and hashes n·cands
-    cells; the encrypted path sends 8·n·m_enc + 8·LWE_N·m_sel bytes and does
-    4·n·LWE_N·m_enc floating-point operations plus n·LWE_N work to expand the
-    public matrix. Only public sizes enter, so every party decides alike.
+    product path sends n·(16/k_ss·m_second + ⌈k/8⌉·cands) bytes (SoftSpoken
+    OT with k_ss = :data:`mpc.batched_product.OT_K`) and hashes n·cands cells;
+    the encrypted path sends 8·n·m_enc + 8·LWE_N·m_sel bytes and does
+    n·LWE_N·m_enc exact multiply-adds (~4·10^9/s as float64 limb products) plus
+    n·LWE_N work per party to expand the public matrix. Only public sizes
+    enter, so every party decides alike.
     """
     if counting != "auto":
         return counting
     nbytes = -(-ring_bits_for(n) // 8)
-    product = n * (16 * m_second + nbytes * cands) / 150e6 + n * cands * 2e-8
+    product = n * (16 / OT_K * m_second + nbytes * cands) / 150e6 + n * cands * 2e-8
     m_enc, m_sel = min(m_first, m_second), max(m_first, m_second)
-    encrypted = (8 * n * m_enc + 8 * LWE_N * m_sel) / 150e6 + 4 * n * LWE_N * m_enc / 8e9 + 3 * n * LWE_N / 1e9 + 0.15
+    encrypted = (8 * n * m_enc + 8 * LWE_N * m_sel) / 150e6 + n * LWE_N * m_enc / 4e9 + 3 * n * LWE_N / 1e9 + 0.15
     return "encrypted" if encrypted < product else "product"
+
+
+def assign_encryptors(pairs: list[tuple[int, int]], sizes: list[tuple[int, int]], n_parties: int) -> list[bool]:
+    """For each encrypted owner pair (p, q) with (m_p, m_q) distinct parts: does q encrypt?
+
+    The encryptor's work is N·n·m_enc (the selector's follows its private set
+    sizes, so it cannot enter), and a party in several pairs does all its
+    encryptions one after the other: choose the assignment that minimizes the
+    largest per-party sum of m_enc, then the total, then prefers the later
+    owner (exhaustive up to 12 pairs, else each pair's smaller side). Public
+    sizes only, so every party decides alike.
+    """
+    if len(pairs) > 12:
+        return [mq <= mp for mp, mq in sizes]
+    best: tuple[tuple[int, int, int], list[bool]] | None = None
+    for mask in range(1 << len(pairs)):
+        choice = [bool((mask >> i) & 1) for i in range(len(pairs))]
+        load = [0] * n_parties
+        for (p, q), (mp, mq), by_q in zip(pairs, sizes, choice):
+            if by_q:
+                load[q] += mq
+            else:
+                load[p] += mp
+        key = (max(load), sum(load), -sum(choice))
+        if best is None or key < best[0]:
+            best = (key, choice)
+    return best[1] if best else []
 
 
 def _parts(cand: np.ndarray, item_owner: np.ndarray, P: int, rows: np.ndarray):
@@ -186,7 +217,10 @@ async def mine_vertical(
     res.bytes_sent = ch.bytes_sent - b0
     res.revealed = [
         "all parties: N and which party holds which item ids (the vertical schema)",
-        f"all parties, per level: which candidates are frequent ({threshold_leakage(ch.parties)}, on shared counts)",
+        "all parties, per level: which single-owner candidates are frequent and their counts, announced by the "
+        "owner (part of the output; the counts of its infrequent ones stay with it)",
+        f"all parties, per level: which multi-owner candidates are frequent ({threshold_leakage(ch.parties)}, "
+        "on shared counts)",
         "all parties: the global counts of the frequent itemsets (the output; secure sum)",
         "all parties: which counting path each level used (" + (", ".join(sorted(paths_used)) or "none") + "), "
         "chosen from public sizes only",
@@ -211,6 +245,7 @@ async def _count_level(ch, db, cand, item_owner, N, min_count, counting, k, clk)
     part_of, part_lists = _parts(cand, item_owner, P, multi)
     # two-owner candidates, per owner pair: encrypted or product
     enc_groups: list[tuple[int, int, np.ndarray]] = []
+    enc_sizes: list[tuple[int, int]] = []
     is_enc = np.zeros(K, dtype=bool)
     two = multi[n_own[multi] == 2]
     if two.size:
@@ -221,33 +256,66 @@ async def _count_level(ch, db, cand, item_owner, N, min_count, counting, k, clk)
             mp, mq = np.unique(part_of[rows, p]).size, np.unique(part_of[rows, q]).size
             if choose_path(N, rows.size, mp, mq, counting) == "encrypted":
                 enc_groups.append((p, q, rows))
+                enc_sizes.append((mp, mq))
                 is_enc[rows] = True
+    q_encrypts = assign_encryptors([(p, q) for p, q, _ in enc_groups], enc_sizes, P)
     dense = multi[~is_enc[multi]]
     paths = ({"encrypted"} if enc_groups else set()) | ({"product"} if dense.size else set())
     # this party's part columns (only parts of multi-owner candidates)
     my_parts = part_lists[me]
     cols = itemset_columns(db, my_parts, missing="ignore") if my_parts else np.zeros((0, db.n_words), _U64)
-    exact = np.zeros(K, _U64)
-    local = np.flatnonzero((n_own == 1) & owners[:, me])
-    if local.size:
-        exact[local] = count_support(db, cand[local]).astype(_U64)
+    # single-owner candidates: the owner decides them alone and announces the frequent ones with
+    # their counts — exactly what the output reveals, so no protocol is needed
+    local_mine = np.flatnonzero((n_own == 1) & owners[:, me])
+    local_counts = count_support(db, cand[local_mine]).astype(np.int64) if local_mine.size else np.zeros(0, np.int64)
+    keep = local_counts >= min_count
     t = clk.add("local_counts", t)
+
+    async def announce_local() -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        await broadcast(ch, f"L{k}/local", pack_arrays(local_mine[keep], local_counts[keep]))
+        got = await gather_from(ch, f"L{k}/local")
+        out = {ch.me: (local_mine[keep], local_counts[keep])}
+        for p, raw in got.items():
+            arrs = unpack_arrays(raw)
+            pi = ch.parties.index(p)
+            if (
+                len(arrs) != 2
+                or arrs[0].dtype != np.int64
+                or arrs[1].dtype != np.int64
+                or arrs[0].shape != arrs[1].shape
+            ):
+                raise ProtocolError(f"vertical mining level {k}: malformed local result from {p}")
+            rows, cnt = arrs
+            if rows.size and (
+                rows.min() < 0
+                or rows.max() >= K
+                or (np.diff(rows) <= 0).any()
+                or not (owners[rows, pi] & (n_own[rows] == 1)).all()
+                or cnt.min() < min_count
+                or cnt.max() > N
+            ):
+                raise ProtocolError(
+                    f"vertical mining level {k}: {p} announced candidates it does not own alone, "
+                    "or counts outside [min count, N]"
+                )
+            out[p] = (rows, cnt)
+        return out
+
+    shares = np.zeros(K, _U64)  # shares mod 2^kr of every multi-owner candidate's count
+    X = np.zeros(K, _U64)
 
     async def dense_part() -> None:
         if dense.size:
-            exact[dense] = await batched_count_shares(
+            shares[dense] = await batched_count_shares(
                 ch, cols, part_of[dense], n_transactions=N, ring_bits=kr, tag=f"L{k}/product"
             )
 
-    X = np.zeros(K, _U64)
-
-    async def enc_part(p: int, q: int, rows: np.ndarray) -> None:
+    async def enc_part(p: int, q: int, rows: np.ndarray, enc_is_q: bool) -> None:
         if me not in (p, q):
             return
         peer = ch.parties[q if me == p else p]
         up, ip = np.unique(part_of[rows, p], return_inverse=True)
         uq, iq = np.unique(part_of[rows, q], return_inverse=True)
-        enc_is_q = uq.size <= up.size
         sel_cols, enc_cols = (up, uq) if enc_is_q else (uq, up)
         pairs = np.stack([ip.reshape(-1), iq.reshape(-1)] if enc_is_q else [iq.reshape(-1), ip.reshape(-1)], axis=1)
         i_enc = (me == q) == enc_is_q
@@ -263,63 +331,39 @@ async def _count_level(ch, db, cand, item_owner, N, min_count, counting, k, clk)
             delta_bits=d,
             tag=f"L{k}/enc/{p}-{q}",
         )
+        # round inside the shares (Δ·count + noise → count mod 2^(64−d) ⊇ mod 2^kr)
+        shares[rows] = await round_shares(
+            ch, peer, X[rows], role=0 if me == p else 1, delta_bits=d, tag=f"L{k}/round/{p}-{q}"
+        )
 
-    await asyncio.gather(dense_part(), *(enc_part(p, q, r) for p, q, r in enc_groups))
+    announced, *_ = await asyncio.gather(
+        announce_local(), dense_part(), *(enc_part(p, q, r, e) for (p, q, r), e in zip(enc_groups, q_encrypts))
+    )
     t = clk.add("secure_product", t)
-    ex_rows = np.flatnonzero(~is_enc)
-    en_rows = np.flatnonzero(is_enc)
-    delta = 1 << d
-
-    async def thr_exact():
-        if not ex_rows.size:
-            return np.zeros(0, bool)
-        return await secure_sum_threshold(
-            ch, exact[ex_rows].view(np.int64), min_count, tag=f"L{k}/threshold", bound_bits=kr - 1
+    shares &= _U64((1 << kr) - 1)
+    f_multi = np.zeros(0, bool)
+    if multi.size:
+        f_multi = await secure_sum_threshold(
+            ch, shares[multi].view(np.int64), min_count, tag=f"L{k}/threshold", bound_bits=kr - 1
         )
-
-    async def thr_enc():
-        if not en_rows.size:
-            return np.zeros(0, bool)
-        return await secure_sum_threshold(
-            ch, X[en_rows].view(np.int64), delta * min_count - delta // 2, tag=f"L{k}/threshold-enc", bound_bits=63
-        )
-
-    f_ex, f_en = await asyncio.gather(thr_exact(), thr_enc())
     t = clk.add("secure_threshold", t)
-    F_ex, F_en = ex_rows[f_ex], en_rows[f_en]
+    F_multi = multi[f_multi]
     counts = np.zeros(K, np.int64)
-    rounded = np.zeros(K, _U64)
-
-    async def round_group(p: int, q: int, rows: np.ndarray) -> None:
-        fr = rows[is_enc[rows] & np.isin(rows, F_en)]
-        if me not in (p, q) or not fr.size:
-            return
-        peer = ch.parties[q if me == p else p]
-        rounded[fr] = await round_shares(
-            ch, peer, X[fr], role=0 if me == p else 1, delta_bits=d, tag=f"L{k}/round/{p}-{q}"
-        )
-
-    await asyncio.gather(*(round_group(p, q, r) for p, q, r in enc_groups))
-
-    async def reveal_exact():
-        if F_ex.size:
-            v = await secure_sum(ch, (exact[F_ex] << _U64(64 - kr)).view(np.int64), tag=f"L{k}/counts")
-            counts[F_ex] = (v.view(_U64) >> _U64(64 - kr)).astype(np.int64)
-
-    async def reveal_enc():
-        if F_en.size:
-            v = await secure_sum(ch, (rounded[F_en] << _U64(d)).view(np.int64), tag=f"L{k}/counts-enc")
-            counts[F_en] = (v.view(_U64) >> _U64(d)).astype(np.int64)
-
-    await asyncio.gather(reveal_exact(), reveal_enc())
+    if F_multi.size:
+        v = await secure_sum(ch, (shares[F_multi] << _U64(64 - kr)).view(np.int64), tag=f"L{k}/counts")
+        counts[F_multi] = (v.view(_U64) >> _U64(64 - kr)).astype(np.int64)
     clk.add("secure_counts", t)
-    F = np.sort(np.concatenate([F_ex, F_en]))
+    F_loc = [F_multi]
+    for rows, cnt in announced.values():
+        counts[rows] = cnt
+        F_loc.append(rows)
+    F = np.sort(np.concatenate(F_loc))
     info = {
         "paths": paths,
         "rounds": 3 + (2 if enc_groups else 0),
         "sizes": {
             "cross_party": int(multi.size),
-            "encrypted": int(en_rows.size),
+            "encrypted": int(is_enc.sum()),
             "product": int(dense.size),
         },
     }
