@@ -99,9 +99,10 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from anonymize.audit import SumAuditor
 
@@ -155,37 +156,44 @@ def register_data_key(job: str, key_of: Callable[[Mapping[str, Any]], str | None
 
 
 # --------------------------------------------------------------------------- explaining a refusal
-def combination(sets: Sequence[Iterable[str]], target: str) -> list[Fraction] | None:
-    """Coefficients ``λ`` with ``Σ_j λ_j 1_{sets[j]} = e_target`` (exact rationals), or None if there are none.
+EXPLAIN_PRIME = 2_147_483_647  # 2^31 - 1: products of two residues fit in int64
 
-    Gauss–Jordan elimination over Q on the parties × sets incidence matrix;
-    free coefficients are 0, so only a basis of the sets gets nonzero ones.
+
+def combination(sets: Sequence[Iterable[str]], target: str) -> list[int] | None:
+    """Indices ``j`` of a combination ``Σ_j λ_j 1_{sets[j]} = e_target`` (all ``λ_j ≠ 0``), or None if none exists.
+
+    Only says *which* earlier sessions a refused one would combine with (the
+    decision itself is the exact auditor's). Gauss–Jordan elimination on the
+    parties × sets incidence matrix modulo the prime 2^31 − 1 (numpy int64,
+    exact residues); free coefficients are 0, so the sets named are
+    independent. The answer modulo p equals the rational one unless p divides
+    one of the few minors involved; then a refusal names other sessions than
+    it could — its wording, never its decision.
     """
+    p = EXPLAIN_PRIME
     cols = [frozenset(s) for s in sets]
     names = sorted(set().union(*cols) | {target})
     m = len(cols)
-    rows = [[Fraction(int(n in c)) for c in cols] + [Fraction(int(n == target))] for n in names]
+    a = np.array([[n in c for c in cols] + [n == target] for n in names], dtype=np.int64)
     piv: list[int] = []
     r = 0
     for c in range(m):
-        k = next((i for i in range(r, len(rows)) if rows[i][c]), None)
-        if k is None:
+        nz = np.flatnonzero(a[r:, c])
+        if nz.size == 0:
             continue
-        rows[r], rows[k] = rows[k], rows[r]
-        inv = 1 / rows[r][c]
-        rows[r] = [x * inv for x in rows[r]]
-        for i in range(len(rows)):
-            if i != r and rows[i][c]:
-                f = rows[i][c]
-                rows[i] = [a - f * b for a, b in zip(rows[i], rows[r])]
+        k = r + int(nz[0])
+        a[[r, k]] = a[[k, r]]
+        a[r] = a[r] * pow(int(a[r, c]), p - 2, p) % p
+        f = a[:, c].copy()
+        f[r] = 0
+        a = (a - np.outer(f, a[r]) % p) % p
         piv.append(c)
         r += 1
-    if any(row[m] for row in rows[r:]):
+        if r == len(names):
+            break
+    if a[r:, m].any():
         return None
-    lam = [Fraction(0)] * m
-    for i, c in enumerate(piv):
-        lam[c] = rows[i][m]
-    return lam
+    return [c for i, c in enumerate(piv) if a[i, m]]
 
 
 def _fmt_set(parties: Iterable[str]) -> str:
@@ -199,9 +207,9 @@ def explain(request: SessionRequest, data: str, earlier: Sequence[AuditedSession
     analyst's own sessions are named; other analysts' are only counted.
     """
     target = disclosed[0]
-    lam = combination([request.parties, *(s.parties for s in earlier)], target)
-    used = list(earlier) if lam is None else [s for s, c in zip(earlier, lam[1:]) if c]
-    without_me = lam is not None and lam[0] == 0
+    support = combination([request.parties, *(s.parties for s in earlier)], target)
+    used = list(earlier) if support is None else [earlier[j - 1] for j in support if j > 0]
+    without_me = support is not None and 0 not in support
     mine = [s for s in used if s.analyst == request.analyst]
     others = len(used) - len(mine)
     parts = []
@@ -467,8 +475,9 @@ class AuditGuard(Guard):
         pooled: dict[frozenset[str], AuditedSession] = {}
         for s in [*mine, *(s for v in views.values() for s in v)]:
             pooled.setdefault(frozenset(s.parties), s)
-        names = dict.fromkeys([*self.parties, *request.parties, *(p for q in pooled for p in sorted(q))])
-        aud = SumAuditor(list(names))
+        # records: only what every party of the session sees, so that all of them decide alike
+        names = sorted({*request.parties, *(p for q in pooled for p in q)})
+        aud = SumAuditor(names)
         for q in pooled:
             aud.commit(sorted(q))
         aud.commit(list(request.parties))

@@ -111,11 +111,18 @@ async def audit_round(guard: AuditGuard | None, request: SessionRequest, ch: Cha
     guard.started(request)
 
 
-def with_audit_round(fn: JobFn, guard: AuditGuard | None, request: SessionRequest) -> JobFn:
-    """``fn`` preceded by :func:`audit_round` on the session channel."""
+def with_audit_round(fn: JobFn, guard: AuditGuard | None, request: SessionRequest, *, pooled: bool = True) -> JobFn:
+    """``fn`` preceded by :func:`audit_round` on the session channel (``pooled``: jobs on private data).
+
+    Without the round (a job on no private data that ``[audit.jobs]`` audits
+    anyway) the session only counts as started when its job starts.
+    """
 
     async def run(ctx: JobContext) -> dict[str, Any]:
-        await audit_round(guard, request, ctx.ch)
+        if pooled:
+            await audit_round(guard, request, ctx.ch)
+        elif guard is not None:
+            guard.started(request)
         return await fn(ctx)
 
     run.__name__ = getattr(fn, "__name__", "job")

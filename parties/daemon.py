@@ -188,10 +188,10 @@ class Daemon:
 
     def job_function(self, info: jobs_mod.JobInfo, request: SessionRequest) -> jobs_mod.JobFn:
         """What a session runs: a job on private data starts with the pooled audit round (parties.audit_pool)."""
-        if not info.private_data:
-            return info.fn
         guard = next((g for g in self.guards if isinstance(g, AuditGuard)), None)
-        return with_audit_round(info.fn, guard, request)
+        if not info.private_data and guard is None:
+            return info.fn
+        return with_audit_round(info.fn, guard, request, pooled=info.private_data)
 
     async def serve_until_signal(self, exit_with_parent: bool = False) -> None:
         loop = asyncio.get_running_loop()

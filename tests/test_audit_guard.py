@@ -267,12 +267,14 @@ def test_guard_refuses_exactly_what_the_sum_auditor_and_the_rank_oracle_refuse(n
     target=st.sampled_from(NAMES),
 )
 def test_the_named_sessions_really_determine_the_input(sets, target):
-    lam = combination(sets, target)
-    if lam is None:
-        assert target not in determined([frozenset(s) for s in sets], NAMES)
+    support = combination(sets, target)
+    every = determined([frozenset(s) for s in sets], NAMES)
+    if support is None:
+        assert target not in every
         return
-    total = {n: sum((c for c, s in zip(lam, sets) if n in s), Fraction(0)) for n in NAMES}
-    assert total == {n: Fraction(int(n == target)) for n in NAMES}
+    named = [frozenset(sets[j]) for j in support]
+    assert target in determined(named, NAMES)
+    assert rank([[int(n in s) for n in NAMES] for s in named]) == len(named)  # no set named in vain
 
 
 # --------------------------------------------------------------------------- pooled views
@@ -501,3 +503,24 @@ def test_audit_settings_in_party_toml(tmp_path):
         make_audit_guard(parse_config({**base, "audit": {"jobs": {"mine.horizonal": False}}}, tmp_path), ["ping"])
     assert make_audit_guard(parse_config({**base, "audit": {"enabled": False}}, tmp_path), []) is None
     assert parse_audit(None, base=tmp_path, name="bob").state == tmp_path / "audit-bob.json"
+
+
+def test_a_job_without_the_round_counts_once_it_starts(tmp_path):
+    """A job on no private data that [audit.jobs] audits anyway has no pooled round; its start counts it."""
+    from parties.audit_pool import with_audit_round
+
+    g = AuditGuard("alice", AuditSettings(jobs={"ping": True}), tmp_path / "a.json", parties=["bob", "carol"])
+    ping = {"job": "ping", "private_data": False, "sum_style": False}
+    r = req(ABC, "p1", **ping)
+    assert g.check(r) is None
+
+    async def job(ctx):
+        return {"ok": True}
+
+    class Ctx:
+        ch = None
+
+    assert asyncio.run(with_audit_round(job, g, r, pooled=False)(Ctx())) == {"ok": True}
+    g.finished(r, None, "failed later")
+    refused = g.check(req(AB, "p2", **ping))
+    assert refused is not None and "p1 over {alice, bob, carol}" in refused.reason
