@@ -156,8 +156,8 @@ class Daemon:
                 f"{self.config.path or 'party config'}: [policy] names unknown job {unknown[0]!r} "
                 f"(known: {', '.join(jobs_mod.registered_jobs())})"
             )
-        self._start_audit()
         check_listen(self.config.listen)
+        self._start_audit()
         self.server = grpc.aio.server(options=server_options(), maximum_concurrent_rpcs=1000)
         pb_grpc.add_PartyServicer_to_server(PartyService(self), self.server)
         try:
@@ -171,6 +171,9 @@ class Daemon:
         self.address = f"{host}:{port}"
         self._housekeeping.append(asyncio.create_task(self._reaper()))
         self.log.info("jobs: %s (modules: %s)", ", ".join(jobs_mod.registered_jobs()), ", ".join(loaded) or "built-in")
+        for g in self.guards:
+            if isinstance(g, AuditGuard):
+                self.log.info("audit of sums over party sets: state %s", g.path)
         rev = self.creds.revocations
         if rev.path:
             self.log.info("revocation list %s: %d revoked certificate(s)", rev.path, len(rev.serials))
@@ -184,7 +187,6 @@ class Daemon:
             raise ConfigError(f"{self.config.path or 'party config'}: {e}") from None
         if guard is not None:
             self.guards.insert(1, guard)
-            self.log.info("audit of sums over party sets: state %s", guard.path)
 
     def job_function(self, info: jobs_mod.JobInfo, request: SessionRequest) -> jobs_mod.JobFn:
         """What a session runs: a job on private data starts with the pooled audit round (parties.audit_pool)."""
