@@ -49,6 +49,9 @@ import grpc
 from mpc.errors import PeerFailedError
 
 from . import jobs as jobs_mod
+from .audit_guard import AuditGuard, make_audit_guard
+from .audit_pool import with_audit_round
+from .audit_state import AuditStateError
 from .config import ConfigError, PartyConfig, load_config
 from .grpc_channel import (
     KEEPALIVE_OPTIONS,
@@ -57,7 +60,7 @@ from .grpc_channel import (
     map_rpc_error,
     short_details,
 )
-from .policy import PolicyGuard, SessionGuard
+from .policy import PolicyGuard, SessionGuard, SessionRequest
 from .proto.ppdm.v1 import party_pb2 as pb
 from .proto.ppdm.v1 import party_pb2_grpc as pb_grpc
 from .service import PartyService
@@ -154,6 +157,7 @@ class Daemon:
                 f"(known: {', '.join(jobs_mod.registered_jobs())})"
             )
         check_listen(self.config.listen)
+        self._start_audit()
         self.server = grpc.aio.server(options=server_options(), maximum_concurrent_rpcs=1000)
         pb_grpc.add_PartyServicer_to_server(PartyService(self), self.server)
         try:
@@ -167,10 +171,29 @@ class Daemon:
         self.address = f"{host}:{port}"
         self._housekeeping.append(asyncio.create_task(self._reaper()))
         self.log.info("jobs: %s (modules: %s)", ", ".join(jobs_mod.registered_jobs()), ", ".join(loaded) or "built-in")
+        for g in self.guards:
+            if isinstance(g, AuditGuard):
+                self.log.info("audit of sums over party sets: state %s", g.path)
         rev = self.creds.revocations
         if rev.path:
             self.log.info("revocation list %s: %d revoked certificate(s)", rev.path, len(rev.serials))
         return self.address
+
+    def _start_audit(self) -> None:
+        """Put the party's auditor ([audit], :mod:`parties.audit_guard`) right after the policy guard."""
+        try:
+            guard = make_audit_guard(self.config, jobs_mod.registered_jobs())
+        except AuditStateError as e:
+            raise ConfigError(f"{self.config.path or 'party config'}: {e}") from None
+        if guard is not None:
+            self.guards.insert(1, guard)
+
+    def job_function(self, info: jobs_mod.JobInfo, request: SessionRequest) -> jobs_mod.JobFn:
+        """What a session runs: a job on private data starts with the pooled audit round (parties.audit_pool)."""
+        guard = next((g for g in self.guards if isinstance(g, AuditGuard)), None)
+        if not info.private_data and guard is None:
+            return info.fn
+        return with_audit_round(info.fn, guard, request, pooled=info.private_data)
 
     async def serve_until_signal(self, exit_with_parent: bool = False) -> None:
         loop = asyncio.get_running_loop()
@@ -208,6 +231,10 @@ class Daemon:
         if self.server is not None:
             await self.server.stop(grace)
         await self.pool.close()
+        for g in self.guards:  # e.g. the auditor releases its state file
+            close = getattr(g, "close", None)
+            if close is not None:
+                close()
         self.log.info("stopped")
 
     def _spawn(self, coro) -> asyncio.Task:

@@ -99,6 +99,8 @@ class LocalCluster:
         ``None`` pins the certificate the cluster issued to that peer.
     analysts: more analysts (besides ``"analyst"``, whose credentials are
         :attr:`creds`) every party accepts; :meth:`credentials` gives theirs.
+    audit: ``[audit]`` for every party (see :mod:`parties.audit_state`), or
+        ``{party: audit}`` when the keys are party names.
     link_shape: ``(rtt_ms, mbit)`` to emulate a WAN link between every pair of
         daemons (:mod:`parties.shaping`; ``mbit`` None: no bandwidth cap).
     """
@@ -119,6 +121,7 @@ class LocalCluster:
         pins: Mapping[str, Mapping[str, str | None]] | None = None,
         analysts: Sequence[str] = (),
         link_shape: tuple[float, float | None] | None = None,
+        audit: Mapping[str, Any] | None = None,
     ):
         names = [f"p{i}" for i in range(parties)] if isinstance(parties, int) else list(parties)
         if len(names) < 1 or len(set(names)) != len(names):
@@ -142,6 +145,10 @@ class LocalCluster:
             {n: dict(pol.get(n) or {}) for n in names} if pol and set(pol) <= set(names) else {n: pol for n in names}
         )
         self._crl = crl
+        aud = dict(audit or {})
+        self._audit = (
+            {n: dict(aud.get(n) or {}) for n in names} if aud and set(aud) <= set(names) else {n: aud for n in names}
+        )
         self._analysts = [ANALYST, *(a for a in analysts if a != ANALYST)]
         for a in self._analysts:
             validate_name(a, "analyst name")
@@ -195,6 +202,7 @@ class LocalCluster:
                 limits=self._limits,
                 job_modules=self._job_modules,
                 policy=self._policy.get(n) or None,
+                audit=self._audit.get(n) or None,
                 crl=ca["crl"].resolve() if self._crl else None,
                 pins={p: fp or fingerprints[p] for p, fp in self._pins.get(n, {}).items()},
             )

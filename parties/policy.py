@@ -44,7 +44,11 @@ the first :class:`Refusal` refuses it. The policy is the first guard
 (:attr:`parties.daemon.Daemon.guards`) — e.g. an auditor that refuses sessions
 whose revealed sums would disclose one party's input. Each guard also hears,
 through :meth:`SessionGuard.finished`, how every session it admitted ended
-(this party's result or the error), to keep its state.
+(this party's result or the error), to keep its state. A guard that keeps
+state at ``check`` (an auditor, a budget) may also define
+``withdrawn(request, reason)``: called (:func:`withdraw_guards`) when a
+session it admitted never starts here after all — a later guard refused it,
+or the daemon could not start it — so its job never ran at this party.
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ __all__ = [
     "min_parties_for",
     "parse_policy",
     "run_guards",
+    "withdraw_guards",
 ]
 
 log = logging.getLogger("ppdm.policy")
@@ -177,17 +182,42 @@ class PolicyGuard(Guard):
 
 
 def run_guards(guards: Sequence[SessionGuard], request: SessionRequest) -> Refusal | None:
-    """The first refusal of ``guards`` (in order), or None. A guard that raises refuses (fails closed)."""
-    for g in guards:
+    """The first refusal of ``guards`` (in order), or None. A guard that raises refuses (fails closed).
+
+    The guards that admitted the session before the refusing one are told it was
+    withdrawn (:func:`withdraw_guards`).
+    """
+    for i, g in enumerate(guards):
         try:
             r = g.check(request)
         except Exception as e:
             name = getattr(g, "name", type(g).__name__)
             log.error("session guard %s raised %s: %s", name, type(e).__name__, e)
-            return Refusal(f"guard.{name}", f"session guard {name!r} failed ({type(e).__name__}); see that party's log")
+            r = Refusal(f"guard.{name}", f"session guard {name!r} failed ({type(e).__name__}); see that party's log")
         if r is not None:
+            withdraw_guards(guards[:i], request, r.reason)
             return r
     return None
+
+
+def withdraw_guards(guards: Sequence[SessionGuard], request: SessionRequest, reason: str) -> None:
+    """Tell ``guards`` that a session they admitted will not start here (its job never runs at this party).
+
+    Only guards with a ``withdrawn(request, reason)`` method are told; one that raises is logged.
+    """
+    for g in guards:
+        hook = getattr(g, "withdrawn", None)
+        if hook is None:
+            continue
+        try:
+            hook(request, reason)
+        except Exception as e:
+            log.error(
+                "session guard %s raised %s in withdrawn(): %s",
+                getattr(g, "name", type(g).__name__),
+                type(e).__name__,
+                e,
+            )
 
 
 def min_parties_for(policy: Policy, job: str, *, private_data: bool, sum_style: bool) -> int:

@@ -49,7 +49,7 @@ from mpc.errors import PeerFailedError, ProtocolError, ProtocolTimeoutError
 
 from . import jobs as jobs_mod
 from .grpc_channel import GrpcChannel
-from .policy import SessionRequest, run_guards
+from .policy import SessionRequest, run_guards, withdraw_guards
 from .proto.ppdm.v1 import party_pb2 as pb
 from .proto.ppdm.v1 import party_pb2_grpc as pb_grpc
 from .sessions import (
@@ -348,6 +348,7 @@ class PartyService(pb_grpc.PartyServicer):
             try:
                 s = self.sessions.start(key, parties, job, timeout, analyst=analyst)
             except (Refused, SessionGone) as e:  # admitted by the guards, but it cannot start here
+                withdraw_guards(self.d.guards, req, str(e))  # its job never runs here
                 self._guards_finished(req, None, str(e))
                 raise
         except SessionGone as e:
@@ -382,7 +383,7 @@ class PartyService(pb_grpc.PartyServicer):
             log=self.log,
             max_length=self.config.policy.rule(job).max_length,
         )
-        s.task = job_task = asyncio.create_task(self._run(info.fn, ctx, s))
+        s.task = job_task = asyncio.create_task(self._run(self.d.job_function(info, req), ctx, s))
         dog = Watchdog(
             s,
             self.d.ping,
