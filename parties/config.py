@@ -26,6 +26,9 @@ Example::
     [policy]                       # what an analyst may ask: see parties.policy
     min_parties = 3
 
+    [dp]                           # per-analyst differential-privacy budgets: see parties.dp_budget
+    total_epsilon = 2
+
 Every error is one line naming the file and the key (:class:`ConfigError`).
 """
 
@@ -41,6 +44,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from .dp_budget import DPConfig, parse_dp
 from .policy import Policy, PolicyError, parse_policy
 from .tls import Credentials, TLSError, load_credentials, normalize_fingerprint, validate_name, write_public
 
@@ -116,6 +120,7 @@ class PartyConfig:
     path: Path | None = None
     crl: Path | None = None
     policy: Policy = field(default_factory=Policy)
+    dp: DPConfig | None = None  # [dp]: privacy budgets (None: sessions with epsilon are refused)
 
     def credentials(self) -> Credentials:
         """Load this party's key, certificate and CA; the certificate's CN must be ``name``."""
@@ -169,7 +174,7 @@ def _path(base: Path, v: str) -> Path:
 def parse_config(doc: Mapping[str, Any], base_dir: Path | str = ".", file: str = "party.toml") -> PartyConfig:
     """Validate a parsed TOML document; relative paths are resolved against ``base_dir``."""
     base = Path(base_dir).resolve()
-    _check_keys(doc, {"party", "peers", "data", "limits", "analysts", "jobs", "policy"}, "", file)
+    _check_keys(doc, {"party", "peers", "data", "limits", "analysts", "jobs", "policy", "dp"}, "", file)
     party = doc.get("party")
     if not isinstance(party, Mapping):
         raise ConfigError(f"{file}: missing table [party]")
@@ -257,6 +262,10 @@ def parse_config(doc: Mapping[str, Any], base_dir: Path | str = ".", file: str =
         policy = parse_policy(doc.get("policy"), analysts=analysts_v, peers=peers)
     except PolicyError as e:
         raise ConfigError(f"{file}: {e}") from None
+    try:
+        dp = parse_dp(doc.get("dp"), base, analysts_v)
+    except ValueError as e:
+        raise ConfigError(f"{file}: {e}") from None
 
     return PartyConfig(
         name=name,
@@ -271,6 +280,7 @@ def parse_config(doc: Mapping[str, Any], base_dir: Path | str = ".", file: str =
         job_modules=tuple(mods),
         crl=crl,
         policy=policy,
+        dp=dp,
     )
 
 
@@ -345,11 +355,13 @@ def write_config(
     pins: Mapping[str, str] | None = None,
     policy: Mapping[str, Any] | None = None,
     overwrite: bool = True,
+    dp: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write a ``party.toml`` atomically and check it loads.
 
     ``peers`` maps name → ``host:port``, ``pins`` name → certificate
-    fingerprint, ``policy`` is a ``[policy]`` table (see :mod:`parties.policy`).
+    fingerprint, ``policy`` is a ``[policy]`` table (see :mod:`parties.policy`),
+    ``dp`` a ``[dp]`` table (see :mod:`parties.dp_budget`).
     With ``overwrite=False`` an existing file is an error (:class:`ConfigError`).
     """
     party: dict[str, Any] = {
@@ -378,6 +390,8 @@ def write_config(
         doc["jobs"] = {"modules": list(job_modules)}
     if policy:
         doc["policy"] = dict(policy)
+    if dp:
+        doc["dp"] = dict(dp)
     out = Path(path)
     text = dump_toml(doc)
     parse_config(tomllib.loads(text), out.parent.resolve() if out.parent.exists() else out.parent, str(out))

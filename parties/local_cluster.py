@@ -101,6 +101,8 @@ class LocalCluster:
         :attr:`creds`) every party accepts; :meth:`credentials` gives theirs.
     link_shape: ``(rtt_ms, mbit)`` to emulate a WAN link between every pair of
         daemons (:mod:`parties.shaping`; ``mbit`` None: no bandwidth cap).
+    dp: ``[dp]`` (privacy budgets, :mod:`parties.dp_budget`) for every party, or
+        ``{party: table}`` when the keys are party names.
     """
 
     def __init__(
@@ -119,6 +121,7 @@ class LocalCluster:
         pins: Mapping[str, Mapping[str, str | None]] | None = None,
         analysts: Sequence[str] = (),
         link_shape: tuple[float, float | None] | None = None,
+        dp: Mapping[str, Any] | None = None,
     ):
         names = [f"p{i}" for i in range(parties)] if isinstance(parties, int) else list(parties)
         if len(names) < 1 or len(set(names)) != len(names):
@@ -140,6 +143,10 @@ class LocalCluster:
         pol = dict(policy or {})
         self._policy = (
             {n: dict(pol.get(n) or {}) for n in names} if pol and set(pol) <= set(names) else {n: pol for n in names}
+        )
+        dpt = dict(dp or {})
+        self._dp = (
+            {n: dict(dpt.get(n) or {}) for n in names} if dpt and set(dpt) <= set(names) else {n: dpt for n in names}
         )
         self._crl = crl
         self._analysts = [ANALYST, *(a for a in analysts if a != ANALYST)]
@@ -197,6 +204,7 @@ class LocalCluster:
                 policy=self._policy.get(n) or None,
                 crl=ca["crl"].resolve() if self._crl else None,
                 pins={p: fp or fingerprints[p] for p, fp in self._pins.get(n, {}).items()},
+                dp=self._dp.get(n) or None,
             )
 
     def _spawn(self, name: str) -> subprocess.Popen:
