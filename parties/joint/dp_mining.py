@@ -81,7 +81,10 @@ def _fmt(x: Fraction) -> str:
     places = 0
     while (x * 10**places).denominator != 1:
         places += 1
-    return f"{x:.{places}f}" if places else str(x.numerator)
+    if not places:
+        return str(x.numerator)
+    whole, frac = divmod(abs(x.numerator * 10**places // x.denominator), 10**places)
+    return f"{'-' if x < 0 else ''}{whole}.{frac:0{places}d}"
 
 
 def check_dp_params(epsilon, max_len, max_contributions, candidates: str = "all") -> tuple[Fraction, int, int | None]:
