@@ -210,11 +210,17 @@ async def _dp_sum(ctx, v: np.ndarray, clamp) -> dict:
     colluders = int(ctx.params.get("colluders", 0))
     try:
         charge = dp_budget.begin(ctx.name, ctx.session, eps)
-        charge.release(eps)
     except dp_budget.DPBudgetError as e:
         raise PolicyRefusal(str(e)) from None
     total = await noisy_secure_sum(
-        ctx.ch, v, epsilon=eps, sensitivity=sens, rng=RandomSource(), colluders=colluders, tag="job"
+        ctx.ch,
+        v,
+        epsilon=eps,
+        sensitivity=sens,
+        rng=RandomSource(),
+        colluders=colluders,
+        tag="job",
+        on_release=charge.release,
     )
     n = len(ctx.parties)
     return {

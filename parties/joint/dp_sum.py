@@ -30,6 +30,7 @@ protocol, so nobody sees a noised input either.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
@@ -66,15 +67,20 @@ async def noisy_secure_sum(
     rng: RandomSource,
     colluders: int = 0,
     tag: str = "dp-sum",
+    on_release: Callable[[Fraction], None] | None = None,
 ) -> np.ndarray:
     """Σ_i x_i + DLap(exp(−ε/Δ)) noise (elementwise, int64), revealed to every party; no party knows the noise.
 
     ``epsilon`` (exact rational), ``sensitivity`` Δ (the L1 sensitivity of the summed vector)
     and ``colluders`` are public and agreed by every party before any noise is drawn. ε-DP for
     neighbouring inputs whose sums differ by at most Δ in L1 (module docstring for coalitions).
+    ``on_release(ε)`` is called once every party has agreed and before any noisy value is sent
+    (a party's budget records the release; a session some party refused never gets there).
     """
     check_colluders(len(ch.parties), colluders)
     await agree(ch, f"{tag}/dp", epsilon=str(epsilon), sensitivity=int(sensitivity), colluders=int(colluders))
+    if on_release is not None:
+        on_release(epsilon)
     y = noisy_inputs(np.asarray(x), len(ch.parties), epsilon, sensitivity, rng, colluders)
     return await secure_sum(ch, y, tag=tag)
 
