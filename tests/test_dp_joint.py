@@ -272,3 +272,23 @@ def test_next_level_bound_is_the_combinatorial_bound(k, n_frequent, current):
 def test_bad_dp_parameters_are_one_line(args, text):
     with pytest.raises(ValueError, match=text):
         check_dp_params(*args)
+
+
+@pytest.mark.parametrize(
+    "n, coalition, colluders, eps", [(3, 1, 0, 0.5), (4, 2, 0, 1.0), (5, 1, 0, 0.2), (4, 2, 1, 0.5)]
+)
+def test_privacy_loss_against_a_coalition_is_worse_than_epsilon_and_within_the_bound(n, coalition, colluders, eps):
+    """A coalition that subtracts its shares faces NB(r)-differences: its worst per-unit privacy loss, from
+    scipy's exact pmfs, exceeds ε (so the doc must not claim ε-DP against parties) and stays within the bound."""
+    from parties.joint.dp_sum import coalition_epsilon
+
+    alpha = math.exp(-eps)
+    r = (n - coalition) / (n - colluders)
+    support = np.arange(-40, 41)
+    pmf = nb_diff_pmf(r, alpha, support)
+    loss = float(np.max(np.abs(np.diff(np.log(pmf)))))
+    bound = coalition_epsilon(Fraction(eps), 1, n, colluders, coalition)
+    assert eps < loss <= bound + 1e-9
+    assert coalition_epsilon(Fraction(eps), 1, n, coalition, coalition) == eps  # shares sized for it: exactly ε
+    full = nb_diff_pmf(1.0, alpha, support)  # the rest is a full DLap(α): the loss is exactly ε per unit
+    assert math.isclose(float(np.max(np.abs(np.diff(np.log(full))))), eps, rel_tol=1e-6)

@@ -296,6 +296,12 @@ def format_human(res: dict, top: int = 15) -> str:
             f"\ndifferential privacy: epsilon {dp['epsilon_exact']} ({dp['epsilon_spent']:.4g} spent), "
             f"N with epsilon {dp['n_transactions']['epsilon']:.4g}, threshold {dp['threshold']} on noisy counts"
         )
+        ap = dp.get("against_parties", {})
+        more = ap.get("one_more_party_epsilon_at_most")
+        lines.append(
+            f"  epsilon-DP against the analyst and coalitions of up to {dp['colluders']} parties"
+            + (f"; against one party more only {more:.4g}-DP (use --colluders)" if more is not None else "")
+        )
         for lv in dp["levels"]:
             err = lv.get("expected_abs_error", lv.get("expected_abs_error_at_most"))
             lines.append(

@@ -199,7 +199,7 @@ async def _dp_sum(ctx, v: np.ndarray, clamp) -> dict:
     """
     from anonymize.dp import RandomSource, as_epsilon
 
-    from ..joint.dp_sum import noise_stats, noisy_secure_sum
+    from ..joint.dp_sum import coalition_epsilon, noise_stats, noisy_secure_sum
     from . import PolicyRefusal
 
     eps = as_epsilon(ctx.params["epsilon"])
@@ -233,6 +233,10 @@ async def _dp_sum(ctx, v: np.ndarray, clamp) -> dict:
             "clamp": None if clamp is None else list(clamp),
             "colluders": colluders,
             "mechanism": "discrete Laplace noise from one noise share per party inside the secure sum (Goryczka-Xiong)",
+            "epsilon_dp_against_coalitions_up_to": colluders,
+            "one_more_party_epsilon_at_most": None
+            if colluders + 1 >= n
+            else coalition_epsilon(eps, sens, n, colluders, colluders + 1),
             **noise_stats(eps, sens, n, colluders),
         },
     }

@@ -4,8 +4,12 @@ What is protected, and how
 --------------------------
 Neighbouring databases differ by **one transaction added or removed**, at any party. The whole
 job — N, every level's frequent/infrequent decisions, the counts of the frequent itemsets and the
-rules derived from them — is ε-DP against the analyst and against every single party (against
-coalitions see :mod:`.dp_sum`). The job runs the Kantarcioglu–Clifton level-wise scheme
+rules derived from them — is ε-DP against the analyst, and against every coalition of up to
+``colluders`` parties. Against a coalition of one party more, which can subtract its own noise
+shares, it is only (ε + (1 + Σ_k Δ_k)·ln((n − c)/(n − c − 1)))-DP (:func:`.dp_sum.coalition_epsilon`,
+stated in the result): with the default ``colluders=0`` every single party faces less noise than
+the analyst, and for large Δ_k the bound says little — ask for ``colluders=1`` to make the job
+ε-DP against each party too. The job runs the Kantarcioglu–Clifton level-wise scheme
 (:mod:`.horizontal`: M. Kantarcioglu, C. Clifton, IEEE TKDE 16(9), 2004) with three changes:
 
 1. **N is noised.** Ñ = N + DLap(ε_N), ε_N = ε/20, by a noisy secure sum (sensitivity 1); the
@@ -62,7 +66,7 @@ from mpc.secure_sum import bound_bits_for, secure_sum, secure_sum_threshold
 
 from .common import JointResult, PhaseClock, ProgressFn, check_all, confidence_ratio, support_ratio
 from .dp_counts import clamped_counts, level_sensitivity
-from .dp_sum import check_colluders, noise_stats, noisy_inputs, tail_margin
+from .dp_sum import check_colluders, coalition_epsilon, noise_stats, noisy_inputs, tail_margin
 
 __all__ = ["mine_horizontal_dp", "N_SHARE", "check_dp_params", "next_level_bound"]
 
@@ -244,6 +248,9 @@ async def mine_horizontal_dp(
         "mechanism": "discrete Laplace noise from one noise share per party inside each secure sum "
         "(Goryczka-Xiong); decisions and counts are taken on the noisy counts",
         "colluders": c,
+        "against_parties": _against_parties(
+            eps_n, [(Fraction(lv["epsilon_exact"]), lv["sensitivity"]) for lv in dp_levels], n, c
+        ),
         "max_contributions": m,
         "split": {
             "rule": "epsilon/20 for N; the rest evenly over the levels still possible, re-split after each level "
@@ -262,11 +269,22 @@ async def mine_horizontal_dp(
     return res
 
 
+def _against_parties(eps_n: Fraction, levels: list[tuple[Fraction, int]], n: int, c: int) -> dict:
+    """What the run's privacy is against coalitions of parties that pool their noise shares."""
+    spent = eps_n + sum((e for e, _ in levels), Fraction(0))
+    worse = coalition_epsilon(eps_n, 1, n, c, c + 1) + sum(coalition_epsilon(e, d, n, c, c + 1) for e, d in levels)
+    return {
+        "epsilon_dp_against_coalitions_up_to": c,
+        "epsilon": float(spent),
+        "one_more_party_epsilon_at_most": None if math.isinf(worse) else worse,
+    }
+
+
 def _revealed_dp(n: int, c: int, reveal_counts: bool, rules: bool) -> list[str]:
     """The "what the parties learned" lines of a DP run."""
     who = (
-        "the analyst and every single party (a coalition of c parties pooling its noise shares faces only "
-        "NB((n-c)/n) noise: less than epsilon-DP)"
+        "the analyst; NOT against a party, which can subtract its own noise shares and faces only "
+        f"NB({n - 1}/{n}) noise differences (dp.against_parties bounds its epsilon; use colluders=1)"
         if c == 0
         else f"the analyst and every coalition of up to {c} parties"
     )
