@@ -14,6 +14,7 @@ import json
 import math
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -168,3 +169,30 @@ def test_a_party_out_of_budget_refuses_and_the_others_keep_theirs(make_cluster, 
             time.sleep(0.1)
         queries = json.loads(ledger.read_text())["queries"]
         assert [(q["epsilon"], q.get("charged")) for q in queries] == [("0", "0.5")]
+
+
+@pytest.mark.daemons
+def test_mining_keeps_only_the_epsilon_it_released(make_cluster, tmp_path):
+    from parties.joint.partition import load_transactions, split_horizontal, write_fimi
+
+    db = load_transactions(MUSHROOM)
+    data = {}
+    for i, share in enumerate(split_horizontal(db, 3)):
+        write_fimi(share, tmp_path / f"p{i}.dat")
+        data[f"p{i}"] = {"transactions": str(tmp_path / f"p{i}.dat")}
+    c = make_cluster(3, data=data, dp={"total_epsilon": 1000})
+    # at 99% only one item of mushroom is frequent (100%; the next has 97.5%), and with ε = 1000 the noise
+    # (scale Δ/ε_1 = 120/(950/9) ≈ 1.1, no truncation) cannot change that: level 1 leaves no level 2, and
+    # 8/9 of the levels' ε is never released
+    params = {"min_support": "0.99", "n_items": 120, "epsilon": "1000", "max_len": 9}
+    out = c.run_job("mine.horizontal", params, timeout=300)
+    dp = out["p0"]["dp"]
+    assert [lv["k"] for lv in dp["levels"]] == [1] and len(out["p0"]["itemsets"]) == 1
+    spent = Fraction(dp["epsilon_spent_exact"])
+    assert spent == 50 + Fraction(950, 9)  # ε_N = ε/20, then level 1 = (ε − ε_N)/9
+    for name in ("p0", "p1", "p2"):
+        ledger = json.loads((c.workdir / name / "dp-budgets" / "analyst.transactions.json").read_text())
+        assert [(Fraction(q["epsilon"]), q["charged"]) for q in ledger["queries"]] == [(spent, "1000")]
+    with pytest.raises(PartyError) as e:  # exact sessions on the data are refused once [dp] is set
+        c.run_job("mine.horizontal", {"min_support": "0.6", "n_items": 120}, timeout=60)
+    assert e.value.kind == "refused" and "requires epsilon" in str(e.value)
