@@ -7,6 +7,11 @@ party named in ``params["report_to"]`` (default: the first) sends the itemsets
 and rules back to the analyst, the others only their protocol statistics.
 Progress lines (level sizes, which every party learns anyway) go to the
 daemon log — never data.
+
+``mine.horizontal`` with ``epsilon`` runs the ε-DP protocol of
+:mod:`parties.joint.dp_mining` (params ``max_len`` required, ``max_contributions``,
+``colluders``; candidates "all" only), spending the budget the daemon's guard charged
+at admission (:mod:`parties.dp_budget`); ``mine.vertical`` refuses ``epsilon``.
 """
 
 from __future__ import annotations
