@@ -28,6 +28,8 @@ Example::
 
     [audit]                        # the audit of sums over party sets: see parties.audit_guard
     state = "audit-alice.json"     # default: audit-<name>.json next to this file
+    [dp]                           # per-analyst differential-privacy budgets: see parties.dp_budget
+    total_epsilon = 2
 
 Every error is one line naming the file and the key (:class:`ConfigError`).
 """
@@ -45,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from .audit_state import AuditSettings, AuditStateError, parse_audit
+from .dp_budget import DPConfig, parse_dp
 from .policy import Policy, PolicyError, parse_policy
 from .tls import Credentials, TLSError, load_credentials, normalize_fingerprint, validate_name, write_public
 
@@ -121,6 +124,7 @@ class PartyConfig:
     crl: Path | None = None
     policy: Policy = field(default_factory=Policy)
     audit: AuditSettings = field(default_factory=AuditSettings)  # [audit] (parties.audit_guard)
+    dp: DPConfig | None = None  # [dp]: privacy budgets (None: sessions with epsilon are refused)
 
     def credentials(self) -> Credentials:
         """Load this party's key, certificate and CA; the certificate's CN must be ``name``."""
@@ -174,7 +178,7 @@ def _path(base: Path, v: str) -> Path:
 def parse_config(doc: Mapping[str, Any], base_dir: Path | str = ".", file: str = "party.toml") -> PartyConfig:
     """Validate a parsed TOML document; relative paths are resolved against ``base_dir``."""
     base = Path(base_dir).resolve()
-    _check_keys(doc, {"party", "peers", "data", "limits", "analysts", "jobs", "policy", "audit"}, "", file)
+    _check_keys(doc, {"party", "peers", "data", "limits", "analysts", "jobs", "policy", "audit", "dp"}, "", file)
     party = doc.get("party")
     if not isinstance(party, Mapping):
         raise ConfigError(f"{file}: missing table [party]")
@@ -266,6 +270,10 @@ def parse_config(doc: Mapping[str, Any], base_dir: Path | str = ".", file: str =
         audit = parse_audit(doc.get("audit"), base=base, name=name)
     except AuditStateError as e:
         raise ConfigError(f"{file}: {e}") from None
+    try:
+        dp = parse_dp(doc.get("dp"), base, analysts_v)
+    except ValueError as e:
+        raise ConfigError(f"{file}: {e}") from None
 
     return PartyConfig(
         name=name,
@@ -281,6 +289,7 @@ def parse_config(doc: Mapping[str, Any], base_dir: Path | str = ".", file: str =
         crl=crl,
         policy=policy,
         audit=audit,
+        dp=dp,
     )
 
 
@@ -356,12 +365,14 @@ def write_config(
     policy: Mapping[str, Any] | None = None,
     overwrite: bool = True,
     audit: Mapping[str, Any] | None = None,
+    dp: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write a ``party.toml`` atomically and check it loads.
 
     ``peers`` maps name → ``host:port``, ``pins`` name → certificate
     fingerprint, ``policy`` is a ``[policy]`` table (see :mod:`parties.policy`),
     ``audit`` an ``[audit]`` table (see :mod:`parties.audit_state`).
+    ``dp`` a ``[dp]`` table (see :mod:`parties.dp_budget`).
     With ``overwrite=False`` an existing file is an error (:class:`ConfigError`).
     """
     party: dict[str, Any] = {
@@ -392,6 +403,8 @@ def write_config(
         doc["policy"] = dict(policy)
     if audit:
         doc["audit"] = dict(audit)
+    if dp:
+        doc["dp"] = dict(dp)
     out = Path(path)
     text = dump_toml(doc)
     parse_config(tomllib.loads(text), out.parent.resolve() if out.parent.exists() else out.parent, str(out))

@@ -53,6 +53,7 @@ from .audit_guard import AuditGuard, make_audit_guard
 from .audit_pool import with_audit_round
 from .audit_state import AuditStateError
 from .config import ConfigError, PartyConfig, load_config
+from .dp_budget import BudgetGuard
 from .grpc_channel import (
     KEEPALIVE_OPTIONS,
     MAX_RECEIVE_BYTES,
@@ -137,7 +138,9 @@ class Daemon:
         self.log = logging.getLogger(f"ppdm.party.{self.me}")
         #: Session guards, run in order on every StartJob before the session starts (parties.policy):
         #: the party's policy first, then ``guards`` (e.g. an auditor); append more before start().
-        self.guards: list[SessionGuard] = [PolicyGuard(config.policy), *guards]
+        #: The privacy-budget guard (parties.dp_budget, [dp]) comes after the policy: it charges
+        #: epsilon at admission and gives back what a session did not release when it ends.
+        self.guards: list[SessionGuard] = [PolicyGuard(config.policy), BudgetGuard(config.dp, config.name), *guards]
         self.sessions = SessionManager(self.me, self.limits)
         self.pool = PeerPool(self.creds, config.peers)
         self.server: grpc.aio.Server | None = None

@@ -103,6 +103,8 @@ class LocalCluster:
         ``{party: audit}`` when the keys are party names.
     link_shape: ``(rtt_ms, mbit)`` to emulate a WAN link between every pair of
         daemons (:mod:`parties.shaping`; ``mbit`` None: no bandwidth cap).
+    dp: ``[dp]`` (privacy budgets, :mod:`parties.dp_budget`) for every party, or
+        ``{party: table}`` when the keys are party names.
     """
 
     def __init__(
@@ -122,6 +124,7 @@ class LocalCluster:
         analysts: Sequence[str] = (),
         link_shape: tuple[float, float | None] | None = None,
         audit: Mapping[str, Any] | None = None,
+        dp: Mapping[str, Any] | None = None,
     ):
         names = [f"p{i}" for i in range(parties)] if isinstance(parties, int) else list(parties)
         if len(names) < 1 or len(set(names)) != len(names):
@@ -143,6 +146,10 @@ class LocalCluster:
         pol = dict(policy or {})
         self._policy = (
             {n: dict(pol.get(n) or {}) for n in names} if pol and set(pol) <= set(names) else {n: pol for n in names}
+        )
+        dpt = dict(dp or {})
+        self._dp = (
+            {n: dict(dpt.get(n) or {}) for n in names} if dpt and set(dpt) <= set(names) else {n: dpt for n in names}
         )
         self._crl = crl
         aud = dict(audit or {})
@@ -205,6 +212,7 @@ class LocalCluster:
                 audit=self._audit.get(n) or None,
                 crl=ca["crl"].resolve() if self._crl else None,
                 pins={p: fp or fingerprints[p] for p, fp in self._pins.get(n, {}).items()},
+                dp=self._dp.get(n) or None,
             )
 
     def _spawn(self, name: str) -> subprocess.Popen:

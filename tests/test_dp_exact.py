@@ -124,6 +124,18 @@ def test_polya_matches_scipy_nbinom(r, rate):
     assert abs(k.mean() - dist.mean()) <= 4.9 * dist.std() / math.sqrt(n)
 
 
+@pytest.mark.parametrize("r, rate", [(Fraction(1, 3), Fraction(1, 2000)), (Fraction(2, 5), Fraction(1, 50))])
+def test_polya_small_rates_match_scipy_cdf(r, rate):
+    """The regime of distributed noise for large sensitivity/ε (α close to 1): DKW band on the whole CDF."""
+    n = 20000
+    k = polya(r, rate, n, RandomSource(11))
+    dist = stats.nbinom(float(r), 1 - math.exp(-float(rate)))
+    grid = np.unique(np.linspace(0, dist.ppf(0.999), 400).astype(np.int64))
+    ecdf = np.searchsorted(np.sort(k), grid, side="right") / n
+    assert np.max(np.abs(ecdf - dist.cdf(grid))) <= dkw(n)
+    assert abs(k.mean() - dist.mean()) <= 4.9 * dist.std() / math.sqrt(n)
+
+
 def test_bounded_scale_rounds_up_never_down():
     s = Fraction(3**30 + 1, 3**30)  # about 1, with terms above 2**40
     b = bounded_scale(s)

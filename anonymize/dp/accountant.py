@@ -234,3 +234,32 @@ class BudgetAccountant:
             ]
             self._write(doc)
         return result, self._status(doc, spent)
+
+    def settle(self, label: Any, epsilon) -> dict:
+        """Lower the ε of the latest spend recorded with ``label`` to ``epsilon`` (never raise it).
+
+        For a spend charged up front and released only in part (a multi-step release that
+        stopped early, or a session that never started): under *basic* composition with pure-DP
+        steps the realized sum of the ε actually released bounds the privacy loss, even when the
+        steps were chosen adaptively (R. Rogers, A. Roth, J. Ullman, S. Vadhan, "Privacy
+        odometers and filters: pay-as-you-go composition", NeurIPS 2016), so the unreleased part
+        may be returned. Refused under advanced composition. ``epsilon`` 0 returns the whole
+        charge (the record stays, with ε 0). Returns the status after settling; an unknown label
+        is an :class:`AnonymizeError`.
+        """
+        eps = Fraction(0) if epsilon in (0, "0") else as_epsilon(epsilon)
+        with self._locked():
+            doc = self._read()
+            if doc["composition"] != "basic":
+                raise AnonymizeError("a spend can only be settled lower under basic composition")
+            for i in range(len(doc["queries"]) - 1, -1, -1):
+                q = doc["queries"][i]
+                if q.get("query") == label:
+                    charged = doc["_spent"][i]
+                    if eps < charged:
+                        doc["queries"] = list(doc["queries"])
+                        doc["queries"][i] = dict(q, epsilon=_fmt(eps), charged=q.get("charged", _fmt(charged)))
+                        doc["_spent"][i] = eps
+                        self._write(doc)
+                    return self._status(doc, doc["_spent"])
+            raise AnonymizeError(f"no spend recorded as {label!r} in {self.path}")

@@ -16,13 +16,25 @@ integers, so every output probability is exactly what the formula says.
 * :func:`discrete_laplace` — P(Z = z) ∝ exp(−|z|/scale) on the integers (Algorithm 2 whole:
   a random sign, rejecting "−0").
 * :func:`polya` — the negative binomial NB(r, α), P(K = k) = Γ(k+r)/(Γ(r) k!) (1−α)^r α^k, for
-  rational r ∈ (0, 1]: propose K ~ Geometric(α) and accept with probability
-  w_K = Π_{j=1..K} (j − 1 + r)/j ≤ 1 — a product of rational Bernoulli trials, stopped at the
-  first failure. The accepted K has P ∝ α^k w_k, which is NB(r, α); the acceptance rate is
-  (1 − α)^(1 − r). This is exact, unlike the usual Gamma–Poisson mixture, which needs
-  floating-point Gamma variates. (The rejection step is ours; the divisibility it serves is in
-  S. Goryczka, L. Xiong, "A comprehensive comparison of multiparty secure additions with
-  differential privacy", IEEE TDSC 2017; see :mod:`.shares`.)
+  rational r ∈ (0, 1], without any rejection whose cost grows as α → 1: draw G ~ Geometric(α)
+  (= NB(1, α)), then thin it by a Beta(r, 1 − r) proportion, K | G ~ BetaBinomial(G, r, 1 − r);
+  the thinned variable is NB(r, α) (below). The beta-binomial is drawn exactly as the total
+  length of the cycles of a uniform random permutation of G elements that are independently
+  *marked* with probability r: the cycle containing the first remaining element has a length
+  uniform on {1..rem} (the Feller coupling). About ln G + 1 uniform integers per draw, whatever ε.
+
+  Why it is NB(r, α): Geometric(α) is Poisson(θ·E) with E ~ Exp(1), θ = α/(1−α); binomial
+  thinning by p turns Poisson(λ) into Poisson(pλ); and B·E ~ Gamma(r) for B ~ Beta(r, 1 − r)
+  independent of E (the beta–gamma algebra), so K ~ Poisson(θ·Gamma(r)) = NB(r, α). Why the
+  marked cycles are BetaBinomial(G, r, 1 − r): the Pólya urn with weights (r, 1 − r) draws a
+  success with probability (r + y)/(1 + j) after j draws with y successes — Hoppe's urn with
+  θ = 1 whose new colours are marked with probability r (F. M. Hoppe, "Pólya-like urns and the
+  Ewens sampling formula", J. Math. Biol. 20, 1984), whose table sizes are the cycle lengths of
+  a uniform permutation (R. Arratia, A. D. Barbour, S. Tavaré, "Logarithmic Combinatorial
+  Structures: a Probabilistic Approach", EMS 2003, §1.1: the Chinese restaurant process and
+  the Feller coupling). The infinite divisibility this serves is S. Goryczka, L. Xiong, "A
+  comprehensive comparison of multiparty secure additions with differential privacy", IEEE
+  TDSC 2017 (see :mod:`.shares`).
 
 All samplers are vectorized: ``size`` outputs are produced by numpy loops over the *still
 undecided* entries, never by a Python loop per output. Parameters are exact rationals
@@ -180,30 +192,25 @@ def discrete_laplace(scale: Fraction, size: int, rng=None) -> np.ndarray:
 def polya(r: Fraction, rate: Fraction, size: int, rng=None) -> np.ndarray:
     """``size`` draws of NB(r, α), α = exp(−rate): P(K = k) = Γ(k+r)/(Γ(r) k!) (1−α)^r α^k, r ∈ (0, 1].
 
-    Exact rejection sampler (module docstring): K ~ :func:`geometric`, accepted with probability
-    Π_{j=1..K} (j − 1 + r)/j, tested one rational Bernoulli factor at a time and stopped at the
-    first failure. In scipy's parametrization this is ``nbinom(r, 1 − α)``. The expected number of
-    proposals is (1 − α)^(r − 1) ≈ rate^(r − 1) for small rates, so the cost grows as ε/Δ shrinks:
-    10,000 draws with r = 1/3 take ~0.06 s at rate 1, ~0.25 s at 0.1, ~2.4 s at 0.01 (2-core machine).
+    Exact (module docstring): G ~ :func:`geometric`, then K = the summed lengths of the marked
+    cycles of a uniform random permutation of G elements, each cycle marked with probability r:
+    repeat L ~ Uniform{1..rem}, add L if a Bernoulli(r) succeeds, rem ← rem − L, until rem = 0.
+    In scipy's parametrization this is ``nbinom(r, 1 − α)``. The cost is about ln(G) + 1 rounds
+    of vectorized uniform draws, so it hardly depends on ε: 10,000 draws take a few milliseconds
+    at rate 1 and about 0.02 s at rate 10⁻⁴ (2-core machine).
     """
     rng = as_source(rng)
     r = Fraction(r)
     if not 0 < r <= 1:
         raise ValueError("polya needs 0 < r <= 1")
     a, b = r.numerator, r.denominator
-    out = np.empty(size, dtype=np.int64)
-    todo = np.arange(size)
-    while todo.size:
-        k = geometric(rate, todo.size, rng)
-        alive = np.ones(todo.size, dtype=bool)
-        j = np.ones(todo.size, dtype=np.int64)
-        active = np.flatnonzero(k >= 1)
-        while active.size:
-            jj = j[active]
-            ok = bernoulli_rational((jj - 1) * b + a, jj * b, rng)  # P = (j − 1 + r)/j
-            alive[active[~ok]] = False
-            j[active] += 1
-            active = active[ok & (j[active] <= k[active])]
-        out[todo[alive]] = k[alive]
-        todo = todo[~alive]
+    rem = geometric(rate, size, rng)
+    out = np.zeros(size, dtype=np.int64)
+    active = np.flatnonzero(rem > 0)
+    while active.size:
+        length = rng.below(rem[active]).astype(np.int64) + 1  # the next cycle: uniform on 1..rem
+        marked = bernoulli_rational(np.full(active.size, a), np.full(active.size, b, dtype=np.uint64), rng)
+        out[active[marked]] += length[marked]
+        rem[active] -= length
+        active = active[rem[active] > 0]
     return out

@@ -15,10 +15,11 @@ where DLap(α) — the two-sided geometric distribution, P(Z = z) = (1−α)/(1+
 Sundararajan, "Universally utility-maximizing privacy mechanisms", STOC 2009). Party ``i`` adds
 ``P_i − Q_i`` to its input of the secure sum; the sum reveals (true total + DLap(α)).
 
-Sampling is exact: P_i and Q_i come from :func:`.exact.polya`, an integer-only rejection
-sampler for NB(r, α) with rational r = 1/n and α = exp(−ε/Δ) (ε rational, Δ a positive
-integer), so there is no floating-point side channel and no loss of privacy from approximate
-Gamma variates.
+Sampling is exact: P_i and Q_i come from :func:`.exact.polya`, an integer-only sampler for
+NB(r, α) with rational r = 1/n and α = exp(−ε/Δ) (ε rational, Δ a positive integer) — a
+geometric variable thinned by the marked cycles of a random permutation — so there is no
+floating-point side channel and no loss of privacy from approximate Gamma variates, and the
+cost hardly depends on ε.
 
 What each party learns: its own share ``s_i``. The rest of the noise, Σ_{j≠i} s_j, is
 independent of ``s_i`` and distributed as the difference of two NB((n−1)/n, α) variables, so

@@ -9,6 +9,11 @@
 
 ``--json`` prints ``{"transactions", "itemsets": [{"items", "count"}], "rules":
 [{"antecedent", "consequent", "support", "confidence"}], "protocol": {...}}``.
+
+With ``--epsilon E`` (joint horizontal jobs) the whole job is ε-differentially private
+(:mod:`parties.joint.dp_mining`): counts and decisions are noisy, the JSON gains a ``"dp"`` block
+(ε, its split over N and the levels, the sensitivities, the expected errors), and each daemon
+charges ε to the analyst's budget (:mod:`parties.dp_budget`).
 """
 
 from __future__ import annotations
@@ -142,6 +147,7 @@ def run_local(
     candidates: str = "union",
     counting: str = "auto",
     link_shape: tuple[float, float | None] | None = None,
+    dp: dict | None = None,
 ) -> dict:
     """Partition ``path`` into ``n`` shares, start ``n`` local daemons, mine jointly; the analyst's JSON."""
     from ..joint.partition import load_transactions, save_npz, split_horizontal, split_vertical, write_fimi
@@ -168,6 +174,7 @@ def run_local(
             params["candidates"] = candidates
         else:
             params["counting"] = counting
+        params.update(dp or {})
         if progress:
             print(
                 f"starting {n} party daemons on loopback (mTLS, fresh certificates); "
@@ -177,8 +184,10 @@ def run_local(
             )
         # the analyst holds the whole file here, so the parties' default minimum of 3 for
         # sum-style jobs (parties.policy) protects nobody: allow --local 2
+        # with --epsilon each daemon gets a budget of exactly that ε for the analyst
+        budget = {"total_epsilon": str(dp["epsilon"])} if dp else None
         with LocalCluster(
-            n, workdir=Path(d) / "cluster", data=data, link_shape=link_shape, policy={"min_parties": 2}
+            n, workdir=Path(d) / "cluster", data=data, link_shape=link_shape, policy={"min_parties": 2}, dp=budget
         ) as cluster:
             follower = _LogFollower(cluster, "p0") if progress else None
             if follower:
@@ -206,12 +215,15 @@ def _merge(out: dict, split: str, wall: float) -> dict:
     proto["network_waits"] = {p: v.get("network", {}).get("waits", 0) for p, v in out.items()}
     proto["peak_rss_bytes"] = {p: v.get("peak_rss_bytes") for p, v in out.items()}  # each daemon, since its start
     proto["wall_seconds"] = round(wall, 6)
-    return {
+    out = {
         "transactions": reporter["transactions"],
         "itemsets": reporter["itemsets"],
         "rules": reporter["rules"],
         "protocol": proto,
     }
+    if "dp" in reporter:
+        out["dp"] = reporter["dp"]
+    return out
 
 
 def run_remote(
@@ -225,6 +237,7 @@ def run_remote(
     reveal_counts: bool = True,
     candidates: str = "union",
     counting: str = "auto",
+    dp: dict | None = None,
 ) -> dict:
     """Run the joint job on the daemons listed in an analyst config."""
     from ..client import run_job, run_sync
@@ -239,6 +252,7 @@ def run_remote(
         params["candidates"] = candidates
     else:
         params["counting"] = counting
+    params.update(dp or {})
     t0 = time.perf_counter()
     out = run_sync(run_job(peers, f"mine.{split}", params, creds=creds, timeout=timeout))
     return _merge(out, split, time.perf_counter() - t0)
@@ -277,10 +291,70 @@ def format_human(res: dict, top: int = 15) -> str:
         lines.append(f"  rounds {proto['rounds']}, {proto['bytes_total'] / 2**20:.2f} MiB on the wire")
     for r in proto.get("revealed", []):
         lines.append(f"  revealed: {r}")
+    dp = res.get("dp")
+    if dp:
+        lines.append(
+            f"\ndifferential privacy: epsilon {dp['epsilon_exact']} ({dp['epsilon_spent']:.4g} spent), "
+            f"N with epsilon {dp['n_transactions']['epsilon']:.4g}, threshold {dp['threshold']} on noisy counts"
+        )
+        ap = dp.get("against_parties", {})
+        more = ap.get("one_more_party_epsilon_at_most")
+        lines.append(
+            f"  epsilon-DP against the analyst and coalitions of up to {dp['colluders']} parties"
+            + (f"; against one party more only {more:.4g}-DP (use --colluders)" if more is not None else "")
+        )
+        for lv in dp["levels"]:
+            err = lv.get("expected_abs_error", lv.get("expected_abs_error_at_most"))
+            lines.append(
+                f"  level {lv['k']}: {lv['candidates']} candidates, sensitivity {lv['sensitivity']}, "
+                f"epsilon {lv['epsilon']:.4g}, expected |error| of a count {err:,.1f}"
+            )
     return "\n".join(lines)
 
 
+def _dp_args(args) -> dict | None:
+    """The DP parameters of the job from ``--epsilon`` and friends (checked: one line on bad input)."""
+    if args.epsilon is None:
+        for flag, v in (("--max-contributions", args.max_contributions), ("--colluders", args.colluders)):
+            if v is not None:
+                raise CLIError(f"{flag} applies with --epsilon")
+        return None
+    from anonymize.dp import as_epsilon
+
+    try:
+        as_epsilon(args.epsilon, "--epsilon")
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    if not (args.parties or args.local):
+        raise CLIError("--epsilon applies to joint jobs (--local or --parties); for one table use ppdm dp")
+    if args.split == "vertical":
+        raise CLIError(
+            "--epsilon cannot be used with --split vertical: no party sees a whole transaction, so what one "
+            "transaction adds to the counts cannot be bounded (see docs/differential-privacy.md)"
+        )
+    if args.candidates not in (None, "all"):
+        raise CLIError(
+            f"--candidates {args.candidates} cannot be used with --epsilon: the secure union of locally large "
+            "itemsets is not differentially private (--epsilon tests every public candidate)"
+        )
+    if args.max_len is None:
+        raise CLIError("--epsilon needs --max-len: the privacy budget is split over at most that many levels")
+    if args.max_contributions is not None and args.max_contributions < 1:
+        raise CLIError("--max-contributions must be at least 1")
+    if args.colluders is not None and args.colluders < 0:
+        raise CLIError("--colluders must be >= 0")
+    if args.private_counts and args.min_confidence:
+        raise CLIError("with --epsilon, rules need the noisy counts: drop --private-counts or --min-confidence")
+    out: dict = {"epsilon": args.epsilon.strip(), "max_contributions": args.max_contributions}
+    if args.colluders:
+        out["colluders"] = args.colluders
+    return out
+
+
 def _cmd(args) -> int:
+    dp = _dp_args(args)
+    if args.candidates is None:
+        args.candidates = "all" if dp else "union"
     ms = _check_support(args.min_support, "--min-support")
     mc = _check_support(args.min_confidence, "--min-confidence", allow_zero=True) if args.min_confidence else None
     if args.max_len is not None and args.max_len < 1:
@@ -317,6 +391,7 @@ def _cmd(args) -> int:
             reveal_counts=not args.private_counts,
             candidates=args.candidates,
             counting=args.counting,
+            dp=dp,
         )
     else:
         if not args.file:
@@ -340,6 +415,7 @@ def _cmd(args) -> int:
                 candidates=args.candidates,
                 counting=args.counting,
                 link_shape=shape,
+                dp=dp,
             )
         else:
             from ..joint.partition import load_transactions
@@ -393,10 +469,31 @@ def register(sub) -> None:
     p.add_argument(
         "--candidates",
         choices=["union", "all", "auto"],
-        default="union",
+        default=None,
         help="horizontal: 'union' (Kantarcioglu-Clifton, default) tests only candidates locally large "
         "somewhere, found by secure set union; 'all' skips the union and tests every public "
-        "candidate (reveals less, faster on dense data); 'auto' picks per level by the number of candidates",
+        "candidate (reveals less, faster on dense data; the only mode with --epsilon); 'auto' picks per "
+        "level by the number of candidates",
+    )
+    p.add_argument(
+        "--epsilon",
+        metavar="E",
+        help="joint horizontal jobs: make the whole job E-differentially private (noise shares inside the secure "
+        "sums; decisions on noisy counts; needs --max-len); each daemon charges E to the analyst's budget",
+    )
+    p.add_argument(
+        "--max-contributions",
+        type=int,
+        metavar="M",
+        help="with --epsilon: each transaction counts towards at most M candidates per level (random choice), "
+        "so a level's sensitivity is min(M, candidates); default: no truncation (sensitivity = candidates)",
+    )
+    p.add_argument(
+        "--colluders",
+        type=int,
+        metavar="C",
+        help="with --epsilon: size the noise shares so that the release stays epsilon-DP against any C "
+        "colluding parties (more noise for the analyst); default 0",
     )
     p.add_argument(
         "--counting",

@@ -7,6 +7,11 @@ party named in ``params["report_to"]`` (default: the first) sends the itemsets
 and rules back to the analyst, the others only their protocol statistics.
 Progress lines (level sizes, which every party learns anyway) go to the
 daemon log — never data.
+
+``mine.horizontal`` with ``epsilon`` runs the ε-DP protocol of
+:mod:`parties.joint.dp_mining` (params ``max_len`` required, ``max_contributions``,
+``colluders``; candidates "all" only), spending the budget the daemon's guard charged
+at admission (:mod:`parties.dp_budget`); ``mine.vertical`` refuses ``epsilon``.
 """
 
 from __future__ import annotations
@@ -16,11 +21,14 @@ import resource
 import sys
 import time
 
+from .. import dp_budget
 from ..joint import JointResult, check_all, mine_horizontal, mine_vertical
+from ..joint.dp_mining import check_dp_params, mine_horizontal_dp
+from ..joint.dp_sum import check_colluders
 from ..joint.memory import estimate_file_bytes, estimate_job_bytes
 from ..joint.partition import load_transactions
 from ..shaping import WaitCounter
-from . import JobContext, JobError, job
+from . import JobContext, JobError, PolicyRefusal, job
 
 __all__ = ["result_json"]
 
@@ -65,6 +73,8 @@ def peak_rss_bytes() -> int:
 def result_json(res: JointResult, with_result: bool) -> dict:
     """The JSON of a mining result: itemsets ``{items, count}`` and rules, plus ``protocol``."""
     out: dict = {"transactions": res.frequent.n_transactions, "protocol": res.protocol()}
+    if res.dp is not None:
+        out["dp"] = res.dp
     if with_result:
         out["itemsets"] = [{"items": list(items), "count": int(c) if c >= 0 else None} for items, c in res.frequent]
         out["rules"] = []
@@ -113,6 +123,8 @@ async def mine_horizontal_job(ctx: JobContext) -> dict:
     ms, mc, max_len, db, report = _common(ctx)
     n_items = ctx.param("n_items", int, min=1)
     await _check_memory(ctx, estimate_job_bytes(db, "horizontal"))
+    if "epsilon" in ctx.params:
+        return await _mine_horizontal_dp_job(ctx, ms, mc, max_len, db, report, n_items)
     t0 = time.perf_counter()
     try:
         res = await mine_horizontal(
@@ -159,3 +171,57 @@ async def mine_vertical_job(ctx: JobContext) -> dict:
     out["network"] = dict(WaitCounter.of(ctx.ch.state))
     out["peak_rss_bytes"] = peak_rss_bytes()
     return out
+
+
+async def _mine_horizontal_dp_job(ctx: JobContext, ms, mc, max_len, db, report: bool, n_items: int) -> dict:
+    """``mine.horizontal`` with ``epsilon``: ε-DP mining (:mod:`parties.joint.dp_mining`), budget charged at admission."""
+    from anonymize.dp import as_epsilon
+
+    eps = as_epsilon(ctx.params["epsilon"])  # checked by the budget guard at admission
+    try:
+        charge = dp_budget.begin(ctx.name, ctx.session, eps)
+    except dp_budget.DPBudgetError as e:
+        raise PolicyRefusal(str(e)) from None
+    t0 = time.perf_counter()
+    try:
+        res = await mine_horizontal_dp(
+            ctx.ch,
+            db,
+            epsilon=eps,
+            min_support=ms,
+            min_confidence=mc,
+            n_items=n_items,
+            max_len=max_len,
+            reveal_counts=bool(ctx.params.get("reveal_counts", True)),
+            max_contributions=ctx.params.get("max_contributions"),
+            colluders=ctx.params.get("colluders", 0),
+            on_release=charge.release,
+            progress=_progress(ctx),
+        )
+    except ValueError as e:
+        raise JobError(str(e)) from None
+    out = result_json(res, report)
+    out["seconds"] = time.perf_counter() - t0
+    out["network"] = dict(WaitCounter.of(ctx.ch.state))
+    return out
+
+
+def _check_dp_mining(params, n_parties: int, cfg) -> None:
+    """Admission check of ``mine.horizontal`` with ``epsilon`` (the budget guard runs it before charging)."""
+    check_dp_params(
+        params["epsilon"], params.get("max_len"), params.get("max_contributions"), params.get("candidates", "all")
+    )
+    check_colluders(n_parties, params.get("colluders", 0))
+    if params.get("min_confidence") is not None and not params.get("reveal_counts", True):
+        raise ValueError("rules need the noisy counts: with epsilon, min_confidence cannot go with private counts")
+
+
+dp_budget.register_dp_job(
+    dp_budget.DPJobSpec("mine.horizontal", keys=lambda p: ["transactions"], check=_check_dp_mining)
+)
+dp_budget.refuse_dp_job(
+    "mine.vertical",
+    "no party sees a whole transaction, so what one transaction adds to a level's counts cannot be bounded "
+    "(only by the number of candidates, which drowns the counts), and its shared counts live in rings sized "
+    "for exact counts; use a horizontal split",
+)

@@ -20,6 +20,7 @@ from mpc.channel import agree, recv_array, send_array
 from mpc.intersection import intersection_cardinality
 from mpc.set_union import secure_set_union
 
+from .. import dp_budget
 from . import job
 from .bench_inputs import MSG_LEN, N_OF_N, digest, inputs_for
 
@@ -121,6 +122,10 @@ async def secure_sum_job(ctx) -> dict:
     other party's vector, which is why a party's policy requires three
     parties for this job by default (:mod:`parties.policy`). Vectors of
     different lengths are one clear error on every party.
+
+    The file may also hold one row per record (2-D): the job sums the rows,
+    after clamping every value to ``clamp = [lo, hi]`` when given. With
+    ``epsilon`` the sum is differentially private (:func:`_dp_sum`).
     """
     from . import JobError
 
@@ -130,8 +135,113 @@ async def secure_sum_job(ctx) -> dict:
         x = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as e:
         raise JobError(f"party {ctx.name!r} cannot read its {key!r} vector (.npy)") from e
-    if x.ndim != 1 or x.dtype.kind not in "iu":
-        raise JobError(f"party {ctx.name!r}: its {key!r} vector must be a 1-D integer array")
-    ctx.check_input_length(int(x.size), "vector")  # [policy.job.secure_sum] max_length, before sending
-    total = await secure_sum.secure_sum(ctx.ch, x.astype(np.int64), tag="job")
-    return {"sum": total.tolist(), "length": int(x.size)}
+    if x.ndim not in (1, 2) or x.dtype.kind not in "iu":
+        raise JobError(f"party {ctx.name!r}: its {key!r} data must be a 1-D integer vector or a 2-D array of records")
+    clamp = ctx.params.get("clamp")
+    if clamp is not None:
+        try:
+            lo, hi = _clamp_bounds(clamp)
+        except ValueError as e:
+            raise JobError(str(e)) from None
+        if x.ndim != 2:
+            raise JobError(
+                f"party {ctx.name!r}: clamp applies to per-record (2-D) data, and its {key!r} vector is aggregated"
+            )
+        x = np.clip(x.astype(np.int64), lo, hi)
+    elif x.ndim == 2 and "epsilon" in ctx.params:
+        raise JobError(
+            f"party {ctx.name!r}: its {key!r} data has one row per record: epsilon needs clamp [lo, hi] to bound "
+            "what one record adds"
+        )
+    v = x.astype(np.int64).sum(axis=0) if x.ndim == 2 else x.astype(np.int64)
+    ctx.check_input_length(int(v.size), "vector")  # [policy.job.secure_sum] max_length, before sending
+    if "epsilon" in ctx.params:
+        return await _dp_sum(ctx, v, clamp)
+    total = await secure_sum.secure_sum(ctx.ch, v, tag="job")
+    return {"sum": total.tolist(), "length": int(v.size)}
+
+
+def _clamp_bounds(clamp) -> tuple[int, int]:
+    """``clamp`` as ``(lo, hi)`` integers with lo ≤ hi; ``ValueError`` (one line) otherwise."""
+    ok = (
+        isinstance(clamp, (list, tuple))
+        and len(clamp) == 2
+        and all(isinstance(b, int) and not isinstance(b, bool) and abs(b) < 2**40 for b in clamp)
+        and clamp[0] <= clamp[1]
+    )
+    if not ok:
+        raise ValueError(f"clamp must be [lo, hi], two integers with lo <= hi and |bounds| < 2^40, got {clamp!r}")
+    return int(clamp[0]), int(clamp[1])
+
+
+def _check_dp_sum(params, n_parties: int, cfg) -> None:
+    """Admission check of ``secure_sum`` with ``epsilon`` (run by the budget guard, before any charge)."""
+    from ..joint.dp_sum import check_colluders
+
+    sens = params.get("sensitivity", 1)
+    if isinstance(sens, bool) or not isinstance(sens, int) or sens < 1:
+        raise ValueError(f"sensitivity must be a positive integer (the noise is integer-valued), got {sens!r}")
+    key = params.get("key", "vector")
+    floor = cfg.sensitivity.get(key, 1) if cfg is not None and isinstance(key, str) else 1
+    if sens < floor:
+        raise ValueError(f"sensitivity must be at least {floor} for data {key!r} (this party's [dp.sensitivity])")
+    if params.get("clamp") is not None:
+        _clamp_bounds(params["clamp"])
+    check_colluders(n_parties, params.get("colluders", 0))
+
+
+async def _dp_sum(ctx, v: np.ndarray, clamp) -> dict:
+    """Noisy secure sum: each party adds a noise share, the total carries DLap(Δ/ε) noise, no party knows it.
+
+    Δ = ``sensitivity`` (a bound on what one record changes in the summed vector, in L1; for
+    per-record data with ``clamp``, at least length·max(|lo|, |hi|)). Charged to this party's
+    budget for the analyst at admission (:mod:`parties.dp_budget`).
+    """
+    from anonymize.dp import RandomSource, as_epsilon
+
+    from ..joint.dp_sum import coalition_epsilon, noise_stats, noisy_secure_sum
+    from . import PolicyRefusal
+
+    eps = as_epsilon(ctx.params["epsilon"])
+    sens = int(ctx.params.get("sensitivity", 1))
+    if clamp is not None:
+        lo, hi = _clamp_bounds(clamp)
+        sens = max(sens, int(v.size) * max(abs(lo), abs(hi), 1))
+    colluders = int(ctx.params.get("colluders", 0))
+    try:
+        charge = dp_budget.begin(ctx.name, ctx.session, eps)
+    except dp_budget.DPBudgetError as e:
+        raise PolicyRefusal(str(e)) from None
+    total = await noisy_secure_sum(
+        ctx.ch,
+        v,
+        epsilon=eps,
+        sensitivity=sens,
+        rng=RandomSource(),
+        colluders=colluders,
+        tag="job",
+        on_release=charge.release,
+    )
+    n = len(ctx.parties)
+    return {
+        "sum": total.tolist(),
+        "length": int(v.size),
+        "dp": {
+            "epsilon": float(eps),
+            "epsilon_exact": str(ctx.params["epsilon"]),
+            "sensitivity": sens,
+            "clamp": None if clamp is None else list(clamp),
+            "colluders": colluders,
+            "mechanism": "discrete Laplace noise from one noise share per party inside the secure sum (Goryczka-Xiong)",
+            "epsilon_dp_against_coalitions_up_to": colluders,
+            "one_more_party_epsilon_at_most": None
+            if colluders + 1 >= n
+            else coalition_epsilon(eps, sens, n, colluders, colluders + 1),
+            **noise_stats(eps, sens, n, colluders),
+        },
+    }
+
+
+dp_budget.register_dp_job(
+    dp_budget.DPJobSpec("secure_sum", keys=lambda p: [str(p.get("key", "vector"))], check=_check_dp_sum)
+)

@@ -29,6 +29,7 @@ class JointResult:
     bytes_sent: int = 0
     revealed: list[str] = field(default_factory=list)
     levels: list[dict] = field(default_factory=list)
+    dp: dict | None = None  # differentially private runs: epsilon, its split, sensitivities, expected errors
 
     def protocol(self) -> dict:
         """The JSON ``protocol`` block: per-phase seconds, rounds, bytes, leakage."""
