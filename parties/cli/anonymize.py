@@ -38,28 +38,16 @@ from pathlib import Path
 from anonymize.errors import AnonymizeError
 
 from .common import comma_list
+from .schema_args import (
+    add_release_args,
+    add_table_args,
+    check_output_path,
+    output_sep,
+    positive_int,
+    read_table_args,
+)
 
 __all__ = ["register", "run_anonymize", "Progress"]
-
-
-def _fraction(s: str) -> float:
-    try:
-        x = float(s.rstrip("%")) / (100.0 if s.endswith("%") else 1.0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.05 or 5%, got {s!r}") from None
-    if not 0.0 <= x <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {s!r}")
-    return x
-
-
-def _positive_int(s: str) -> int:
-    try:
-        x = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {s!r}") from None
-    if x < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {s!r}")
-    return x
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -77,46 +65,19 @@ def register(subparsers) -> argparse.ArgumentParser:
         "t-closeness where the algorithm honours them. Writes the release and, with --report, a JSON "
         "report (parameters, chosen levels, every metric, timings).",
     )
-    p.add_argument("input", metavar="IN", help="table to anonymize: CSV (any of ; , TAB |) or Parquet")
+    add_table_args(p, "table to anonymize")
     p.add_argument(
         "-o", "--output", required=True, metavar="OUT", help="release to write (CSV, or Parquet by extension)"
-    )
-    p.add_argument("--qi", required=True, metavar="COLS", help="quasi-identifier columns, comma-separated")
-    p.add_argument("--sensitive", metavar="COLS", default="", help="sensitive columns, comma-separated")
-    p.add_argument("--id", metavar="COLS", default="", help="identifier columns (dropped from the release)")
-    p.add_argument(
-        "--hierarchies", metavar="DIR", help="directory of ARX hierarchy files named <col>.csv or *hierarchy_<col>.csv"
-    )
-    p.add_argument(
-        "--hierarchy",
-        metavar="COL=FILE",
-        action="append",
-        default=[],
-        help="one ARX hierarchy (repeatable; wins over --hierarchies). QIs without one get an automatic "
-        "hierarchy (numeric: intervals; ZIP-like: masking; else value → *)",
     )
     p.add_argument(
         "--algorithm", required=True, choices=ALGORITHMS, help="flash finds the same minimal nodes as incognito, faster"
     )
-    p.add_argument("--k", type=_positive_int, default=None, help="k of k-anonymity (1 = none; give --k and/or --l)")
+    p.add_argument("--k", type=positive_int, default=None, help="k of k-anonymity (1 = none; give --k and/or --l)")
     p.add_argument("--l", type=float, default=None, help="l of l-diversity")
     p.add_argument("--l-variant", choices=("distinct", "entropy", "recursive"), default="distinct")
     p.add_argument("--c", type=float, default=None, help="c of recursive (c,l)-diversity")
     p.add_argument("--t", type=float, default=None, help="t of t-closeness")
-    p.add_argument("--t-distance", choices=("emd", "variational", "kl"), default="emd")
-    p.add_argument(
-        "--t-ground",
-        choices=("equal", "ordered", "hierarchical"),
-        default=None,
-        help="EMD ground distance (default: ordered for numeric, equal otherwise)",
-    )
-    p.add_argument(
-        "--max-suppression",
-        type=_fraction,
-        default=0.0,
-        metavar="FRACTION",
-        help="rows the full-domain algorithms may suppress, e.g. 0.05 (default 0)",
-    )
+    add_release_args(p)
     p.add_argument(
         "--metric", choices=METRICS, default="ncp", help="how to choose among the satisfying nodes (default ncp)"
     )
@@ -126,12 +87,6 @@ def register(subparsers) -> argparse.ArgumentParser:
         choices=("range", "mean"),
         default="range",
         help="numeric QIs as generalized ranges or as class means",
-    )
-    p.add_argument(
-        "--suppressed-rows",
-        choices=("star", "drop"),
-        default="star",
-        help="suppressed rows: * in every QI (ARX) or left out",
     )
     p.add_argument(
         "--queries",
@@ -163,7 +118,6 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument(
         "--plot", metavar="OUT.png", help="draw the trade-off around the parameters and the release's class sizes"
     )
-    p.add_argument("--sep", default=None, help="input CSV delimiter (default: sniffed)")
     p.add_argument("--out-sep", default=None, help="output CSV delimiter (default: the input's)")
     p.add_argument("--quiet", action="store_true", help="no progress or summary output")
     p.set_defaults(func=_main)
@@ -191,29 +145,12 @@ class Progress:
         print(f"ppdm: [{now - self.t0:6.1f} s] {msg}", file=self.stream, flush=True)
 
 
-def _check_output_path(path: str, what: str, inp: Path | None = None) -> Path:
-    p = Path(path)
-    if p.is_dir():
-        raise AnonymizeError(f"{what} {p} is a directory")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise AnonymizeError(f"{what} directory does not exist: {parent}")
-    if not os.access(parent, os.W_OK):
-        raise AnonymizeError(f"cannot write {what} into {parent}: permission denied")
-    if inp is not None and p.exists() and inp.exists() and os.path.samefile(p, inp):
-        raise AnonymizeError(f"{what} {p} is the input file; choose another name")
-    return p
-
-
 def run_anonymize(args, progress=None):
     """Read the inputs named by ``args``, anonymize, and return ``(result, output_sep)`` without
     writing anything."""
     from anonymize.publish.anonymizer import anonymize_table, build_models
-    from anonymize.publish.io import read_hierarchies, read_table, sniff_delimiter
-    from anonymize.publish.table import Schema
 
-    qis, sens, ids = comma_list(args.qi), comma_list(args.sensitive), comma_list(args.id)
-    if not qis:
+    if not comma_list(args.qi):
         raise AnonymizeError("--qi needs at least one column")
     models = build_models(
         k=args.k,
@@ -224,20 +161,8 @@ def run_anonymize(args, progress=None):
         t_distance=args.t_distance,
         t_ground=args.t_ground,
     )
-    df = read_table(args.input, sep=args.sep)
-    if len(df) == 0:
-        raise AnonymizeError(f"input file {args.input} has no data rows")
-    hs = read_hierarchies(args.hierarchies, args.hierarchy, columns=set(qis) | set(sens))
-    out_sep = args.out_sep
-    if out_sep is None:
-        out_sep = args.sep
-        if out_sep is None:
-            try:
-                with open(args.input, "rb") as fh:
-                    out_sep = sniff_delimiter(fh.read(65536).decode("utf-8", "replace"))
-            except OSError:
-                out_sep = ","
-    schema = Schema(qis, sens, ids)
+    df, schema, hs = read_table_args(args)
+    out_sep = output_sep(args)
     options: dict = {}
     if getattr(args, "seed", None) is not None:
         options["seed"] = args.seed
@@ -349,13 +274,13 @@ def _main(args) -> int:
 
     # bad input raises AnonymizeError: one line and exit 2 (parties.cli.main), nothing written
     prog = Progress(enabled=not args.quiet)
-    out = _check_output_path(args.output, "output", Path(args.input))
-    rep_path = _check_output_path(args.report, "report") if args.report else None
-    plot_path = _check_output_path(args.plot, "plot") if args.plot else None
+    out = check_output_path(args.output, "output", Path(args.input))
+    rep_path = check_output_path(args.report, "report") if args.report else None
+    plot_path = check_output_path(args.plot, "plot") if args.plot else None
     res, out_sep = run_anonymize(args, progress=prog)
     extra = {name: table_path(out, name) for name in res.tables}
     for name, path in extra.items():
-        _check_output_path(str(path), f"{name} table", Path(args.input))
+        check_output_path(str(path), f"{name} table", Path(args.input))
     paths = [out, *extra.values()] + ([rep_path] if rep_path is not None else [])
     if len({p.resolve() for p in paths}) < len(paths):
         raise AnonymizeError(f"output files would collide: {', '.join(map(str, paths))}; choose another -o name")

@@ -18,6 +18,7 @@ import sys
 from anonymize.errors import AnonymizeError
 
 from .common import comma_list
+from .schema_args import add_table_args
 
 __all__ = ["register", "run_check"]
 
@@ -31,22 +32,11 @@ def register(subparsers) -> argparse.ArgumentParser:
         "t-closeness (variational, KL, EMD), discernibility, CDM, average class size, and "
         "prosecutor / journalist / marketer re-identification risk.",
     )
-    p.add_argument("input", metavar="IN", help="table to measure: CSV (any of ; , TAB |) or Parquet")
-    p.add_argument("--qi", required=True, metavar="COLS", help="quasi-identifier columns, comma-separated")
-    p.add_argument("--sensitive", metavar="COLS", default="", help="sensitive columns, comma-separated")
-    p.add_argument("--id", metavar="COLS", default="", help="identifier columns (ignored)")
-    p.add_argument(
-        "--hierarchies",
-        metavar="DIR",
-        help="directory of ARX hierarchy files (<col>.csv or *_hierarchy_<col>.csv): NCP for QIs, "
-        "hierarchical EMD for sensitive columns",
-    )
-    p.add_argument("--hierarchy", metavar="COL=FILE", action="append", default=[], help="one hierarchy (repeatable)")
+    add_table_args(p, "table to measure (hierarchies give NCP for QIs and hierarchical EMD for sensitive columns)")
     p.add_argument(
         "--c", type=float, default=None, help="report the largest l with recursive (c,l)-diversity at this c"
     )
     p.add_argument("--population", metavar="FILE", help="population table (same QI columns) for journalist risk")
-    p.add_argument("--sep", default=None, help="CSV delimiter (default: sniffed)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--plot", metavar="OUT.png", help="draw the class sizes and the disclosure profile of the release")
     p.set_defaults(func=_main)
