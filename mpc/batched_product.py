@@ -12,8 +12,9 @@ public, identical on every party). The support of candidate k is
 Construction
 ------------
 Gilboa's multiplication by a bit through correlated OT ("Two party RSA key
-generation", CRYPTO 1999), folded over the owners as in
-:mod:`mpc.shared_product`, with two changes that cut its traffic:
+generation", CRYPTO 1999), folded over the owners (owner j multiplies the shared
+product of owners 1..j−1 by its part), with two changes that cut the traffic of the
+first version of this protocol (one OT per candidate, 64-bit shares):
 
 * **One OT per (transaction, newcomer part), not per candidate.** Every
   candidate that uses the same part of the newcomer o_j takes its bit as the
