@@ -160,7 +160,7 @@ def test_threshold_equals_plain_comparison(n_parties, bound_bits, size, full, da
     t = np.array(data.draw(st.lists(st.integers(1 - lim, lim - 1), min_size=size, max_size=size)), np.int64)
     xs = [
         np.array(
-            data.draw(st.lists(st.integers(-lim // n_parties, lim // n_parties), min_size=size, max_size=size)),
+            data.draw(st.lists(st.integers(-(lim // n_parties), lim // n_parties), min_size=size, max_size=size)),
             np.int64,
         )
         for _ in range(n_parties)
