@@ -75,15 +75,16 @@ def check_not_mostly_numeric(name: str, s: pd.Series) -> None:
     treated as categorical. Names the column, how many values do not parse and the first one."""
     if _is_numeric(s) or pd.api.types.is_bool_dtype(s):
         return
-    text = s.astype(str).str.strip()
-    parsed = pd.to_numeric(text, errors="coerce")
-    bad = parsed.isna().to_numpy()
-    n_bad = int(bad.sum())
+    # parse each distinct value once (a column has few distinct values, a table many rows)
+    codes, uniq = pd.factorize(s, use_na_sentinel=False)
+    text = pd.Series(uniq, dtype=object).astype(str).str.strip()
+    bad_value = pd.to_numeric(text, errors="coerce").isna().to_numpy()
+    n_bad = int(np.bincount(codes, minlength=len(uniq))[bad_value].sum())
     if 0 < n_bad and n_bad * 2 < len(s):
-        first = int(np.argmax(bad))
+        first = int(np.argmax(bad_value[codes]))
         raise AnonymizeError(
             f"column '{name}' looks numeric but {n_bad} of {len(s)} value(s) are not numbers (first: "
-            f"{text.iloc[first]!r} at data row {first + 1}); fix or drop them, or give the column a "
+            f"{text.iloc[codes[first]]!r} at data row {first + 1}); fix or drop them, or give the column a "
             "hierarchy to treat it as categorical"
         )
 
