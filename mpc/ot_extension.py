@@ -58,6 +58,8 @@ from .errors import InputMismatchError, ProtocolError
 
 __all__ = [
     "KAPPA",
+    "send_ot_header",
+    "check_ot_header",
     "SLAB",
     "random_ot_send",
     "random_ot_recv",
@@ -189,22 +191,29 @@ async def _setup_as_receiver(ch: Channel, peer: str) -> _Pair:
 
 
 # --------------------------------------------------------------------------- parameter check
-async def _hdr_send(ch: Channel, peer: str, tag: str, role: str, params: dict) -> None:
+async def send_ot_header(ch: Channel, peer: str, tag: str, role: str, params: dict) -> None:
+    """Send this side's role (``"send"``/``"recv"``) and public parameters of the OT run ``tag``.
+
+    With :func:`check_ot_header` on the other side, a mismatch (both parties sending, different
+    counts or widths) is one clear :class:`InputMismatchError` before any OT message, rather
+    than a garbled result. The header carries public parameters only."""
     await ch.send(peer, f"{tag}/hdr", json.dumps({"role": role, **params}, sort_keys=True).encode())
 
 
-async def _hdr_check(ch: Channel, peer: str, tag: str, role: str, params: dict) -> None:
+async def check_ot_header(ch: Channel, peer: str, tag: str, role: str, params: dict, protocol: str = "OT") -> None:
+    """Receive the peer's header of the OT run ``tag`` (:func:`send_ot_header`) and check that it
+    plays the other role with the same parameters; ``protocol`` names the run in errors."""
     raw = await ch.recv(peer, f"{tag}/hdr")
     try:
         theirs = json.loads(raw)
         if not isinstance(theirs, dict):
             raise ValueError
     except ValueError:
-        raise ProtocolError(f"OT {tag!r}: malformed header from {peer}") from None
+        raise ProtocolError(f"{protocol} {tag!r}: malformed header from {peer}") from None
     other = "recv" if role == "send" else "send"
     if theirs.get("role") != other:
         raise InputMismatchError(
-            f"OT {tag!r}: both {ch.me} and {peer} called the {role} side (one must send, one receive)"
+            f"{protocol} {tag!r}: both {ch.me} and {peer} called the {role} side (one must send, one receive)"
         )
     if {k: v for k, v in theirs.items() if k != "role"} != params:
         keys = sorted(set(theirs) | set(params) - {"role"})
@@ -213,7 +222,7 @@ async def _hdr_check(ch: Channel, peer: str, tag: str, role: str, params: dict) 
             for k in keys
             if k != "role" and params.get(k) != theirs.get(k)
         ]
-        raise InputMismatchError(f"OT {tag!r}: {ch.me} ({role}) and {peer} disagree ({'; '.join(diffs)})")
+        raise InputMismatchError(f"{protocol} {tag!r}: {ch.me} ({role}) and {peer} disagree ({'; '.join(diffs)})")
 
 
 def _choice_bits(choices) -> np.ndarray:
@@ -260,8 +269,8 @@ async def random_ot_send_slabs(
     Reveals (semi-honest): nothing about the receiver's choices.
     """
     params = {"proto": _PROTO, "n": n, "slab": slab, **params}
-    await _hdr_send(ch, peer, tag, "send", params)
-    await _hdr_check(ch, peer, tag, "send", params)
+    await send_ot_header(ch, peer, tag, "send", params)
+    await check_ot_header(ch, peer, tag, "send", params)
     if n == 0:
         return
     p = await _setup_as_sender(ch, peer)
@@ -303,11 +312,11 @@ async def random_ot_recv_slabs(
     """
     n = c.size
     params = {"proto": _PROTO, "n": n, "slab": slab, **params}
-    await _hdr_send(ch, peer, tag, "recv", params)
+    await send_ot_header(ch, peer, tag, "recv", params)
     checked = False
     if n == 0 or _pair(ch, peer, ch.me).seeds0 is None:
         # Before the (interactive) base-OT set-up, make sure the peer is really running this call.
-        await _hdr_check(ch, peer, tag, "recv", params)
+        await check_ot_header(ch, peer, tag, "recv", params)
         checked = True
     seeds0: np.ndarray | None = None
     seeds1: np.ndarray | None = None
@@ -330,7 +339,7 @@ async def random_ot_recv_slabs(
         t = transpose_bits(T)[:m]
         yield lo, hi, tccr_hash(t, tw, tw_lo, out=None if into is None else into[lo:hi])
     if not checked:
-        await _hdr_check(ch, peer, tag, "recv", params)
+        await check_ot_header(ch, peer, tag, "recv", params)
 
 
 # --------------------------------------------------------------------------- random OT

@@ -57,7 +57,6 @@ expansion work; both hash and transpose exactly as IKNP.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections.abc import AsyncIterator
 
@@ -66,8 +65,8 @@ import numpy as np
 from .base_ot import base_ot_recv, base_ot_send
 from .channel import Channel, pack_arrays, root_channel, unpack_arrays
 from .crypto_hash import aes_fixed, derive, prg, prg_rows, tccr_hash
-from .errors import InputMismatchError, ProtocolError
-from .ot_extension import KAPPA, transpose_bits
+from .errors import ProtocolError
+from .ot_extension import KAPPA, check_ot_header, send_ot_header, transpose_bits
 
 __all__ = ["DEFAULT_K", "SLAB", "random_ot_send", "random_ot_recv", "random_ot_send_slabs", "random_ot_recv_slabs"]
 
@@ -257,26 +256,6 @@ def _check_k(k: int, slab: int) -> int:
     return int(k)
 
 
-async def _hdr_send(ch: Channel, peer: str, tag: str, role: str, params: dict) -> None:
-    await ch.send(peer, f"{tag}/hdr", json.dumps({"role": role, **params}, sort_keys=True).encode())
-
-
-async def _hdr_check(ch: Channel, peer: str, tag: str, role: str, params: dict) -> None:
-    raw = await ch.recv(peer, f"{tag}/hdr")
-    try:
-        theirs = json.loads(raw)
-        if not isinstance(theirs, dict):
-            raise ValueError
-    except ValueError:
-        raise ProtocolError(f"SoftSpoken OT {tag!r}: malformed header from {peer}") from None
-    if theirs.get("role") != ("recv" if role == "send" else "send"):
-        raise InputMismatchError(f"SoftSpoken OT {tag!r}: both {ch.me} and {peer} called the {role} side")
-    theirs.pop("role")
-    if theirs != params:
-        diffs = [f"{k}: {ch.me}={params.get(k)!r}, {peer}={theirs.get(k)!r}" for k in sorted(set(theirs) | set(params))]
-        raise InputMismatchError(f"SoftSpoken OT {tag!r}: {ch.me} and {peer} disagree ({'; '.join(diffs)})")
-
-
 def _row_bytes(m: int) -> int:
     return ((m + 63) // 64) * 8
 
@@ -303,8 +282,8 @@ async def random_ot_send_slabs(
     if n < 0:
         raise ValueError("n must be ≥ 0")
     params = {"proto": _PROTO, "n": n, "k": k, "slab": slab}
-    await _hdr_send(ch, peer, tag, "send", params)
-    await _hdr_check(ch, peer, tag, "send", params)
+    await send_ot_header(ch, peer, tag, "send", params)
+    await check_ot_header(ch, peer, tag, "send", params, "SoftSpoken OT")
     if n == 0:
         return
     p = await _setup(ch, peer, k, as_sender=True)
@@ -350,10 +329,12 @@ async def random_ot_recv_slabs(
     c_bits = np.asarray(choices, dtype=bool).reshape(-1)
     n = c_bits.size
     params = {"proto": _PROTO, "n": n, "k": k, "slab": slab}
-    await _hdr_send(ch, peer, tag, "recv", params)
+    await send_ot_header(ch, peer, tag, "recv", params)
     checked = False
     if n == 0 or _pair(ch, peer, ch.me, k).leaves is None:
-        await _hdr_check(ch, peer, tag, "recv", params)  # the peer really runs this call before the set-up
+        await check_ot_header(
+            ch, peer, tag, "recv", params, "SoftSpoken OT"
+        )  # the peer really runs this call before the set-up
         checked = True
     if n:
         p = await _setup(ch, peer, k, as_sender=False)
@@ -373,7 +354,7 @@ async def random_ot_recv_slabs(
             tt = transpose_bits(t.view(np.uint8).reshape(KAPPA, B))[:m]
             yield lo, hi, tccr_hash(tt, tw, tw_lo, out=None if into is None else into[lo:hi])
     if not checked:
-        await _hdr_check(ch, peer, tag, "recv", params)
+        await check_ot_header(ch, peer, tag, "recv", params, "SoftSpoken OT")
 
 
 async def random_ot_send(
