@@ -1,6 +1,19 @@
-"""Shared fixtures. Keep small: per-topic fixtures live in their test modules."""
+"""Shared fixtures. Keep small: per-topic fixtures live in their test modules.
+
+Hypothesis profiles: by default every run draws fresh examples (keep exploring when you run the
+tests by hand). ``PPDM_HYPOTHESIS_PROFILE=ci`` (set by ``.ci/run``) derandomizes: every CI run
+checks the same examples for a given Hypothesis version, so whether a change lands does not depend
+on the draw; a failing example found anywhere is printed with its reproduction blob.
+"""
+
+import os
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("PPDM_HYPOTHESIS_PROFILE"):
+    settings.load_profile(os.environ["PPDM_HYPOTHESIS_PROFILE"])
 
 
 @pytest.fixture
