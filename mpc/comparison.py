@@ -59,6 +59,7 @@ from .channel import Channel, agree, pack_arrays, unpack_arrays
 from .errors import ProtocolError
 from .ints import integer_array
 from .keys import pair_channel, prg_bytes, random_bits
+from .multiparty_bits import tree_and_count
 from .ot_1_of_n import ot_1_of_n_recv, ot_1_of_n_send
 from .ot_extension import random_bit_ot_recv, random_bit_ot_send
 
@@ -155,16 +156,6 @@ async def and_shares(ch: Channel, peer: str, x: np.ndarray, y: np.ndarray, *, ro
     return z ^ (d & e) if role == 0 else z
 
 
-def _tree_and_count(q: int) -> int:
-    """AND gates per element for a q-leaf tree (lt for every pair, eq for non-lowest pairs)."""
-    total, k = 0, q
-    while k > 1:
-        p, odd = divmod(k, 2)
-        total += p + (p if odd else p - 1)
-        k = p + odd
-    return total
-
-
 # --------------------------------------------------------------------------- millionaires
 def _blocks(u: np.ndarray, bits: int) -> np.ndarray:
     """(n, q) uint8 blocks of m bits, most significant first: v[j] = (v >> m(q−1−j)) & (2^m − 1)."""
@@ -218,7 +209,7 @@ async def _lt_chunk(ch, peer, u: np.ndarray, bits: int, role: int, tag: str) -> 
     blk = _blocks(u, bits)
     n, q = blk.shape
     leaves = _leaves(ch, peer, blk, role, f"{tag}/leaves")
-    triples = bit_triples(ch, peer, n * _tree_and_count(q), role=role, tag=f"{tag}/triples")
+    triples = bit_triples(ch, peer, n * tree_and_count(q), role=role, tag=f"{tag}/triples")
     (lt, eq), tri = await asyncio.gather(leaves, triples)
     return await _tree(ch, peer, lt, eq, tri, role, f"{tag}/tree")
 

@@ -23,7 +23,7 @@ Example::
 
 from .bitset import CHUNK_WORDS, n_words, pack_columns, pack_rows, popcount, unpack_columns
 from .candidates import RowIndex, apriori_gen, as_itemset_matrix, class_pairs
-from .db import TransactionDB, as_transaction_db, parse_fimi, read_fimi
+from .db import TransactionDB, as_transaction_db, fimi_text, parse_fimi, read_fimi
 from .miners import apriori, eclat, frequent_itemsets
 from .result import FrequentItemsets, fingerprint
 from .rules import AssociationRules, Rule, association_rules
@@ -41,6 +41,7 @@ from .support import (
 __all__ = [
     "TransactionDB",
     "read_fimi",
+    "fimi_text",
     "parse_fimi",
     "as_transaction_db",
     "frequent_itemsets",

@@ -422,3 +422,26 @@ def as_transaction_db(data: Any) -> TransactionDB:
     if pd is not None and isinstance(data, pd.DataFrame):
         return TransactionDB.from_onehot(data)
     return TransactionDB.from_transactions(data)
+
+
+def fimi_text(db: TransactionDB) -> str:
+    """The FIMI text of ``db``: one line per transaction, item ids separated by single spaces, LF-terminated
+    (the format :func:`read_fimi` reads; Goethals & Zaki, FIMI'03 report, SIGKDD Explorations 2004).
+
+    Built with numpy (ids turned to strings once, separators interleaved). Raises
+    :class:`ValueError` if a transaction is empty: FIMI readers skip blank lines, which would
+    change N and with it ``ceil(minsup·N)``.
+    """
+    lengths = np.diff(db.indptr)
+    if (lengths == 0).any():
+        t = int(np.argmax(lengths == 0))
+        raise ValueError(f"transaction {t} is empty: FIMI cannot hold empty transactions")
+    if db.n_transactions == 0:
+        return ""
+    toks = db.items[db.indices].astype(str).astype(object)
+    sep = np.full(toks.size, " ", dtype=object)
+    sep[db.indptr[1:] - 1] = "\n"
+    inter = np.empty(2 * toks.size, dtype=object)
+    inter[0::2] = toks
+    inter[1::2] = sep
+    return "".join(inter.tolist())

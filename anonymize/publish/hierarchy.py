@@ -31,7 +31,6 @@ parses labels: numeric ranges come from the leaf values
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -249,15 +248,9 @@ class Hierarchy:
                     raise AnonymizeError(
                         f"hierarchy '{self.name}': label {c!r} contains ';' or a newline; ARX CSV cannot store it"
                     )
-        text = "".join(";".join(r) + "\n" for r in rows)
-        p = Path(path)
-        tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, p)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
+        from .io import atomic_write_text  # io reads hierarchies: imported here, not at the top
+
+        atomic_write_text(path, "".join(";".join(r) + "\n" for r in rows))
 
     @classmethod
     def intervals(cls, name: str, values, widths: Sequence[float] | None = (5, 10, 20)) -> Hierarchy:

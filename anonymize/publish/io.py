@@ -22,7 +22,7 @@ import pandas as pd
 from ..errors import AnonymizeError
 from .hierarchy import Hierarchy
 
-__all__ = ["read_table", "write_table", "sniff_delimiter", "read_hierarchies", "atomic_write_text"]
+__all__ = ["read_table", "write_table", "sniff_delimiter", "read_hierarchies", "atomic_write", "atomic_write_text"]
 
 _DELIMS = [";", ",", "\t", "|"]
 
@@ -113,10 +113,14 @@ def read_table(path, sep: str | None = None) -> pd.DataFrame:
 def atomic_write_text(path, text: str, encoding: str = "utf-8") -> None:
     """Write ``text`` to ``path`` via a temp file in the same directory + ``os.replace``."""
     p = Path(path)
-    _atomic(p, lambda fh: fh.write(text.encode(encoding)))
+    atomic_write(p, lambda fh: fh.write(text.encode(encoding)))
 
 
-def _atomic(p: Path, writer) -> None:
+def atomic_write(path, writer) -> None:
+    """Write ``path`` atomically: ``writer(fh)`` fills a binary temporary file in the same directory,
+    which is synced and moved into place with ``os.replace``; on any error the temporary file is
+    removed and ``path`` is untouched. A missing directory is an :class:`AnonymizeError`."""
+    p = Path(path)
     d = p.parent if str(p.parent) else Path(".")
     if not d.is_dir():
         raise AnonymizeError(f"output directory does not exist: {d}")
@@ -143,10 +147,10 @@ def write_table(df: pd.DataFrame, path, sep: str = ",") -> None:
         _need_pyarrow("writing")
         buf = io.BytesIO()
         df.to_parquet(buf, index=False)
-        _atomic(p, lambda fh: fh.write(buf.getvalue()))
+        atomic_write(p, lambda fh: fh.write(buf.getvalue()))
         return
     text = df.to_csv(sep=sep, index=False, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
-    _atomic(p, lambda fh: fh.write(text.encode("utf-8")))
+    atomic_write(p, lambda fh: fh.write(text.encode("utf-8")))
 
 
 def read_hierarchies(directory=None, pairs=None, columns=None) -> dict[str, Hierarchy]:

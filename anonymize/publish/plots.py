@@ -19,10 +19,7 @@ Files are written atomically (temporary file in the target directory, then ``os.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
@@ -52,19 +49,10 @@ def new_figure(n_panels: int, title: str | None = None, width_per_panel: float =
 
 
 def save_figure(fig, path, dpi: int = 110) -> None:
-    """Write ``fig`` as PNG to ``path`` atomically (temporary file, then rename)."""
-    p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".png", dir=str(p.parent if str(p.parent) else "."))
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fig.savefig(fh, format="png", dpi=dpi)
-        os.replace(tmp, p)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Write ``fig`` as PNG to ``path`` atomically (:func:`.io.atomic_write`)."""
+    from .io import atomic_write
+
+    atomic_write(path, lambda fh: fig.savefig(fh, format="png", dpi=dpi))
 
 
 def draw_tradeoff(

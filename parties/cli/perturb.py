@@ -15,7 +15,6 @@ Bad input (missing column, non-numeric column, scale ≤ 0, missing file …) pr
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
@@ -153,6 +152,8 @@ def _plot(path: Path, rec, z, original, column: str) -> None:
     import matplotlib.pyplot as plt
     import numpy as np
 
+    from anonymize.publish.io import atomic_write
+
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
     if original is not None:
         ax.hist(original, bins=list(rec.edges), density=True, alpha=0.35, color="tab:green", label="original")
@@ -164,16 +165,10 @@ def _plot(path: Path, rec, z, original, column: str) -> None:
     ax.set_title(f"{rec.noise.kind} noise, scale {rec.noise.scale:g}: {rec.iterations} iterations")
     ax.legend()
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
-        tmp.write_bytes(buf.getvalue())
-        os.replace(tmp, path)
+        atomic_write(path, lambda fh: fig.savefig(fh, format="png"))
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        plt.close(fig)
 
 
 def _cmd_reconstruct(args) -> int:

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from anonymize.itemsets import TransactionDB, read_fimi
+from anonymize.itemsets import TransactionDB, fimi_text, read_fimi
+from anonymize.publish.io import atomic_write, atomic_write_text
 
 __all__ = ["load_transactions", "save_npz", "write_fimi", "split_horizontal", "split_vertical"]
 
@@ -40,42 +41,20 @@ def load_transactions(path: str | os.PathLike) -> TransactionDB:
         raise ValueError(f"cannot read {p}: {e.strerror or e}") from None
 
 
-def _atomic(path: Path, write) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
 def save_npz(db: TransactionDB, path: str | os.PathLike) -> None:
-    """Write ``db`` as CSR ``.npz`` (keeps empty transactions and the item universe)."""
+    """Write ``db`` as CSR ``.npz`` (keeps empty transactions and the item universe), atomically."""
     ids = db.items[db.indices]
-
-    def w(tmp: Path) -> None:
-        with open(tmp, "wb") as f:
-            np.savez(f, indptr=db.indptr, items=ids, universe=db.items)
-
-    _atomic(Path(path), w)
+    atomic_write(path, lambda fh: np.savez(fh, indptr=db.indptr, items=ids, universe=db.items))
 
 
 def write_fimi(db: TransactionDB, path: str | os.PathLike) -> None:
-    """Write ``db`` as a FIMI ``.dat`` file (empty transactions are not representable and are refused)."""
-    lengths = np.diff(db.indptr)
-    if (lengths == 0).any():
-        raise ValueError("FIMI cannot hold empty transactions; use .npz")
-    ids = db.items[db.indices].astype(str)
-    lines = np.split(ids, db.indptr[1:-1]) if db.n_transactions else []
-
-    def w(tmp: Path) -> None:
-        with open(tmp, "w") as f:
-            f.write("\n".join(" ".join(x) for x in lines))
-            if lines:
-                f.write("\n")
-
-    _atomic(Path(path), w)
+    """Write ``db`` as a FIMI ``.dat`` file (:func:`anonymize.itemsets.fimi_text`), atomically; empty
+    transactions are not representable and are refused."""
+    try:
+        text = fimi_text(db)
+    except ValueError as e:
+        raise ValueError(f"{e}; use .npz") from None
+    atomic_write_text(path, text)
 
 
 def split_horizontal(db: TransactionDB, n: int) -> list[TransactionDB]:
