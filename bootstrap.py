@@ -74,7 +74,7 @@ def run_steps(steps: list[tuple[str, list[str]]]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] in ("-h", "--help"):
+    if not argv or argv[0] in ("-h", "--help", "help"):
         print(__doc__)
         return 0
     what, rest = argv[0], argv[1:]

@@ -33,9 +33,9 @@ import numpy as np  # noqa: E402
 
 from anonymize.itemsets import apriori_gen, count_support, frequent_itemsets, min_count_for  # noqa: E402
 from mpc.channel import run_parties  # noqa: E402
+from parties.analyst.local_cluster import LocalCluster  # noqa: E402
 from parties.joint.dp_mining import mine_horizontal_dp  # noqa: E402
 from parties.joint.partition import load_transactions, split_horizontal, write_fimi  # noqa: E402
-from parties.local_cluster import LocalCluster  # noqa: E402
 
 MUSHROOM = REPO / "anonymize" / "data" / "mushroom.dat"
 MINSUP = "0.3"

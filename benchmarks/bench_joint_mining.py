@@ -12,7 +12,7 @@ Jobs (``--jobs``, default: the first five; ``--quick``: mushroom only):
 * ``v-quest1m-2-3`` — vertical, 3 parties, 1,000,000 synthetic T10I4 transactions
   (``synthetic_transactions.py``, Agrawal–Srikant 1994 model, seed 1) at 2%.
 
-Every job runs ``ppdm mine --local`` (``parties.cli.mine.run_local``: fresh daemons,
+Every job runs ``ppdm mine --local`` (``parties.analyst.mine_local``: fresh daemons,
 mTLS gRPC on loopback), ``--repeat`` times; the table gives the best wall time and the
 spread (max − min), the receives that waited on the network (``network_waits``, the
 largest over the parties: protocol rounds that actually waited), bytes sent in all and
@@ -20,7 +20,7 @@ by the busiest party, and the largest peak RSS of a daemon (its VmHWM). Each res
 checked against the FIMI reference fingerprint (synthetic data: ppdm's centralized
 miner on the pooled file). The peer is mlxtend's ``fpgrowth`` on the pooled file (read +
 one-hot encode + mine, in process; skipped for the synthetic job). ``--rtt-ms/--mbit``
-shape every link between two daemons (``parties/shaping.py``).
+shape every link between two daemons (``parties/runtime/shaping.py``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from parties.cli.mine import run_local  # noqa: E402
+from parties.analyst import HorizontalMining, VerticalMining, mine_local  # noqa: E402
 
 # name → (dataset, min support, split, parties)
 JOBS = {
@@ -144,7 +144,8 @@ def main() -> int:
                 continue
             walls, res = [], None
             for _ in range(a.repeat):
-                res = run_local(str(path), n, split, minsup, None, progress=False, link_shape=shape)
+                kind = HorizontalMining if split == "horizontal" else VerticalMining
+                res = mine_local(str(path), kind(min_support=minsup), n, progress=False, link_shape=shape)
                 walls.append(res["protocol"]["wall_seconds"])
                 runs.append(
                     {"job": name, "link": link, **{k: v for k, v in res["protocol"].items() if k != "revealed"}}

@@ -26,8 +26,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from parties.analyst.local_cluster import LocalCluster
 from parties.jobs.bench_inputs import expected, inputs_for
-from parties.local_cluster import LocalCluster
 
 HERE = Path(__file__).resolve().parent
 

@@ -1,4 +1,4 @@
-"""Cost of the party daemons' audit (parties.audit_guard): admission, pooled decision, a real session.
+"""Cost of the party daemons' audit (parties.guards.audit): admission, pooled decision, a real session.
 
     python benchmarks/bench_party_audit.py [--quick] [--json]
 
@@ -30,9 +30,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from anonymize.audit import SumAuditor
-from parties.audit_guard import AuditGuard
-from parties.audit_state import AuditSettings
-from parties.policy import SessionRequest
+from parties.guards.audit import AuditGuard
+from parties.guards.audit_state import AuditSettings
+from parties.guards.policy import SessionRequest
 
 
 def sessions(parties: int, n: int, seed: int) -> list[tuple[str, ...]]:
@@ -82,7 +82,7 @@ def pooled(parties: int, per_view: int, reps: int) -> dict:
     rnd = random.Random(7)
     with tempfile.TemporaryDirectory() as d:
         g = AuditGuard("p0", AuditSettings(), Path(d) / "s.json", parties=names[1:], data={"vector": "v"})
-        from parties.audit_state import AuditedSession
+        from parties.guards.audit_state import AuditedSession
 
         views = {
             p: [AuditedSession(f"{p}-{j}", "analyst", (p, *rnd.sample(names, 2)), "") for j in range(per_view)]
@@ -99,7 +99,7 @@ def pooled(parties: int, per_view: int, reps: int) -> dict:
 
 
 def daemons(runs: int) -> dict:
-    from parties.local_cluster import LocalCluster
+    from parties.analyst.local_cluster import LocalCluster
 
     d = Path(tempfile.mkdtemp())
     data = {}

@@ -10,8 +10,8 @@ import tempfile
 from pathlib import Path
 
 from anonymize.itemsets import frequent_itemsets, read_fimi
+from parties.analyst.local_cluster import LocalCluster
 from parties.joint.partition import split_horizontal, write_fimi
-from parties.local_cluster import LocalCluster
 
 data = Path(__file__).resolve().parents[1] / "anonymize" / "data" / "mushroom.dat"
 db = read_fimi(data)

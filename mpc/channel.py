@@ -11,7 +11,7 @@ are delivered in the order the sender sent them.
 The same protocol code runs over
 
 * :class:`MemoryNetwork` — all parties in one event loop (unit tests), and
-* ``parties.grpc_channel.GrpcChannel`` — separate daemons over mTLS gRPC.
+* ``parties.runtime.grpc_channel.GrpcChannel`` — separate daemons over mTLS gRPC.
 
 ``mpc`` never imports gRPC.
 

@@ -59,7 +59,7 @@ several threads and pyca with one. Every batch runs in a shared thread pool
 split into per-core chunks (:func:`run_rows`) so the event loop stays
 responsive and parties in one process overlap; the environment variable
 ``PPDM_CRYPTO_THREADS`` overrides the thread count
-(:class:`parties.local_cluster.LocalCluster` gives each of its daemons its
+(:class:`parties.analyst.local_cluster.LocalCluster` gives each of its daemons its
 share of the machine's cores).
 """
 

@@ -23,12 +23,12 @@ Example::
     session_timeout = 600
     max_job_memory_bytes = 2147483648   # joint jobs estimate their peak up front and refuse above this
 
-    [policy]                       # what an analyst may ask: see parties.policy
+    [policy]                       # what an analyst may ask: see parties.guards.policy
     min_parties = 3
 
-    [audit]                        # the audit of sums over party sets: see parties.audit_guard
+    [audit]                        # the audit of sums over party sets: see parties.guards.audit
     state = "audit-alice.json"     # default: audit-<name>.json next to this file
-    [dp]                           # per-analyst differential-privacy budgets: see parties.dp_budget
+    [dp]                           # per-analyst differential-privacy budgets: see parties.guards.dp_budget
     total_epsilon = 2
 
 Every error is one line naming the file and the key (:class:`ConfigError`).
@@ -46,10 +46,17 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .audit_state import AuditSettings, AuditStateError, parse_audit
-from .dp_budget import DPConfig, parse_dp
-from .policy import Policy, PolicyError, parse_policy
-from .tls import Credentials, TLSError, load_credentials, normalize_fingerprint, validate_name, write_public
+from parties.guards.audit_state import AuditSettings, AuditStateError, parse_audit
+from parties.guards.dp_budget import DPConfig, parse_dp
+from parties.guards.policy import Policy, PolicyError, parse_policy
+from parties.identity.tls import (
+    Credentials,
+    TLSError,
+    load_credentials,
+    normalize_fingerprint,
+    validate_name,
+    write_public,
+)
 
 __all__ = [
     "ConfigError",
@@ -123,7 +130,7 @@ class PartyConfig:
     path: Path | None = None
     crl: Path | None = None
     policy: Policy = field(default_factory=Policy)
-    audit: AuditSettings = field(default_factory=AuditSettings)  # [audit] (parties.audit_guard)
+    audit: AuditSettings = field(default_factory=AuditSettings)  # [audit] (parties.guards.audit)
     dp: DPConfig | None = None  # [dp]: privacy budgets (None: sessions with epsilon are refused)
 
     def credentials(self) -> Credentials:
@@ -370,9 +377,9 @@ def write_config(
     """Write a ``party.toml`` atomically and check it loads.
 
     ``peers`` maps name → ``host:port``, ``pins`` name → certificate
-    fingerprint, ``policy`` is a ``[policy]`` table (see :mod:`parties.policy`),
-    ``audit`` an ``[audit]`` table (see :mod:`parties.audit_state`).
-    ``dp`` a ``[dp]`` table (see :mod:`parties.dp_budget`).
+    fingerprint, ``policy`` is a ``[policy]`` table (see :mod:`parties.guards.policy`),
+    ``audit`` an ``[audit]`` table (see :mod:`parties.guards.audit_state`).
+    ``dp`` a ``[dp]`` table (see :mod:`parties.guards.dp_budget`).
     With ``overwrite=False`` an existing file is an error (:class:`ConfigError`).
     """
     party: dict[str, Any] = {

@@ -18,8 +18,8 @@ if os.environ.get("PPDM_HYPOTHESIS_PROFILE"):
 
 @pytest.fixture
 def make_cluster():
-    """Factory for :class:`parties.local_cluster.LocalCluster`; every cluster made is stopped after the test."""
-    from parties.local_cluster import LocalCluster
+    """Factory for :class:`parties.analyst.local_cluster.LocalCluster`; every cluster made is stopped after the test."""
+    from parties.analyst.local_cluster import LocalCluster
 
     made = []
 

@@ -23,12 +23,12 @@ from hypothesis import strategies as st
 from anonymize.audit import SumAuditor
 from mpc.channel import MemoryNetwork
 from mpc.errors import ProtocolError
-from parties.audit_guard import AuditGuard, combination, make_audit_guard
-from parties.audit_pool import audit_round, decode_view, encode_view
-from parties.audit_state import AuditSettings, AuditStateError, parse_audit
 from parties.config import ConfigError, parse_config
+from parties.guards.audit import AuditGuard, combination, make_audit_guard
+from parties.guards.audit_pool import audit_round, decode_view, encode_view
+from parties.guards.audit_state import AuditSettings, AuditStateError, parse_audit
+from parties.guards.policy import Guard, Policy, PolicyGuard, Refusal, SessionRequest, run_guards
 from parties.jobs import PolicyRefusal
-from parties.policy import Guard, Policy, PolicyGuard, Refusal, SessionRequest, run_guards
 
 
 # --------------------------------------------------------------------------- the oracle
@@ -507,7 +507,7 @@ def test_audit_settings_in_party_toml(tmp_path):
 
 def test_a_job_without_the_round_counts_once_it_starts(tmp_path):
     """A job on no private data that [audit.jobs] audits anyway has no pooled round; its start counts it."""
-    from parties.audit_pool import with_audit_round
+    from parties.guards.audit_pool import with_audit_round
 
     g = AuditGuard("alice", AuditSettings(jobs={"ping": True}), tmp_path / "a.json", parties=["bob", "carol"])
     ping = {"job": "ping", "private_data": False, "sum_style": False}

@@ -17,7 +17,7 @@ import pytest
 from parties.cli import main
 from parties.cli.audit import ask
 from parties.config import dump_toml, write_config
-from parties.tls import create_ca, issue_cert, load_credentials
+from parties.identity.tls import create_ca, issue_cert, load_credentials
 
 pytestmark = pytest.mark.daemons
 

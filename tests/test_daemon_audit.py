@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from parties.client import PartyError, health, new_session_id, run_job, run_sync, start_job
+from parties.analyst.client import PartyError, health, new_session_id, run_job, run_sync, start_job
 from parties.config import write_config
-from parties.tls import create_ca, issue_cert
+from parties.identity.tls import create_ca, issue_cert
 
 NAMES = ["alice", "bob", "carol"]
 VECTORS = {"alice": [5, 100, -3], "bob": [7, 1, 40], "carol": [11, 2, 9]}
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.daemons
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    from parties.local_cluster import LocalCluster
+    from parties.analyst.local_cluster import LocalCluster
 
     d = tmp_path_factory.mktemp("audit")
     data = {}
@@ -232,7 +232,7 @@ def test_a_corrupt_or_foreign_state_stops_the_daemon_with_one_line(tmp_path, con
     (tmp_path / "alice" / "state.json").write_text(content)
     repo = Path(__file__).resolve().parents[1]
     r = subprocess.run(
-        [sys.executable, "-m", "parties.daemon", "--config", str(cfg)],
+        [sys.executable, "-m", "parties.runtime.daemon", "--config", str(cfg)],
         capture_output=True,
         text=True,
         timeout=60,

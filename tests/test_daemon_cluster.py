@@ -5,9 +5,9 @@ import time
 
 import pytest
 
-from parties.client import PartyError, run_sync
-from parties.grpc_channel import CHUNK_BYTES
-from parties.local_cluster import LocalCluster
+from parties.analyst.client import PartyError, run_sync
+from parties.analyst.local_cluster import LocalCluster
+from parties.runtime.grpc_channel import CHUNK_BYTES
 
 pytestmark = pytest.mark.daemons
 
@@ -100,7 +100,7 @@ def test_bad_params_are_refused(cluster):
 
 
 def test_party_not_in_session_config(cluster):
-    from parties.client import run_job
+    from parties.analyst.client import run_job
     from parties.config import PeerInfo
 
     ghost = PeerInfo("zoe", cluster.party("alice").address)  # not a peer of anyone; TLS name fails too
@@ -109,7 +109,7 @@ def test_party_not_in_session_config(cluster):
 
 
 def test_job_failure_aborts_the_session_everywhere(cluster):
-    from parties.client import JobOutcome
+    from parties.analyst.client import JobOutcome
 
     outcomes: dict[str, JobOutcome] = {}
     t0 = time.monotonic()

@@ -12,7 +12,7 @@ from cryptography import x509
 
 from parties import jobs
 from parties.config import ConfigError, Limits, load_config, parse_config, write_config
-from parties.tls import TLSError, create_ca, ensure_ca, issue_cert, load_credentials, validate_name
+from parties.identity.tls import TLSError, create_ca, ensure_ca, issue_cert, load_credentials, validate_name
 
 
 @pytest.fixture

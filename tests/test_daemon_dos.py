@@ -14,7 +14,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from parties.client import health, run_sync
+from parties.analyst.client import health, run_sync
 from parties.proto.ppdm.v1 import party_pb2 as pb
 from parties.proto.ppdm.v1 import party_pb2_grpc as pb_grpc
 
@@ -56,7 +56,7 @@ async def _abort(cluster, as_party: str, to: str, key: str) -> grpc.StatusCode:
 
 @pytest.fixture(scope="module")
 def cluster():
-    from parties.local_cluster import LocalCluster
+    from parties.analyst.local_cluster import LocalCluster
 
     limits = {
         "max_sessions": 4,
@@ -106,7 +106,7 @@ def test_aborts_for_sessions_nobody_runs_keep_no_state(cluster):
     # and a session whose job has not started here is failed by an Abort only from one of its parties
     assert run_sync(_deliver(cluster, "alice", "carol", "analyst/late", b"early")) == grpc.StatusCode.OK
     assert run_sync(_abort(cluster, "bob", "carol", "analyst/late")) == grpc.StatusCode.OK  # bob is no party
-    from parties.client import start_job
+    from parties.analyst.client import start_job
 
     async def start_late():
         from asyncio import gather

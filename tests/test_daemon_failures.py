@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from parties.client import PartyError, new_session_id, run_sync, start_job
+from parties.analyst.client import PartyError, new_session_id, run_sync, start_job
 
 pytestmark = pytest.mark.daemons
 
@@ -93,7 +93,7 @@ def test_sigterm_stops_a_daemon_cleanly_and_aborts_its_sessions(make_cluster):
 
 
 def test_a_daemon_that_cannot_start_is_one_clear_error():
-    from parties.local_cluster import ClusterError, LocalCluster
+    from parties.analyst.local_cluster import ClusterError, LocalCluster
 
     with pytest.raises(
         ClusterError, match="daemon alice exited with code 1: .*job module 'ppdm_no_such_jobs' not found"

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from parties.client import PartyError
+from parties.analyst.client import PartyError
 
 
 @pytest.mark.daemons

@@ -3,13 +3,13 @@
 import grpc
 import pytest
 
-from parties.client import PartyError, run_job, run_sync
+from parties.analyst.client import PartyError, run_job, run_sync
+from parties.analyst.local_cluster import LocalCluster
 from parties.config import PeerInfo
-from parties.grpc_channel import CHUNK_BYTES, PeerPool
-from parties.local_cluster import LocalCluster
+from parties.identity.tls import Credentials, create_ca, issue_cert, load_credentials
 from parties.proto.ppdm.v1 import party_pb2 as pb
 from parties.proto.ppdm.v1 import party_pb2_grpc as pb_grpc
-from parties.tls import Credentials, create_ca, issue_cert, load_credentials
+from parties.runtime.grpc_channel import CHUNK_BYTES, PeerPool
 
 pytestmark = pytest.mark.daemons
 

@@ -6,7 +6,7 @@ import pytest
 
 from mpc.errors import PeerFailedError
 from parties.config import Limits
-from parties.sessions import (
+from parties.runtime.sessions import (
     BufferFull,
     Mailbox,
     Refused,
@@ -14,7 +14,7 @@ from parties.sessions import (
     SessionManager,
     SessionState,
 )
-from parties.watchdog import PeerUnreachable, Watchdog
+from parties.runtime.watchdog import PeerUnreachable, Watchdog
 
 
 def run(coro):
@@ -265,7 +265,7 @@ def test_pending_sessions_expire():
 
 
 def test_finished_ids_are_bounded(monkeypatch):
-    import parties.sessions as S
+    import parties.runtime.sessions as S
 
     monkeypatch.setattr(S, "FINISHED_KEPT", 10)
     sm = SessionManager("alice", limits())
@@ -369,7 +369,7 @@ def test_watchdog_stops_watching_finished_peers():
 
 def test_grpc_channel_implements_the_channel_interface():
     from mpc.channel import Channel, ScopedChannel
-    from parties.grpc_channel import GrpcChannel
+    from parties.runtime.grpc_channel import GrpcChannel
 
     s = SessionManager("alice", limits()).start("s1", ["alice", "bob"], "j", 10)
     ch = GrpcChannel(s, pool=None, max_message_bytes=100)

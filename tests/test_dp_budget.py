@@ -14,10 +14,10 @@ import pytest
 
 import parties.jobs.mining  # registers the DP specs of the jobs
 import parties.jobs.mpc_bench  # noqa: F401
-from parties import dp_budget
 from parties.config import ConfigError, parse_config
-from parties.dp_budget import BudgetGuard, DPBudgetError, parse_dp
-from parties.policy import SessionRequest
+from parties.guards import dp_budget
+from parties.guards.dp_budget import BudgetGuard, DPBudgetError, parse_dp
+from parties.guards.policy import SessionRequest
 
 PARTIES = ("alice", "bob", "carol")
 _n = iter(range(10**6))

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from parties.client import PartyError
+from parties.analyst.client import PartyError
 
 REPO = Path(__file__).resolve().parents[1]
 MUSHROOM = REPO / "anonymize" / "data" / "mushroom.dat"

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
+from parties.analyst.client import PartyError
 from parties.cli import build_parser
 from parties.cli import main as ppdm
-from parties.client import PartyError
 
 REPO = Path(__file__).resolve().parents[1]
 PPDM = [sys.executable, "-m", "parties.cli"]

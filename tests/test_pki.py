@@ -23,11 +23,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from parties.analyst.client import PartyError, run_job, run_sync
 from parties.cli import main as ppdm
-from parties.client import PartyError, run_job, run_sync
 from parties.config import load_config
-from parties.pki import init_ca, issue_crl, make_csr, revoke, sign_csr
-from parties.tls import TLSError, load_credentials, load_crl, write_private
+from parties.identity.pki import init_ca, issue_crl, make_csr, revoke, sign_csr
+from parties.identity.tls import TLSError, load_credentials, load_crl, write_private
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -129,9 +129,10 @@ def test_csr_flow_end_to_end_with_the_ca_key_never_at_a_party(tmp_path, capsys):
             while not lines or "listening on" not in lines[-1]:
                 lines.append(p.stdout.readline().decode())
                 assert lines[-1], "".join(lines)  # the daemon exited
-        from parties.cli.mine import load_analyst_config
+        from parties.analyst import AnalystConfig
 
-        peers, creds = load_analyst_config(sites["analyst"] / "analyst" / "analyst.toml")
+        cfg = AnalystConfig.load(sites["analyst"] / "analyst" / "analyst.toml")
+        peers, creds = list(cfg.peers), cfg.creds
         out = run_sync(run_job(peers, "exchange", {"size": 4096, "tags": 2}, creds=creds, timeout=30))
         assert out["alice"]["sent"]["bob"] == out["bob"]["received"]["alice"]
     finally:
@@ -159,7 +160,7 @@ def test_a_revoked_certificate_is_refused(make_cluster):
     # bob's own daemon refuses to start with its revoked certificate: one line, exit 2
     c.kill("bob", signal.SIGTERM)
     r = subprocess.run(
-        [sys.executable, "-m", "parties.daemon", "--config", str(c.configs["bob"])],
+        [sys.executable, "-m", "parties.runtime.daemon", "--config", str(c.configs["bob"])],
         capture_output=True,
         text=True,
         timeout=30,

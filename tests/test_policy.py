@@ -1,6 +1,6 @@
 """What an analyst may ask (issue 8, item 1): the party policy and sessions bound to their analyst.
 
-Unit tests of :mod:`parties.policy` (parsing, every rule, the guard chain), and
+Unit tests of :mod:`parties.guards.policy` (parsing, every rule, the guard chain), and
 real daemons: one-party and pairwise sum sessions are refused by the parties
 themselves at the default minimum (on main the analyst got alice's vector in
 the clear, and pairwise sums solved for every input — the differencing attack
@@ -21,9 +21,9 @@ import grpc
 import numpy as np
 import pytest
 
-from parties.client import PartyError, abort, health, new_session_id, run_job, run_sync, start_job
+from parties.analyst.client import PartyError, abort, health, new_session_id, run_job, run_sync, start_job
 from parties.config import ConfigError, parse_config, write_config
-from parties.policy import (
+from parties.guards.policy import (
     Guard,
     Policy,
     PolicyError,
@@ -35,8 +35,8 @@ from parties.policy import (
     parse_policy,
     run_guards,
 )
-from parties.sessions import SessionState
-from parties.tls import create_ca, issue_cert
+from parties.identity.tls import create_ca, issue_cert
+from parties.runtime.sessions import SessionState
 
 
 def req(job="secure_sum", parties=("alice", "bob", "carol"), analyst="analyst", params=None, **kw):
@@ -175,7 +175,7 @@ VECTORS = {"alice": [5, 100, -3], "bob": [7, 1, 40], "carol": [11, 2, 9]}
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    from parties.local_cluster import LocalCluster
+    from parties.analyst.local_cluster import LocalCluster
 
     d = tmp_path_factory.mktemp("vectors")
     data = {}
@@ -232,7 +232,7 @@ def test_the_differencing_attack_the_minimum_prevents(tmp_path):
     s_ab + s_ac - s_bc = 2·x_a, and so on. The parties' audit (on by default) stops it too: it is turned
     off here to show what the minimum alone prevents (tests/test_daemon_audit.py plays it with the audit on).
     """
-    from parties.local_cluster import LocalCluster
+    from parties.analyst.local_cluster import LocalCluster
 
     data = {}
     for n, v in VECTORS.items():
@@ -388,7 +388,7 @@ def test_a_policy_naming_an_unknown_job_stops_the_daemon_with_one_line(tmp_path)
     )
     repo = Path(__file__).resolve().parents[1]
     r = subprocess.run(
-        [sys.executable, "-m", "parties.daemon", "--config", str(cfg)],
+        [sys.executable, "-m", "parties.runtime.daemon", "--config", str(cfg)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -18,9 +18,9 @@ from itertools import combinations
 import pytest
 
 from mpc.errors import PeerFailedError
-from parties.client import PartyError, health, run_sync
+from parties.analyst.client import PartyError, health, run_sync
 from parties.config import Limits
-from parties.sessions import SessionManager, SessionState
+from parties.runtime.sessions import SessionManager, SessionState
 
 NAMES = ["alice", "bob", "carol"]
 TRANSACTIONS = {

@@ -26,7 +26,7 @@ from mpc.lwe_product import LWE_N, delta_bits_for, encrypted_count_shares, round
 from parties.joint import mine_vertical
 from parties.joint.partition import split_vertical
 from parties.joint.vertical import assign_encryptors
-from parties.shaping import LinkShaper, ShapedChannel, parse_shape
+from parties.runtime.shaping import LinkShaper, ShapedChannel, parse_shape
 
 
 def packed(M: np.ndarray) -> np.ndarray:
@@ -343,8 +343,8 @@ def test_shape_parsing():
 
 def test_job_over_memory_limit_is_refused_with_one_line(tmp_path):
     """A daemon whose estimate exceeds [limits] max_job_memory_bytes refuses before any protocol work."""
+    from parties.analyst.local_cluster import LocalCluster
     from parties.joint.partition import save_npz, split_vertical
-    from parties.local_cluster import LocalCluster
 
     txs = [[0, 1, 2], [1, 2, 3], [0, 3]] * 50
     data = {}

@@ -36,9 +36,8 @@ import time
 from pathlib import Path
 
 from anonymize.errors import AnonymizeError
-
-from .common import comma_list
-from .schema_args import (
+from parties.cli.common import comma_list
+from parties.cli.schema_args import (
     add_release_args,
     add_table_args,
     check_output_path,
@@ -297,7 +296,7 @@ def _main(args) -> int:
         text = json.dumps(res.report, indent=2, default=float) + "\n"
         atomic_write_text(rep_path, text)
     if plot_path is not None:
-        from .plotting import plot_anonymize
+        from parties.cli.plotting import plot_anonymize
 
         plot_anonymize(plot_path, args, res, progress=prog)
     if not args.quiet:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .common import CLIError, comma_list
+from parties.cli.common import CLIError, comma_list
 
 __all__ = ["register"]
 

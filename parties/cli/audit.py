@@ -11,7 +11,7 @@
   would disclose), empty for an answered one online; offline, the rows that answer disclosed
   (and its decision is "deny": an online auditor should have refused it).
 * ``ppdm audit serve --table IN.csv --auditor A --config party.toml`` — the mTLS gRPC service
-  (:mod:`parties.audit_service`).
+  (:mod:`parties.services.query_audit`).
 * ``ppdm audit query --config analyst.toml --query '{...}'`` — ask it one query. Prints the
   answer (a JSON value). Exit status: 0 answered, 3 denied (the denial's reason on stdout),
   2 bad input, 1 service unreachable or other failure.
@@ -27,7 +27,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from .common import CLIError
+from parties.cli.common import CLIError
 
 __all__ = ["register", "run_check", "load_audit_client_config"]
 
@@ -131,9 +131,8 @@ def _cmd_serve(args) -> int:
     import logging
 
     from anonymize.audit import AuditError, TableAuditor
-
-    from ..audit_service import AuditLog, AuditLogError, file_sha256, log_path_for, serve_audit
-    from ..config import ConfigError, load_config, parse_address
+    from parties.config import ConfigError, load_config, parse_address
+    from parties.services.query_audit import AuditLog, AuditLogError, file_sha256, log_path_for, serve_audit
 
     auditor = _auditor_name(args.auditor)
     try:
@@ -180,8 +179,8 @@ def _cmd_serve(args) -> int:
 # --------------------------------------------------------------------------- query
 def load_audit_client_config(path: str | Path, server: str | None = None):
     """``[analyst] cert, key, ca`` and ``[audit] server, address`` (or ``server`` = NAME=HOST:PORT)."""
-    from ..config import ConfigError, parse_address
-    from ..tls import TLSError, load_credentials
+    from parties.config import ConfigError, parse_address
+    from parties.identity.tls import TLSError, load_credentials
 
     p = Path(path)
     try:
@@ -219,8 +218,8 @@ def ask(name: str, address: str, creds, query_json: str, timeout: float = 30.0) 
     """One ``Ask`` call: ``("answer", value)`` or ``("deny", reason)``; gRPC errors propagate."""
     import grpc
 
-    from ..proto.ppdm.v1 import audit_pb2 as pb
-    from ..proto.ppdm.v1 import audit_pb2_grpc as pb_grpc
+    from parties.proto.ppdm.v1 import audit_pb2 as pb
+    from parties.proto.ppdm.v1 import audit_pb2_grpc as pb_grpc
 
     opts = [("grpc.ssl_target_name_override", name), ("grpc.max_receive_message_length", 1 << 16)]
     with grpc.secure_channel(address, creds.channel_credentials(), options=opts) as ch:

@@ -1,6 +1,6 @@
 """``ppdm bench mpc``: every primitive between real daemons on loopback, checked and timed.
 
-Starts three daemons with fresh certificates (:class:`parties.local_cluster.LocalCluster`),
+Starts three daemons with fresh certificates (:class:`parties.analyst.local_cluster.LocalCluster`),
 runs each primitive on seeded random inputs (:mod:`parties.bench_inputs`),
 checks every result against the plain function, and prints one table — or,
 with ``--json``, ``{"results": [{"operation", "parties", "size", "seconds",
@@ -18,8 +18,8 @@ import json
 import sys
 import time
 
-from ..jobs.bench_inputs import OPERATIONS, expected
-from .common import CLIError, comma_list
+from parties.cli.common import CLIError, comma_list
+from parties.jobs.bench_inputs import OPERATIONS, expected
 
 __all__ = ["register", "run_bench", "PLAN_FULL", "PLAN_QUICK"]
 
@@ -66,9 +66,9 @@ def run_bench(
 ) -> list[dict]:
     """Run the plan on a fresh 3-party local cluster; one result dict per operation (best of ``repeat``).
 
-    ``link_shape``: ``(rtt_ms, mbit)`` emulates a WAN link between the daemons (:mod:`parties.shaping`).
+    ``link_shape``: ``(rtt_ms, mbit)`` emulates a WAN link between the daemons (:mod:`parties.runtime.shaping`).
     """
-    from ..local_cluster import LocalCluster
+    from parties.analyst.local_cluster import LocalCluster
 
     ops = [o for o in OPERATIONS if operations is None or o in operations]
     results = []

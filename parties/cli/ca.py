@@ -9,12 +9,12 @@
 
 The CA key never leaves ``--ca-dir``; parties send certificate signing
 requests (``ppdm party init --csr``) and receive certificates. See
-:mod:`parties.pki`.
+:mod:`parties.identity.pki`.
 """
 
 from __future__ import annotations
 
-from .common import CLIError
+from parties.cli.common import CLIError
 
 __all__ = ["register"]
 
@@ -65,7 +65,7 @@ def register(sub) -> None:
 
 
 def _tls(fn, *a, **kw):
-    from ..tls import TLSError
+    from parties.identity.tls import TLSError
 
     try:
         return fn(*a, **kw)
@@ -74,7 +74,7 @@ def _tls(fn, *a, **kw):
 
 
 def cmd_init(args) -> int:
-    from ..pki import init_ca
+    from parties.identity.pki import init_ca
 
     made = _tls(init_ca, args.out, name=args.name, crl_days=args.crl_days)
     for f in made.values():
@@ -85,8 +85,8 @@ def cmd_init(args) -> int:
 
 
 def cmd_sign(args) -> int:
-    from ..pki import sign_csr
-    from ..tls import cert_fingerprint, format_fingerprint
+    from parties.identity.pki import sign_csr
+    from parties.identity.tls import cert_fingerprint, format_fingerprint
 
     path, name, hosts = _tls(
         sign_csr, args.csr, args.ca_dir, args.out, days=args.days, client_only=args.client_only, overwrite=args.force
@@ -99,7 +99,7 @@ def cmd_sign(args) -> int:
 
 
 def cmd_revoke(args) -> int:
-    from ..pki import revoke
+    from parties.identity.pki import revoke
 
     serial = None
     if args.serial is not None:
@@ -116,7 +116,7 @@ def cmd_revoke(args) -> int:
 
 
 def cmd_crl(args) -> int:
-    from ..pki import issue_crl
+    from parties.identity.pki import issue_crl
 
     path = _tls(issue_crl, args.ca_dir, days=args.days, out=args.out)
     print(f"wrote {path} (valid {args.days} days)")
@@ -124,8 +124,8 @@ def cmd_crl(args) -> int:
 
 
 def cmd_fingerprint(args) -> int:
-    from ..pki import fingerprint_of
-    from ..tls import format_fingerprint
+    from parties.identity.pki import fingerprint_of
+    from parties.identity.tls import format_fingerprint
 
     print(format_fingerprint(_tls(fingerprint_of, args.cert)))
     return 0

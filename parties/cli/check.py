@@ -16,9 +16,8 @@ import json
 import sys
 
 from anonymize.errors import AnonymizeError
-
-from .common import comma_list
-from .schema_args import add_table_args
+from parties.cli.common import comma_list
+from parties.cli.schema_args import add_table_args
 
 __all__ = ["register", "run_check"]
 
@@ -117,12 +116,12 @@ def format_report(rep: dict) -> str:
 
 def _main(args) -> int:
     if args.plot:
-        from .schema_args import check_output_path
+        from parties.cli.schema_args import check_output_path
 
         check_output_path(args.plot, "plot")
     rep = run_check(args)  # bad input: AnonymizeError, one line and exit 2 (parties.cli.main)
     if args.plot:
-        from .plotting import plot_check
+        from parties.cli.plotting import plot_check
 
         plot_check(args.plot, args, rep)
     if args.json:

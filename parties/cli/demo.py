@@ -16,7 +16,7 @@ import time
 from importlib import resources
 from pathlib import Path
 
-from .common import CLIError
+from parties.cli.common import CLIError
 
 __all__ = ["register", "bundled"]
 
@@ -53,14 +53,18 @@ def _compare(joint: dict, central: dict) -> tuple[bool, str]:
 
 
 def _mining(split: str, parties: int, support: str, confidence: str, central: dict) -> bool:
-    from .mine import run_local
+    from parties.analyst.api import mine_local
 
     _say(
         f"\n== Joint mining, {split} partitions: {parties} daemons, min support {support}, "
         f"min confidence {confidence} =="
     )
     t0 = time.perf_counter()
-    res = run_local(str(bundled("mushroom.dat")), parties, split, support, confidence, progress=True)
+    from parties.analyst.params import HorizontalMining, VerticalMining
+
+    kind = HorizontalMining if split == "horizontal" else VerticalMining
+    params = kind(min_support=support, min_confidence=confidence)
+    res = mine_local(str(bundled("mushroom.dat")), params, parties, progress=True)
     wall = time.perf_counter() - t0
     ok, line = _compare(res, central)
     proto = res["protocol"]
@@ -119,14 +123,14 @@ def _anonymization() -> bool:
 
 
 def _cmd(args) -> int:
-    from ..joint.partition import load_transactions
-    from .mine import centralized_json
+    from parties.analyst.api import mine_centralized
+    from parties.joint.partition import load_transactions
 
     t0 = time.perf_counter()
     _say("ppdm demo — privacy-preserving data mining between real party daemons, and local anonymization")
     _say("data: bundled FIMI mushroom (8,124 transactions, 119 items) and an Adult sample (3,016 rows)")
     support, confidence = args.min_support, args.min_confidence
-    central = centralized_json(load_transactions(bundled("mushroom.dat")), support, confidence)
+    central = mine_centralized(load_transactions(bundled("mushroom.dat")), support, confidence)
     oks = [
         _mining("horizontal", 3, support, confidence, central),
         _mining("vertical", 3, support, confidence, central),

@@ -19,7 +19,7 @@ import json
 import sys
 from pathlib import Path
 
-from .common import CLIError
+from parties.cli.common import CLIError
 
 __all__ = ["register", "EXIT_BUDGET"]
 

@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from .common import CLIError
+from parties.cli.common import CLIError
 
 __all__ = ["register", "format_report"]
 

@@ -13,23 +13,31 @@
 With ``--epsilon E`` (joint horizontal jobs) the whole job is ε-differentially private
 (:mod:`parties.joint.dp_mining`): counts and decisions are noisy, the JSON gains a ``"dp"`` block
 (ε, its split over N and the levels, the sensitivities, the expected errors), and each daemon
-charges ε to the analyst's budget (:mod:`parties.dp_budget`).
+charges ε to the analyst's budget (:mod:`parties.guards.dp_budget`).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import sys
-import tempfile
-import threading
-import time
-import tomllib
 from pathlib import Path
 
-from .common import CLIError
+from parties.cli.common import CLIError
 
-__all__ = ["register", "centralized_json", "load_analyst_config"]
+__all__ = ["register", "format_human"]
+
+
+# the flag behind each field of the typed job parameters (parties.analyst.params), for error lines
+FLAGS = {
+    "min_support": "--min-support",
+    "min_confidence": "--min-confidence",
+    "max_len": "--max-len",
+    "n_items": "--n-items",
+    "candidates": "--candidates",
+    "counting": "--counting",
+    "epsilon": "--epsilon",
+    "max_contributions": "--max-contributions",
+    "colluders": "--colluders",
+}
 
 
 def _check_support(x: str, what: str, allow_zero: bool = False) -> str:
@@ -38,224 +46,32 @@ def _check_support(x: str, what: str, allow_zero: bool = False) -> str:
     Returns it unchanged: every mode (centralized, ``--local``, ``--parties``)
     reads the same string exactly, so the threshold is ceil(minsup·N) everywhere.
     """
-    from ..ratio import exact_ratio
+    from parties.analyst.params import JobParamError, check_threshold
 
     try:
-        f = exact_ratio(x, what)
-    except ValueError:
-        raise CLIError(
-            f"{what} must be a number in {'[0, 1]' if allow_zero else '(0, 1]'} (0.25 or 1/4), got {x!r}"
-        ) from None
-    if not ((0 <= f if allow_zero else 0 < f) and f <= 1):
-        raise CLIError(f"{what} must be in {'[0, 1]' if allow_zero else '(0, 1]'}, got {x}")
-    return x.strip()
+        return check_threshold(x, what, allow_zero=allow_zero)
+    except JobParamError as e:
+        raise CLIError(str(e)) from None
 
 
-def centralized_json(db, min_support: str, min_confidence: str | None) -> dict:
-    """Mine ``db`` locally; the same JSON shape as the joint jobs. Thresholds as :func:`parties.ratio.exact_ratio`."""
-    from anonymize.itemsets import association_rules, frequent_itemsets
+def _job_params(args, ms: str, mc: str | None, dp: dict | None):
+    """The typed parameters of the joint job (:mod:`parties.analyst.params`) from the flags."""
+    from parties.analyst.params import DPOptions, HorizontalMining, JobParamError, VerticalMining
 
-    from ..ratio import exact_ratio
-
-    t0 = time.perf_counter()
-    fi = frequent_itemsets(db, exact_ratio(min_support, "min support"))
-    t1 = time.perf_counter()
-    rules = association_rules(fi, exact_ratio(min_confidence, "min confidence")) if min_confidence is not None else None
-    t2 = time.perf_counter()
-    return {
-        "transactions": fi.n_transactions,
-        "itemsets": [{"items": list(i), "count": int(c)} for i, c in fi],
-        "rules": []
-        if rules is None
-        else [
-            {
-                "antecedent": list(r.antecedent),
-                "consequent": list(r.consequent),
-                "support": r.count,  # int and float already (AssociationRules columns .tolist())
-                "confidence": r.confidence,
-            }
-            for r in rules
-        ],
-        "protocol": {
-            "mode": "centralized",
-            "phases_seconds": {"mine": round(t1 - t0, 6), "rules": round(t2 - t1, 6)},
-            "rounds": 0,
-            "bytes_sent": 0,
-            "revealed": ["nothing leaves this process"],
-        },
-    }
-
-
-def load_analyst_config(path: str | os.PathLike):
-    """Read ``[analyst] cert, key, ca`` and ``[parties.NAME] address`` (order = protocol order)."""
-    from ..config import PeerInfo
-    from ..tls import load_credentials
-
-    p = Path(path)
     try:
-        doc = tomllib.loads(p.read_text())
-    except OSError as e:
-        raise CLIError(f"cannot read {p}: {e.strerror or e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise CLIError(f"{p} is not valid TOML: {e}") from None
-    a = doc.get("analyst")
-    parties = doc.get("parties")
-    if not isinstance(a, dict) or not all(isinstance(a.get(k), str) for k in ("cert", "key", "ca")):
-        raise CLIError(f"{p}: [analyst] needs cert, key and ca paths")
-    if not isinstance(parties, dict) or len(parties) < 2:
-        raise CLIError(f"{p}: list at least two [parties.NAME] tables with an address")
-    peers = []
-    for name, t in parties.items():
-        if not isinstance(t, dict) or not isinstance(t.get("address"), str):
-            raise CLIError(f'{p}: [parties.{name}] needs address = "HOST:PORT"')
-        peers.append(PeerInfo(name=name, address=t["address"]))
-    base = p.parent
-    creds = load_credentials(base / a["cert"], base / a["key"], base / a["ca"])
-    return peers, creds
-
-
-class _LogFollower(threading.Thread):
-    """Print a local daemon's progress lines ("level k: ...") while a job runs."""
-
-    def __init__(self, cluster, name: str):
-        super().__init__(daemon=True)
-        self.cluster, self.name_, self.stop = cluster, name, threading.Event()
-        self.seen = len(cluster.log(name))
-
-    def run(self) -> None:
-        while not self.stop.wait(0.25):
-            self.flush()
-
-    def flush(self) -> None:
-        text = self.cluster.log(self.name_)
-        new, self.seen = text[self.seen :], len(text)
-        for line in new.splitlines():
-            if " level " in line:
-                print("  " + line.split(" level ", 1)[1].join(["level ", ""]), file=sys.stderr, flush=True)
-
-
-def run_local(
-    path: str,
-    n: int,
-    split: str,
-    min_support: str,
-    min_confidence: str | None,
-    max_len: int | None = None,
-    progress: bool = True,
-    timeout: float = 3600,
-    reveal_counts: bool = True,
-    candidates: str = "union",
-    counting: str = "auto",
-    link_shape: tuple[float, float | None] | None = None,
-    dp: dict | None = None,
-) -> dict:
-    """Partition ``path`` into ``n`` shares, start ``n`` local daemons, mine jointly; the analyst's JSON."""
-    from ..joint.partition import load_transactions, save_npz, split_horizontal, split_vertical, write_fimi
-    from ..local_cluster import LocalCluster
-
-    db = load_transactions(path)
-    if split == "vertical" and db.items.size < n:
-        raise CLIError(f"cannot split {db.items.size} items over {n} parties vertically")
-    with tempfile.TemporaryDirectory(prefix="ppdm-mine-") as d:
-        data = {}
-        shares = split_horizontal(db, n) if split == "horizontal" else split_vertical(db, n)
-        for i, share in enumerate(shares):
-            if split == "horizontal" and (share.indptr[1:] > share.indptr[:-1]).all() and share.n_transactions:
-                f = Path(d) / f"p{i}.dat"
-                write_fimi(share, f)
-            else:
-                f = Path(d) / f"p{i}.npz"
-                save_npz(share, f)
-            data[f"p{i}"] = {"transactions": str(f)}
-        params = {"min_support": min_support, "min_confidence": min_confidence, "max_len": max_len}
-        if split == "horizontal":
-            params["n_items"] = int(db.items.max()) + 1 if db.items.size else 1
-            params["reveal_counts"] = reveal_counts
-            params["candidates"] = candidates
-        else:
-            params["counting"] = counting
-        params.update(dp or {})
-        if progress:
-            print(
-                f"starting {n} party daemons on loopback (mTLS, fresh certificates); "
-                f"{split} split of {db.n_transactions} transactions",
-                file=sys.stderr,
-                flush=True,
+        if args.split == "horizontal":
+            return HorizontalMining(
+                min_support=ms,
+                min_confidence=mc,
+                max_len=args.max_len,
+                n_items=args.n_items,
+                reveal_counts=not args.private_counts,
+                candidates=args.candidates,
+                dp=None if dp is None else DPOptions(**dp),
             )
-        # the analyst holds the whole file here, so the parties' default minimum of 3 for
-        # sum-style jobs (parties.policy) protects nobody: allow --local 2
-        # with --epsilon each daemon gets a budget of exactly that ε for the analyst
-        budget = {"total_epsilon": str(dp["epsilon"])} if dp else None
-        with LocalCluster(
-            n, workdir=Path(d) / "cluster", data=data, link_shape=link_shape, policy={"min_parties": 2}, dp=budget
-        ) as cluster:
-            follower = _LogFollower(cluster, "p0") if progress else None
-            if follower:
-                follower.start()
-            try:
-                t0 = time.perf_counter()
-                out = cluster.run_job(f"mine.{split}", params, timeout=timeout)
-                wall = time.perf_counter() - t0
-            finally:
-                if follower:
-                    follower.stop.set()
-                    follower.join()
-                    follower.flush()
-    return _merge(out, split, wall)
-
-
-def _merge(out: dict, split: str, wall: float) -> dict:
-    """One result from the parties' replies: the reporting party's result, everyone's protocol stats."""
-    reporter = next(v for v in out.values() if "itemsets" in v)
-    proto = dict(reporter["protocol"])
-    proto["mode"] = split
-    proto["parties"] = list(out)
-    proto["bytes_sent"] = {p: v["protocol"]["bytes_sent"] for p, v in out.items()}
-    proto["bytes_total"] = sum(proto["bytes_sent"].values())
-    proto["network_waits"] = {p: v.get("network", {}).get("waits", 0) for p, v in out.items()}
-    proto["peak_rss_bytes"] = {p: v.get("peak_rss_bytes") for p, v in out.items()}  # each daemon, since its start
-    proto["wall_seconds"] = round(wall, 6)
-    out = {
-        "transactions": reporter["transactions"],
-        "itemsets": reporter["itemsets"],
-        "rules": reporter["rules"],
-        "protocol": proto,
-    }
-    if "dp" in reporter:
-        out["dp"] = reporter["dp"]
-    return out
-
-
-def run_remote(
-    config: str,
-    split: str,
-    min_support: str,
-    min_confidence: str | None,
-    n_items: int | None,
-    max_len: int | None = None,
-    timeout: float = 3600,
-    reveal_counts: bool = True,
-    candidates: str = "union",
-    counting: str = "auto",
-    dp: dict | None = None,
-) -> dict:
-    """Run the joint job on the daemons listed in an analyst config."""
-    from ..client import run_job, run_sync
-
-    peers, creds = load_analyst_config(config)
-    params = {"min_support": min_support, "min_confidence": min_confidence, "max_len": max_len}
-    if split == "horizontal":
-        if n_items is None:
-            raise CLIError("--n-items (the agreed item universe 0..N-1) is required for a horizontal job")
-        params["n_items"] = n_items
-        params["reveal_counts"] = reveal_counts
-        params["candidates"] = candidates
-    else:
-        params["counting"] = counting
-    params.update(dp or {})
-    t0 = time.perf_counter()
-    out = run_sync(run_job(peers, f"mine.{split}", params, creds=creds, timeout=timeout))
-    return _merge(out, split, time.perf_counter() - t0)
+        return VerticalMining(min_support=ms, min_confidence=mc, max_len=args.max_len, counting=args.counting)
+    except JobParamError as e:
+        raise CLIError(f"{FLAGS.get(e.field, e.field)} {e.detail}") from None
 
 
 def format_human(res: dict, top: int = 15) -> str:
@@ -345,10 +161,11 @@ def _dp_args(args) -> dict | None:
         raise CLIError("--colluders must be >= 0")
     if args.private_counts and args.min_confidence:
         raise CLIError("with --epsilon, rules need the noisy counts: drop --private-counts or --min-confidence")
-    out: dict = {"epsilon": args.epsilon.strip(), "max_contributions": args.max_contributions}
-    if args.colluders:
-        out["colluders"] = args.colluders
-    return out
+    return {
+        "epsilon": args.epsilon.strip(),
+        "max_contributions": args.max_contributions,
+        "colluders": args.colluders or 0,
+    }
 
 
 def _cmd(args) -> int:
@@ -381,18 +198,15 @@ def _cmd(args) -> int:
             raise CLIError("--split horizontal|vertical is required with --parties")
         if args.file:
             raise CLIError("with --parties each party reads its own data; give no FILE")
-        res = run_remote(
-            args.parties,
-            args.split,
-            ms,
-            mc,
-            args.n_items,
-            args.max_len,
-            reveal_counts=not args.private_counts,
-            candidates=args.candidates,
-            counting=args.counting,
-            dp=dp,
-        )
+        from parties.analyst.api import AnalystConfig, AnalystError, mine
+
+        try:
+            cfg = AnalystConfig.load(args.parties)
+        except AnalystError as e:
+            raise CLIError(str(e)) from None
+        if args.split == "horizontal" and args.n_items is None:
+            raise CLIError("--n-items (the agreed item universe 0..N-1) is required for a horizontal job")
+        res = mine(_job_params(args, ms, mc, dp), cfg)
     else:
         if not args.file:
             raise CLIError("give a transactions FILE (.dat or .npz), or --parties ANALYST.toml")
@@ -403,28 +217,22 @@ def _cmd(args) -> int:
                 raise CLIError("--local needs at least 2 parties")
             if not args.split:
                 raise CLIError("--split horizontal|vertical is required with --local")
-            res = run_local(
-                args.file,
-                args.local,
-                args.split,
-                ms,
-                mc,
-                args.max_len,
-                progress=not args.json,
-                reveal_counts=not args.private_counts,
-                candidates=args.candidates,
-                counting=args.counting,
-                link_shape=shape,
-                dp=dp,
-            )
+            params = _job_params(args, ms, mc, dp)
+            from parties.analyst.api import AnalystError, mine_local
+
+            try:
+                res = mine_local(args.file, params, args.local, progress=not args.json, link_shape=shape)
+            except AnalystError as e:
+                raise CLIError(str(e)) from None
         else:
-            from ..joint.partition import load_transactions
+            from parties.analyst.api import mine_centralized
+            from parties.joint.partition import load_transactions
 
             try:
                 db = load_transactions(args.file)
             except ValueError as e:
                 raise CLIError(str(e)) from None
-            res = centralized_json(db, ms, mc)
+            res = mine_centralized(db, ms, mc)
     text = json.dumps(res) if args.json else format_human(res)
     if args.output:
         from anonymize.publish.io import atomic_write_text

@@ -1,6 +1,6 @@
 """``ppdm party init | analyst | serve | status``: set up and run a party daemon.
 
-Certificates without sharing the CA key (see :mod:`parties.pki` and ``ppdm ca``)::
+Certificates without sharing the CA key (see :mod:`parties.identity.pki` and ``ppdm ca``)::
 
     ppdm ca init --out ca                                  # the CA operator, once
     ppdm party init --name bob --csr                       # bob: bob/bob.key + bob/bob.csr, no CA key
@@ -22,7 +22,7 @@ import json
 import sys
 from pathlib import Path
 
-from .common import CLIError
+from parties.cli.common import CLIError
 
 __all__ = ["register"]
 
@@ -125,13 +125,13 @@ def _data_paths(specs: list[str]) -> dict[str, str]:
 
 
 def _pins(specs: list[str]) -> dict[str, str]:
-    from ..tls import TLSError, format_fingerprint, normalize_fingerprint
+    from parties.identity.tls import TLSError, format_fingerprint, normalize_fingerprint
 
     pins = {}
     for spec in specs:
         name, value = _kv(spec, "--pin")
         if Path(value).is_file():
-            from ..pki import fingerprint_of
+            from parties.identity.pki import fingerprint_of
 
             fp = fingerprint_of(value)
         else:
@@ -148,7 +148,7 @@ def _issued_cert(cert: str, key: str, ca_cert: str, *, server: bool):
     from cryptography import x509
     from cryptography.x509.oid import ExtendedKeyUsageOID
 
-    from ..tls import load_credentials
+    from parties.identity.tls import load_credentials
 
     creds = load_credentials(cert, key, ca_cert)
     c = x509.load_pem_x509_certificate(creds.cert_pem)
@@ -173,9 +173,9 @@ def _check_name(given: str | None, actual: str, cert: str) -> None:
 
 
 def cmd_init(args) -> int:
-    from ..config import ConfigError, parse_address, write_config
-    from ..pki import make_csr
-    from ..tls import TLSError, ensure_ca, issue_cert, load_ca, validate_name, write_public
+    from parties.config import ConfigError, parse_address, write_config
+    from parties.identity.pki import make_csr
+    from parties.identity.tls import TLSError, ensure_ca, issue_cert, load_ca, validate_name, write_public
 
     made: list[Path] = []
     try:
@@ -256,8 +256,8 @@ def cmd_init(args) -> int:
             made.append(local_ca)
         crl = None
         if args.crl:
-            from ..pki import read_cert
-            from ..tls import load_crl, read_file
+            from parties.identity.pki import read_cert
+            from parties.identity.tls import load_crl, read_file
 
             load_crl(args.crl, read_cert(local_ca))  # signed by this CA and current
             crl = write_public(out / "crl.pem", read_file(args.crl, "revocation list"), overwrite=True)
@@ -280,7 +280,7 @@ def cmd_init(args) -> int:
         made.append(cfg)
     except (TLSError, ConfigError) as e:
         raise CLIError(str(e)) from None
-    from ..tls import cert_fingerprint, format_fingerprint
+    from parties.identity.tls import cert_fingerprint, format_fingerprint
 
     for f in made:
         print(f"wrote {f}")
@@ -290,9 +290,9 @@ def cmd_init(args) -> int:
 
 
 def cmd_analyst(args) -> int:
-    from ..config import dump_toml
-    from ..pki import make_csr
-    from ..tls import TLSError, ensure_ca, issue_cert, validate_name, write_public
+    from parties.config import dump_toml
+    from parties.identity.pki import make_csr
+    from parties.identity.tls import TLSError, ensure_ca, issue_cert, validate_name, write_public
 
     try:
         if args.csr:
@@ -342,7 +342,7 @@ def cmd_analyst(args) -> int:
 
 
 def cmd_serve(args) -> int:
-    from ..daemon import main as daemon_main
+    from parties.runtime.daemon import main as daemon_main
 
     return daemon_main(["--config", args.config, "--log-level", args.log_level], prog="ppdm")
 
@@ -352,10 +352,10 @@ def cmd_status(args) -> int:
 
     import grpc
 
-    from ..config import ConfigError, load_config
-    from ..grpc_channel import channel_options
-    from ..proto.ppdm.v1 import party_pb2 as pb
-    from ..proto.ppdm.v1 import party_pb2_grpc as pb_grpc
+    from parties.config import ConfigError, load_config
+    from parties.proto.ppdm.v1 import party_pb2 as pb
+    from parties.proto.ppdm.v1 import party_pb2_grpc as pb_grpc
+    from parties.runtime.grpc_channel import channel_options
 
     try:
         cfg = load_config(args.config)

@@ -21,7 +21,7 @@ import os
 import sys
 from pathlib import Path
 
-from .common import CLIError
+from parties.cli.common import CLIError
 
 __all__ = ["register"]
 

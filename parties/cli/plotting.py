@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import comma_list
+from parties.cli.common import comma_list
 
 __all__ = ["plot_anonymize", "plot_check"]
 

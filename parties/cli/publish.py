@@ -20,9 +20,9 @@ import json
 import time
 from pathlib import Path
 
-from .anonymize import Progress
-from .schema_args import add_table_args, check_output_path, output_sep, read_table_args
-from .tune import json_ready
+from parties.cli.anonymize import Progress
+from parties.cli.schema_args import add_table_args, check_output_path, output_sep, read_table_args
+from parties.cli.tune import json_ready
 
 __all__ = ["register"]
 

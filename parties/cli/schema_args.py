@@ -13,8 +13,7 @@ import os
 from pathlib import Path
 
 from anonymize.errors import AnonymizeError
-
-from .common import comma_list
+from parties.cli.common import comma_list
 
 __all__ = [
     "add_table_args",

@@ -20,9 +20,8 @@ import math
 import sys
 
 from anonymize.errors import AnonymizeError
-
-from .anonymize import Progress
-from .schema_args import add_release_args, add_table_args, check_output_path, read_table_args
+from parties.cli.anonymize import Progress
+from parties.cli.schema_args import add_release_args, add_table_args, check_output_path, read_table_args
 
 __all__ = ["register", "run_tune", "format_tune", "json_ready"]
 

@@ -17,8 +17,7 @@ from typing import cast
 import numpy as np
 
 from mpc.errors import ProtocolError
-
-from . import JobContext, job
+from parties.jobs.registry import JobContext, job
 
 __all__: list[str] = []
 

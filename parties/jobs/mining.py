@@ -11,7 +11,7 @@ daemon log — never data.
 ``mine.horizontal`` with ``epsilon`` runs the ε-DP protocol of
 :mod:`parties.joint.dp_mining` (params ``max_len`` required, ``max_contributions``,
 ``colluders``; candidates "all" only), spending the budget the daemon's guard charged
-at admission (:mod:`parties.dp_budget`); ``mine.vertical`` refuses ``epsilon``.
+at admission (:mod:`parties.guards.dp_budget`); ``mine.vertical`` refuses ``epsilon``.
 """
 
 from __future__ import annotations
@@ -21,14 +21,13 @@ import resource
 import sys
 import time
 
-from .. import dp_budget
-from ..joint import JointResult, check_all, mine_horizontal, mine_vertical
-from ..joint.dp_mining import check_dp_params, mine_horizontal_dp
-from ..joint.dp_sum import check_colluders
-from ..joint.memory import estimate_file_bytes, estimate_job_bytes
-from ..joint.partition import load_transactions
-from ..shaping import WaitCounter
-from . import JobContext, JobError, PolicyRefusal, job
+from parties.jobs.registry import DPJobSpec, JobContext, JobError, job, refuse_dp_job, register_dp_job
+from parties.joint import JointResult, check_all, mine_horizontal, mine_vertical
+from parties.joint.dp_mining import check_dp_params, mine_horizontal_dp
+from parties.joint.dp_sum import check_colluders
+from parties.joint.memory import estimate_file_bytes, estimate_job_bytes
+from parties.joint.partition import load_transactions
+from parties.runtime.shaping import WaitCounter
 
 __all__ = ["result_json"]
 
@@ -178,10 +177,7 @@ async def _mine_horizontal_dp_job(ctx: JobContext, ms, mc, max_len, db, report: 
     from anonymize.dp import as_epsilon
 
     eps = as_epsilon(ctx.params["epsilon"])  # checked by the budget guard at admission
-    try:
-        charge = dp_budget.begin(ctx.name, ctx.session, eps)
-    except dp_budget.DPBudgetError as e:
-        raise PolicyRefusal(str(e)) from None
+    charge = ctx.privacy_charge(eps)
     t0 = time.perf_counter()
     try:
         res = await mine_horizontal_dp(
@@ -216,10 +212,8 @@ def _check_dp_mining(params, n_parties: int, cfg) -> None:
         raise ValueError("rules need the noisy counts: with epsilon, min_confidence cannot go with private counts")
 
 
-dp_budget.register_dp_job(
-    dp_budget.DPJobSpec("mine.horizontal", keys=lambda p: ["transactions"], check=_check_dp_mining)
-)
-dp_budget.refuse_dp_job(
+register_dp_job(DPJobSpec("mine.horizontal", keys=lambda p: ["transactions"], check=_check_dp_mining))
+refuse_dp_job(
     "mine.vertical",
     "no party sees a whole transaction, so what one transaction adds to a level's counts cannot be bounded "
     "(only by the number of candidates, which drowns the counts), and its shared counts live in rings sized "

@@ -19,10 +19,8 @@ from mpc.base_ot import base_ot_recv, base_ot_send
 from mpc.channel import agree, recv_array, send_array
 from mpc.intersection import intersection_cardinality
 from mpc.set_union import secure_set_union
-
-from .. import dp_budget
-from . import job
-from .bench_inputs import MSG_LEN, N_OF_N, digest, inputs_for
+from parties.jobs.bench_inputs import MSG_LEN, N_OF_N, digest, inputs_for
+from parties.jobs.registry import DPJobSpec, job, register_dp_job
 
 __all__: list[str] = []
 
@@ -108,7 +106,7 @@ async def bench_mpc(ctx) -> dict:
     t0 = time.perf_counter()
     out = await RUNNERS[op](ch, me, inp, size)
     seconds = time.perf_counter() - t0
-    from ..shaping import WaitCounter
+    from parties.runtime.shaping import WaitCounter
 
     return {"seconds": seconds, "bytes": ch.bytes_sent - b0, "output": out, "waits": WaitCounter.of(ch.state)["waits"]}
 
@@ -120,14 +118,14 @@ async def secure_sum_job(ctx) -> dict:
     Every party learns the elementwise sum (mod 2^64, as int64) and nothing
     else (:func:`mpc.secure_sum.secure_sum`); with two parties that is the
     other party's vector, which is why a party's policy requires three
-    parties for this job by default (:mod:`parties.policy`). Vectors of
+    parties for this job by default (:mod:`parties.guards.policy`). Vectors of
     different lengths are one clear error on every party.
 
     The file may also hold one row per record (2-D): the job sums the rows,
     after clamping every value to ``clamp = [lo, hi]`` when given. With
     ``epsilon`` the sum is differentially private (:func:`_dp_sum`).
     """
-    from . import JobError
+    from parties.jobs.registry import JobError
 
     key = ctx.param("key", str, "vector")
     path = ctx.data_path(key)
@@ -176,7 +174,7 @@ def _clamp_bounds(clamp) -> tuple[int, int]:
 
 def _check_dp_sum(params, n_parties: int, cfg) -> None:
     """Admission check of ``secure_sum`` with ``epsilon`` (run by the budget guard, before any charge)."""
-    from ..joint.dp_sum import check_colluders
+    from parties.joint.dp_sum import check_colluders
 
     sens = params.get("sensitivity", 1)
     if isinstance(sens, bool) or not isinstance(sens, int) or sens < 1:
@@ -195,12 +193,10 @@ async def _dp_sum(ctx, v: np.ndarray, clamp) -> dict:
 
     Δ = ``sensitivity`` (a bound on what one record changes in the summed vector, in L1; for
     per-record data with ``clamp``, at least length·max(|lo|, |hi|)). Charged to this party's
-    budget for the analyst at admission (:mod:`parties.dp_budget`).
+    budget for the analyst at admission (:mod:`parties.guards.dp_budget`).
     """
     from anonymize.dp import RandomSource, as_epsilon
-
-    from ..joint.dp_sum import coalition_epsilon, noise_stats, noisy_secure_sum
-    from . import PolicyRefusal
+    from parties.joint.dp_sum import coalition_epsilon, noise_stats, noisy_secure_sum
 
     eps = as_epsilon(ctx.params["epsilon"])
     sens = int(ctx.params.get("sensitivity", 1))
@@ -208,10 +204,7 @@ async def _dp_sum(ctx, v: np.ndarray, clamp) -> dict:
         lo, hi = _clamp_bounds(clamp)
         sens = max(sens, int(v.size) * max(abs(lo), abs(hi), 1))
     colluders = int(ctx.params.get("colluders", 0))
-    try:
-        charge = dp_budget.begin(ctx.name, ctx.session, eps)
-    except dp_budget.DPBudgetError as e:
-        raise PolicyRefusal(str(e)) from None
+    charge = ctx.privacy_charge(eps)
     total = await noisy_secure_sum(
         ctx.ch,
         v,
@@ -242,6 +235,4 @@ async def _dp_sum(ctx, v: np.ndarray, clamp) -> dict:
     }
 
 
-dp_budget.register_dp_job(
-    dp_budget.DPJobSpec("secure_sum", keys=lambda p: [str(p.get("key", "vector"))], check=_check_dp_sum)
-)
+register_dp_job(DPJobSpec("secure_sum", keys=lambda p: [str(p.get("key", "vector"))], check=_check_dp_sum))

@@ -16,12 +16,12 @@ rules above the confidence.
 
 Nothing here imports the daemon runtime (gRPC, TLS, sessions, jobs): the
 daemon's jobs (:mod:`parties.jobs.mining`) call these functions with a
-:class:`~parties.grpc_channel.GrpcChannel`; tests call them on
+:class:`~parties.runtime.grpc_channel.GrpcChannel`; tests call them on
 :class:`mpc.channel.MemoryNetwork`.
 """
 
-from .common import JointResult, check_all
-from .horizontal import mine_horizontal
-from .vertical import mine_vertical
+from parties.joint.common import JointResult, check_all
+from parties.joint.horizontal import mine_horizontal
+from parties.joint.vertical import mine_vertical
 
 __all__ = ["JointResult", "mine_horizontal", "mine_vertical", "check_all"]

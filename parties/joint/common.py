@@ -10,8 +10,7 @@ from fractions import Fraction
 from anonymize.itemsets import AssociationRules, FrequentItemsets, Rule
 from mpc.channel import Channel, broadcast, gather_from
 from mpc.errors import ProtocolError
-
-from ..ratio import exact_ratio
+from parties.ratio import exact_ratio
 
 __all__ = ["JointResult", "PhaseClock", "ProgressFn", "check_all", "support_ratio", "confidence_ratio"]
 

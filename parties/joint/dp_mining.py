@@ -63,10 +63,9 @@ from anonymize.dp import RandomSource, as_epsilon
 from anonymize.itemsets import FrequentItemsets, TransactionDB, apriori_gen, association_rules, min_count_for
 from mpc.channel import Channel, agree
 from mpc.secure_sum import bound_bits_for, secure_sum, secure_sum_threshold
-
-from .common import JointResult, PhaseClock, ProgressFn, check_all, confidence_ratio, support_ratio
-from .dp_counts import clamped_counts, level_sensitivity
-from .dp_sum import check_colluders, coalition_epsilon, noise_stats, noisy_inputs, tail_margin
+from parties.joint.common import JointResult, PhaseClock, ProgressFn, check_all, confidence_ratio, support_ratio
+from parties.joint.dp_counts import clamped_counts, level_sensitivity
+from parties.joint.dp_sum import check_colluders, coalition_epsilon, noise_stats, noisy_inputs, tail_margin
 
 __all__ = ["mine_horizontal_dp", "N_SHARE", "check_dp_params", "next_level_bound"]
 
@@ -143,7 +142,7 @@ async def mine_horizontal_dp(
     """ε-DP Kantarcioglu–Clifton mining (module docstring). Returns the result with its ``dp`` block.
 
     ``on_release(ε_i)`` is called before each noisy release (the daemon's budget keeps the ε
-    actually spent, see :mod:`parties.dp_budget`). ``rng``: a :class:`RandomSource`, a seed
+    actually spent, see :mod:`parties.guards.dp_budget`). ``rng``: a :class:`RandomSource`, a seed
     (tests; each party needs its own) or None for the OS CSPRNG. ``reveal_counts=False`` reveals
     only which itemsets are frequent; rules then cannot be derived (``min_confidence`` is refused:
     the rules-by-threshold step of the exact protocol would use exact counts).

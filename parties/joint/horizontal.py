@@ -28,7 +28,7 @@ parties); which of them are globally frequent; the global counts of the
 frequent itemsets (which are the output). With two parties N and those
 counts give each party the other's database size and counts (minus its own),
 which is why a party's policy requires three parties for this job by default
-(:mod:`parties.policy`). Nothing else about a party's local counts or
+(:mod:`parties.guards.policy`). Nothing else about a party's local counts or
 transactions; the collusion bound of the threshold step is that of
 :func:`mpc.secure_sum.secure_sum_threshold` (:func:`_revealed`).
 """
@@ -58,8 +58,7 @@ from mpc.secure_sum import (
     threshold_leakage,
 )
 from mpc.set_union import secure_set_union
-
-from .common import JointResult, PhaseClock, ProgressFn, check_all, confidence_ratio, support_ratio
+from parties.joint.common import JointResult, PhaseClock, ProgressFn, check_all, confidence_ratio, support_ratio
 
 __all__ = ["mine_horizontal", "AUTO_ALL_MAX"]
 

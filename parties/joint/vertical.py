@@ -65,8 +65,7 @@ from mpc.channel import Channel, agree, broadcast, gather_from, pack_arrays, unp
 from mpc.errors import ProtocolError
 from mpc.lwe_product import LWE_N, delta_bits_for, encrypted_count_shares, round_shares
 from mpc.secure_sum import secure_sum, secure_sum_threshold, threshold_leakage
-
-from .common import JointResult, PhaseClock, ProgressFn, confidence_ratio, support_ratio
+from parties.joint.common import JointResult, PhaseClock, ProgressFn, confidence_ratio, support_ratio
 
 __all__ = ["mine_vertical", "choose_path", "assign_encryptors", "COUNTING"]
 

@@ -41,7 +41,7 @@ The daemon runs a list of *session guards* (:class:`SessionGuard`) on every
 ``StartJob`` after identifying the analyst and before starting the session;
 the first :class:`Refusal` refuses it. The policy is the first guard
 (:class:`PolicyGuard`); other guards plug in at the same point
-(:attr:`parties.daemon.Daemon.guards`) — e.g. an auditor that refuses sessions
+(:attr:`parties.runtime.daemon.Daemon.guards`) — e.g. an auditor that refuses sessions
 whose revealed sums would disclose one party's input. Each guard also hears,
 through :meth:`SessionGuard.finished`, how every session it admitted ended
 (this party's result or the error), to keep its state. A guard that keeps
@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Protocol, runtime_checkable
 
-from .ratio import exact_ratio
+from parties.ratio import exact_ratio
 
 __all__ = [
     "DEFAULT_MIN_PARTIES",

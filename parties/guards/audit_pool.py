@@ -1,6 +1,6 @@
 """The pooled audit round: the first round of every daemon session on private data.
 
-Why: one party's auditor (:mod:`parties.audit_guard`) sees only the sessions
+Why: one party's auditor (:mod:`parties.guards.audit`) sees only the sessions
 that party took part in. After sums over {a,b} and {a,c}, a sum over {b,c}
 looks harmless to b (who saw {a,b}) and to c (who saw {a,c}), yet the three
 solve for every input; with four parties and ``min_parties = 3`` the same
@@ -15,9 +15,9 @@ the session itself left out (``audit`` false and no sessions when it does not
 audit this job) — and receive theirs. A party that audits the job refuses
 (job error kind ``refused``, :class:`parties.jobs.PolicyRefusal`) when the
 union of the views, with this session, determines any party's input
-(:meth:`parties.audit_guard.AuditGuard.pooled_refusal`); every party computes
+(:meth:`parties.guards.audit.AuditGuard.pooled_refusal`); every party computes
 the same union, so all refuse together. Otherwise the job starts and the
-session stays counted from then on (:meth:`~parties.audit_guard.AuditGuard.started`).
+session stays counted from then on (:meth:`~parties.guards.audit.AuditGuard.started`).
 
 The round runs for every job on private data — also where no party audits —
 so that every party of a session exchanges the same messages whatever its
@@ -37,13 +37,12 @@ from typing import Any
 
 from mpc.channel import Channel, broadcast, gather_from
 from mpc.errors import ProtocolError
-
-from .audit_guard import AuditGuard
-from .audit_state import SESSION_ID, AuditedSession
-from .jobs import JobContext, JobFn, PolicyRefusal
-from .keyfiles import TLSError
-from .policy import SessionRequest
-from .tls import validate_name
+from parties.guards.audit import AuditGuard
+from parties.guards.audit_state import SESSION_ID, AuditedSession
+from parties.guards.policy import SessionRequest
+from parties.identity.keyfiles import TLSError
+from parties.identity.tls import validate_name
+from parties.jobs import JobContext, JobFn, PolicyRefusal
 
 __all__ = ["VIEW_TAG", "MAX_VIEW_SESSIONS", "audit_round", "decode_view", "encode_view", "with_audit_round"]
 

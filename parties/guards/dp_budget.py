@@ -20,8 +20,8 @@ two daemons (or two sessions) cannot spend the same ε. Changing ``total_epsilon
 exists is refused with one line (a budget is never silently reset or enlarged: the operator moves
 the file away on purpose).
 
-:class:`BudgetGuard` (installed by every :class:`parties.daemon.Daemon`) admits a ``StartJob``
-with an ``epsilon`` parameter only if the job can honour it (:func:`register_dp_job`), its DP
+:class:`BudgetGuard` (installed by every :class:`parties.runtime.daemon.Daemon`) admits a ``StartJob``
+with an ``epsilon`` parameter only if the job can honour it (:func:`parties.jobs.register_dp_job`), its DP
 parameters are valid, and every data key it reads has ε left; it then **charges** ε to each ledger
 (at admission, before any noise exists) — otherwise it refuses with error kind ``refused`` and one
 line. A session without ``epsilon`` on private data is refused when ``require`` is set.
@@ -48,7 +48,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -57,8 +57,8 @@ from typing import Any
 from anonymize.dp import BudgetAccountant, BudgetExceeded, as_epsilon
 from anonymize.errors import AnonymizeError
 from mpc.errors import ProtocolError
-
-from .policy import Guard, Refusal, SessionRequest
+from parties.guards.policy import Guard, Refusal, SessionRequest
+from parties.jobs.registry import dp_job, dp_refusal_reason
 
 __all__ = [
     "ADMIT_GRACE",
@@ -66,12 +66,8 @@ __all__ = [
     "Charge",
     "DPBudgetError",
     "DPConfig",
-    "DPJobSpec",
     "begin",
-    "dp_job",
     "parse_dp",
-    "register_dp_job",
-    "refuse_dp_job",
 ]
 
 log = logging.getLogger("ppdm.dp")
@@ -151,38 +147,6 @@ def parse_dp(t: Any, base_dir: Path, analysts: Sequence[str]) -> DPConfig | None
             raise ValueError(f"dp.sensitivity.{k} must be a positive integer, got {v!r}")
         sens[k] = v
     return DPConfig(budget_dir, total, per, require, scope, sens)
-
-
-# --------------------------------------------------------------------------- which jobs honour epsilon
-@dataclass(frozen=True)
-class DPJobSpec:
-    """How a job honours ``epsilon``: the data keys it reads, and a check of its DP parameters.
-
-    ``check(params, n_parties, dp_config)`` raises ``ValueError`` with one line for parameters it
-    cannot honour; it runs at admission, before anything is charged.
-    """
-
-    name: str
-    keys: Callable[[Mapping[str, Any]], list[str]]
-    check: Callable[[Mapping[str, Any], int, DPConfig | None], None]
-
-
-_DP_JOBS: dict[str, DPJobSpec] = {}
-_NO_DP: dict[str, str] = {}
-
-
-def register_dp_job(spec: DPJobSpec) -> None:
-    """Declare that job ``spec.name`` adds differentially private noise when given ``epsilon``."""
-    _DP_JOBS[spec.name] = spec
-
-
-def refuse_dp_job(name: str, reason: str) -> None:
-    """Declare why job ``name`` cannot run with ``epsilon`` (the refusal line says it)."""
-    _NO_DP[name] = reason
-
-
-def dp_job(name: str) -> DPJobSpec | None:
-    return _DP_JOBS.get(name)
 
 
 def _key_file(key: str) -> str:
@@ -266,7 +230,7 @@ class BudgetGuard(Guard):
         job = request.job
         if raw is None:
             if self.config is not None and self.config.require and request.private_data:
-                why = _NO_DP.get(job)
+                why = dp_refusal_reason(job)
                 return Refusal(
                     "dp.require",
                     f"{self.party} requires epsilon (differential privacy) for sessions on its data"
@@ -277,9 +241,9 @@ class BudgetGuard(Guard):
             eps = _eps(raw, "epsilon")
         except ValueError as e:
             return Refusal("dp.epsilon", str(e))
-        spec = _DP_JOBS.get(job)
+        spec = dp_job(job)
         if spec is None:
-            why = _NO_DP.get(job, "it adds no differentially private noise")
+            why = dp_refusal_reason(job) or "it adds no differentially private noise"
             return Refusal("dp.job", f"{job} cannot run with epsilon: {why}")
         try:
             spec.check(request.params, len(request.parties), self.config)

@@ -11,7 +11,7 @@
   the same atomic create-and-rename, mode 0644 less the umask.
 * :func:`read_file`: one clear :class:`TLSError` line per OS error.
 
-Used by :mod:`parties.tls`, :mod:`parties.pki` and the configuration writer.
+Used by :mod:`parties.identity.tls`, :mod:`parties.identity.pki` and the configuration writer.
 """
 
 from __future__ import annotations

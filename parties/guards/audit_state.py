@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .keyfiles import TLSError, private_dir, write_private
-from .tls import validate_name
+from parties.identity.keyfiles import TLSError, private_dir, write_private
+from parties.identity.tls import validate_name
 
 __all__ = [
     "STATE_FORMAT",
@@ -59,7 +59,7 @@ __all__ = [
 
 STATE_FORMAT = "ppdm-party-audit/1"
 MAX_STATE_BYTES = 64 << 20
-SESSION_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")  # as parties.sessions.check_session_id
+SESSION_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")  # as parties.runtime.sessions.check_session_id
 
 
 class AuditStateError(ValueError):

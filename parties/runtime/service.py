@@ -4,14 +4,14 @@ Each handler identifies the caller by its TLS certificate's common name
 (``Deliver`` and ``Abort``: configured peers; ``StartJob``: configured
 analysts; ``Health``: either), checks the request against the daemon's
 :class:`~parties.config.Limits`, and acts on the daemon's
-:class:`~parties.sessions.SessionManager`:
+:class:`~parties.runtime.sessions.SessionManager`:
 
 * ``Deliver`` streams one protocol message in chunks into the session's
   mailbox, its bytes reserved before they arrive (bounded in size, time and
   count; a malformed, oversized or truncated stream is refused whole);
 * ``StartJob`` runs a registered job (:mod:`parties.jobs`) on a
-  :class:`~parties.grpc_channel.GrpcChannel` under the session deadline, with a
-  :class:`~parties.watchdog.Watchdog` on the peers; any failure fails the
+  :class:`~parties.runtime.grpc_channel.GrpcChannel` under the session deadline, with a
+  :class:`~parties.runtime.watchdog.Watchdog` on the peers; any failure fails the
   session here and the daemon tells the other parties. Unexpected exceptions
   are reported by type only (their message might carry private data);
 * ``Abort`` fails a session a peer gave up on (or, from the analyst who
@@ -20,17 +20,17 @@ analysts; ``Health``: either), checks the request against the daemon's
 
 Identity: the caller's certificate common name, its role (peer or analyst) as
 configured, and — when ``party.toml`` names a revocation list or pins the
-peer's certificate — the certificate itself (:meth:`~parties.tls.Credentials.peer_refusal`).
+peer's certificate — the certificate itself (:meth:`~parties.identity.tls.Credentials.peer_refusal`).
 
-Sessions are keyed ``ANALYST/ID`` (:func:`~parties.sessions.session_key`):
+Sessions are keyed ``ANALYST/ID`` (:func:`~parties.runtime.sessions.session_key`):
 ``StartJob``, and the analyst's ``Health`` and ``Abort``, name the analyst's
 own session ids; peers name the full key. Before a session starts, the
-daemon's session guards (:mod:`parties.policy`: the party's policy first) may
+daemon's session guards (:mod:`parties.guards.policy`: the party's policy first) may
 refuse it; a refusal is error kind ``refused`` with the line
 ``refused by 'NAME': <rule>``, and the other parties are told at once.
 
 The daemon's life cycle (server, signals, housekeeping, aborts sent to peers)
-is :class:`parties.daemon.Daemon`.
+is :class:`parties.runtime.daemon.Daemon`.
 """
 
 from __future__ import annotations
@@ -40,19 +40,19 @@ import functools
 import json
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import grpc
 from google.protobuf.message import DecodeError
 
 from mpc.errors import PeerFailedError, ProtocolError, ProtocolTimeoutError
-
-from . import jobs as jobs_mod
-from .grpc_channel import GrpcChannel
-from .policy import SessionRequest, run_guards, withdraw_guards
-from .proto.ppdm.v1 import party_pb2 as pb
-from .proto.ppdm.v1 import party_pb2_grpc as pb_grpc
-from .sessions import (
+from parties import jobs as jobs_mod
+from parties.guards import dp_budget
+from parties.guards.policy import SessionRequest, run_guards, withdraw_guards
+from parties.proto.ppdm.v1 import party_pb2 as pb
+from parties.proto.ppdm.v1 import party_pb2_grpc as pb_grpc
+from parties.runtime.grpc_channel import GrpcChannel
+from parties.runtime.sessions import (
     BufferFull,
     Busy,
     InvalidRequest,
@@ -65,12 +65,45 @@ from .sessions import (
     session_key,
     split_session_key,
 )
-from .watchdog import Watchdog
+from parties.runtime.watchdog import Watchdog
 
 if TYPE_CHECKING:
-    from .daemon import Daemon
+    from collections.abc import Iterable, Sequence
 
-__all__ = ["PartyService", "VERSION"]
+    from parties.config import Limits, PartyConfig
+    from parties.guards.policy import SessionGuard
+    from parties.identity.tls import Credentials
+    from parties.runtime.grpc_channel import PeerPool
+    from parties.runtime.sessions import SessionManager
+
+
+class DaemonHost(Protocol):
+    """What the servicer needs of the daemon that hosts it (:class:`parties.runtime.daemon.Daemon`).
+
+    A protocol type rather than an import of the daemon, which imports this module.
+    """
+
+    me: str
+    config: PartyConfig
+    limits: Limits
+    log: logging.Logger
+    creds: Credentials
+    sessions: SessionManager
+    pool: PeerPool
+
+    @property
+    def guards(self) -> Sequence[SessionGuard]: ...
+
+    def job_function(self, info: jobs_mod.JobInfo, request: SessionRequest) -> jobs_mod.JobFn: ...
+
+    async def ping(self, peer: str, sid: str) -> SessionState: ...
+
+    def refuse_session(self, key: str, parties: Iterable[str], reason: str) -> None: ...
+
+    def on_session_fail(self, s: Session, error: BaseException, source: str | None) -> None: ...
+
+
+__all__ = ["DaemonHost", "PartyService", "VERSION"]
 
 try:
     from importlib.metadata import version as _v
@@ -112,7 +145,7 @@ class _GuardRefusal(Refused):
 class PartyService(pb_grpc.PartyServicer):
     """The RPC handlers of one daemon (its sessions, peers, limits and log are the daemon's)."""
 
-    def __init__(self, daemon: Daemon):
+    def __init__(self, daemon: DaemonHost):
         self.d = daemon
         self.me, self.config, self.limits, self.log = daemon.me, daemon.config, daemon.limits, daemon.log
         self.sessions, self.pool = daemon.sessions, daemon.pool
@@ -382,6 +415,7 @@ class PartyService(pb_grpc.PartyServicer):
             deadline=s.deadline,
             log=self.log,
             max_length=self.config.policy.rule(job).max_length,
+            privacy=functools.partial(dp_budget.begin, self.me, key),
         )
         s.task = job_task = asyncio.create_task(self._run(self.d.job_function(info, req), ctx, s))
         dog = Watchdog(

@@ -8,7 +8,7 @@ is named ``ANALYST/ID`` (:func:`session_key`): the analyst's certificate name
 is part of the key, so sessions are **bound to the analyst who started them**
 — another analyst using the same id names a different session and can neither
 claim, join nor abort it (:meth:`SessionManager.owner_conflict` refuses it
-outright). The daemon keeps, per session, a :class:`~parties.mailbox.Mailbox`
+outright). The daemon keeps, per session, a :class:`~parties.runtime.mailbox.Mailbox`
 of received messages keyed ``(sender, tag)``.
 
 * A peer may start sending before the analyst's ``StartJob`` reaches this
@@ -32,7 +32,7 @@ of received messages keyed ``(sender, tag)``.
   callback, whoever awaits it, and :meth:`SessionManager.expire` (run every
   second) removes pending sessions past ``pending_ttl`` and, as a safety net,
   any running session still held after its deadline.
-* A dead peer fails the session through :class:`parties.watchdog.Watchdog`.
+* A dead peer fails the session through :class:`parties.runtime.watchdog.Watchdog`.
 
 Nothing here imports gRPC, so the logic is unit-tested without sockets.
 Clocks are ``time.monotonic``.
@@ -51,9 +51,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mpc.errors import PeerFailedError, ProtocolError, ProtocolTimeoutError
-
-from .config import Limits
-from .mailbox import MAX_MESSAGES, BufferFull, Busy, InvalidRequest, Mailbox, PeerLedger, Refused, SessionGone
+from parties.config import Limits
+from parties.runtime.mailbox import (
+    MAX_MESSAGES,
+    BufferFull,
+    Busy,
+    InvalidRequest,
+    Mailbox,
+    PeerLedger,
+    Refused,
+    SessionGone,
+)
 
 __all__ = [
     "SessionState",

@@ -20,10 +20,10 @@ Key files are created, never overwritten in place: a fresh file opened with
 linked (or, with ``overwrite``, renamed) to its name, so no symlink planted at
 the path is followed and no other user can open the key while it is written.
 Directories created for keys get mode 0700, and a key is never written into a
-directory other users may write to (:mod:`parties.keyfiles`, re-exported here).
+directory other users may write to (:mod:`parties.identity.keyfiles`, re-exported here).
 
 Issuing certificates without sharing the CA key (CSRs), revocation lists and
-certificate pinning are in :mod:`parties.pki`; :func:`load_credentials` reads a
+certificate pinning are in :mod:`parties.identity.pki`; :func:`load_credentials` reads a
 revocation list and :meth:`Credentials.peer_refusal` applies it, and a pin, to
 the certificate a caller presents.
 """
@@ -44,7 +44,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from .keyfiles import TLSError, private_dir, read_file, write_private, write_public
+from parties.identity.keyfiles import TLSError, private_dir, read_file, write_private, write_public
 
 __all__ = [
     "TLSError",

@@ -16,10 +16,10 @@ The CA operator and every party keep their own private keys:
 Revocation: ``ppdm ca revoke`` adds a certificate's serial number to the CA's
 X.509 CRL (RFC 5280 §5) and ``ppdm ca crl`` re-issues it with fresh dates
 (:func:`revoke`, :func:`issue_crl`); each daemon reads its copy at start
-(``[party] crl``, :func:`parties.tls.load_crl`) and refuses callers whose
+(``[party] crl``, :func:`parties.identity.tls.load_crl`) and refuses callers whose
 certificates are on it. The CRL in the CA directory is the list of record.
 
-Keys are ECDSA P-256 like the rest of :mod:`parties.tls`; requests with P-384
+Keys are ECDSA P-256 like the rest of :mod:`parties.identity.tls`; requests with P-384
 or RSA ≥ 2048-bit keys are signed too.
 """
 
@@ -36,7 +36,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
-from .tls import (
+from parties.identity.tls import (
     CA_CERT_FILE,
     CA_KEY_FILE,
     TLSError,
@@ -172,7 +172,7 @@ def sign_csr(
     """Issue the certificate a CSR asks for; return ``(path, name, hosts)``.
 
     Checks: the CSR's signature; exactly one common name, a valid party name;
-    an accepted key type; requested host names per :func:`parties.tls.check_host`. The
+    an accepted key type; requested host names per :func:`parties.identity.tls.check_host`. The
     certificate is for server and client authentication (a party) unless
     ``client_only`` (an analyst).
     """

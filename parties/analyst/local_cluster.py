@@ -1,6 +1,6 @@
 """N real party daemons on loopback, for tests, the demo, benchmarks and ``ppdm mine --local``.
 
-    from parties.local_cluster import LocalCluster
+    from parties.analyst.local_cluster import LocalCluster
 
     with LocalCluster(["alice", "bob", "carol"], data={"alice": {"transactions": "a.dat"}}) as c:
         out = c.run_job("exchange", {"size": 1 << 20}, timeout=30)   # {"alice": {...}, ...}
@@ -10,11 +10,11 @@
         out = await c.arun_job("ping")
 
 It creates a fresh CA and, through certificate signing requests
-(:mod:`parties.pki`: each party's key is made in its own directory, the CA key
+(:mod:`parties.identity.pki`: each party's key is made in its own directory, the CA key
 never leaves ``<workdir>/ca``), party certificates and an analyst certificate
 in a temporary directory (or ``workdir``), picks free loopback ports, writes one
 ``party.toml`` per party, starts one daemon *process* per party
-(``python -m parties.daemon``) and waits until every daemon answers
+(``python -m parties.runtime.daemon``) and waits until every daemon answers
 ``Health``. On exit — also on an exception, and via ``--exit-with-parent`` if
 this process dies — the daemons are terminated. Each daemon logs to
 ``<workdir>/<name>.log`` (:meth:`LocalCluster.log`).
@@ -36,9 +36,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .config import PeerInfo, write_config
-from .pki import init_ca, make_csr, revoke, sign_csr
-from .tls import Credentials, cert_fingerprint, load_credentials, validate_name
+from parties.config import PeerInfo, write_config
+from parties.identity.pki import init_ca, make_csr, revoke, sign_csr
+from parties.identity.tls import Credentials, cert_fingerprint, load_credentials, validate_name
 
 __all__ = ["LocalCluster", "ClusterError"]
 
@@ -91,7 +91,7 @@ class LocalCluster:
     limits: ``[limits]`` for every party (e.g. ``{"max_message_bytes": ...}``).
     job_modules: extra modules every daemon imports for jobs.
     log_level: the daemons' log level.
-    policy: ``[policy]`` for every party (see :mod:`parties.policy`), or
+    policy: ``[policy]`` for every party (see :mod:`parties.guards.policy`), or
         ``{party: policy}`` when the keys are party names.
     crl: every daemon reads the CA's revocation list (``<workdir>/ca/crl.pem``)
         at start; :meth:`revoke` adds a certificate to it.
@@ -99,11 +99,11 @@ class LocalCluster:
         ``None`` pins the certificate the cluster issued to that peer.
     analysts: more analysts (besides ``"analyst"``, whose credentials are
         :attr:`creds`) every party accepts; :meth:`credentials` gives theirs.
-    audit: ``[audit]`` for every party (see :mod:`parties.audit_state`), or
+    audit: ``[audit]`` for every party (see :mod:`parties.guards.audit_state`), or
         ``{party: audit}`` when the keys are party names.
     link_shape: ``(rtt_ms, mbit)`` to emulate a WAN link between every pair of
-        daemons (:mod:`parties.shaping`; ``mbit`` None: no bandwidth cap).
-    dp: ``[dp]`` (privacy budgets, :mod:`parties.dp_budget`) for every party, or
+        daemons (:mod:`parties.runtime.shaping`; ``mbit`` None: no bandwidth cap).
+    dp: ``[dp]`` (privacy budgets, :mod:`parties.guards.dp_budget`) for every party, or
         ``{party: table}`` when the keys are party names.
     """
 
@@ -162,7 +162,7 @@ class LocalCluster:
             if a in names:
                 raise ValueError(f"{a!r} is both a party and an analyst")
         self._pins = {k: dict(v) for k, v in (pins or {}).items()}
-        if link_shape is not None:  # (rtt ms, Mbit/s or None): emulated WAN links, see parties.shaping
+        if link_shape is not None:  # (rtt ms, Mbit/s or None): emulated WAN links, see parties.runtime.shaping
             rtt_ms, mbit = link_shape
             self._env["PPDM_LINK_SHAPE"] = f"rtt_ms={rtt_ms}" + ("" if mbit is None else f",mbit={mbit}")
         self._own_dir = workdir is None
@@ -230,7 +230,7 @@ class LocalCluster:
                 [
                     sys.executable,
                     "-m",
-                    "parties.daemon",
+                    "parties.runtime.daemon",
                     "--config",
                     str(self.configs[name]),
                     "--log-level",
@@ -284,9 +284,9 @@ class LocalCluster:
         # the synchronous gRPC API: no event loop involved, so this works from any context
         import grpc
 
-        from .grpc_channel import channel_options
-        from .proto.ppdm.v1 import party_pb2 as pb
-        from .proto.ppdm.v1 import party_pb2_grpc as pb_grpc
+        from parties.proto.ppdm.v1 import party_pb2 as pb
+        from parties.proto.ppdm.v1 import party_pb2_grpc as pb_grpc
+        from parties.runtime.grpc_channel import channel_options
 
         assert self.creds is not None
         creds = self.creds.channel_credentials()
@@ -373,8 +373,8 @@ class LocalCluster:
         parties: Sequence[str] | None = None,
         **kw,
     ) -> dict[str, Any]:
-        """Run ``job`` on every party (or on ``parties``, in that order); see :func:`parties.client.run_job`."""
-        from .client import run_job
+        """Run ``job`` on every party (or on ``parties``, in that order); see :func:`parties.analyst.client.run_job`."""
+        from parties.analyst.client import run_job
 
         assert self.creds is not None, "cluster not started"
         peers = self.peers if parties is None else [self.party(n) for n in parties]
@@ -388,8 +388,8 @@ class LocalCluster:
         parties: Sequence[str] | None = None,
         **kw,
     ) -> dict[str, Any]:
-        """Synchronous :meth:`arun_job` (runs on :func:`parties.client.run_sync`'s shared loop)."""
-        from .client import run_sync
+        """Synchronous :meth:`arun_job` (runs on :func:`parties.analyst.client.run_sync`'s shared loop)."""
+        from parties.analyst.client import run_sync
 
         return run_sync(self.arun_job(job, params, timeout, parties, **kw))
 

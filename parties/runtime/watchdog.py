@@ -8,7 +8,7 @@ second) is not death: a protocol step that holds a peer's loop must not abort
 the session, while a killed peer must abort it on every party within seconds.
 
 Nothing here imports gRPC: the watchdog gets a ``ping`` coroutine (the daemon's
-Health probe, :meth:`parties.daemon.Daemon.ping`), so the logic is unit-tested
+Health probe, :meth:`parties.runtime.daemon.Daemon.ping`), so the logic is unit-tested
 without sockets. Clocks are ``time.monotonic``.
 """
 
@@ -20,8 +20,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from mpc.errors import PeerFailedError
-
-from .sessions import Session, SessionState
+from parties.runtime.sessions import Session, SessionState
 
 __all__ = ["Watchdog", "PeerUnreachable", "PingFn"]
 

@@ -4,7 +4,7 @@
 
 Model and guarantees
 --------------------
-* Identity: the same mutual TLS as the party daemons (:mod:`parties.tls`): the service's
+* Identity: the same mutual TLS as the party daemons (:mod:`parties.identity.tls`): the service's
   certificate and CA come from ``party.toml`` (:mod:`parties.config`); a caller must present
   a certificate from that CA whose common name is one of the config's ``analysts``.
 * One auditor state for all analysts, so analysts pooling their answers gain nothing over
@@ -37,9 +37,8 @@ import grpc
 
 from anonymize.audit import TableAuditor
 from anonymize.errors import AnonymizeError
-
-from .proto.ppdm.v1 import audit_pb2 as pb
-from .proto.ppdm.v1 import audit_pb2_grpc as pb_grpc
+from parties.proto.ppdm.v1 import audit_pb2 as pb
+from parties.proto.ppdm.v1 import audit_pb2_grpc as pb_grpc
 
 __all__ = ["AuditLog", "AuditService", "AuditLogError", "MAX_QUERY_BYTES", "serve_audit", "log_path_for"]
 

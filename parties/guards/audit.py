@@ -30,18 +30,18 @@ Two checks, both before the job sends any data:
 1. **At admission** (``check``, a session guard): the auditor of this
    (data key, job) over the sessions this party contributed to decides *and*
    commits in one step under a lock, and the state file is written
-   (:mod:`parties.audit_state`), so two concurrent sessions cannot each pass
+   (:mod:`parties.guards.audit_state`), so two concurrent sessions cannot each pass
    alone and disclose together, and a restart cannot reset it. A refusal is
    one line naming the party whose input would follow and the sessions it
    would combine with.
-2. **Pooled** (:mod:`parties.audit_pool`, the first round of every session on
+2. **Pooled** (:mod:`parties.guards.audit_pool`, the first round of every session on
    private data): the session's parties exchange the party sets of the
    sessions each has contributed to, and each refuses if their union, with
    this session, determines any input. One party sees only its own sessions:
    after {a,b} and {a,c}, the sum over {b,c} looks harmless to b ({a,b}) and to
    c ({a,c}), yet the three solve for every input — their pooled views show it.
 
-Which sessions are audited (:meth:`parties.audit_state.AuditSettings.audits`):
+Which sessions are audited (:meth:`parties.guards.audit_state.AuditSettings.audits`):
 by default every job whose result is a sum over the parties' inputs —
 ``secure_sum``, ``mine.horizontal`` (its counts and ``N`` are secure sums;
 with ``reveal_counts=False``, ``--private-counts``, it reveals only threshold
@@ -79,7 +79,7 @@ What it does not prevent
   part in: after {a,b,c,d,e,f} and then {d,e,f}, the sum over {x,a,b,c}
   gives ``x = S_new − S_1 + S_2``, but a, b, c and x never saw {d,e,f}. Only a
   log shared by all parties would see it; keep ``min_parties`` and
-  ``co_parties`` tight (:mod:`parties.policy`).
+  ``co_parties`` tight (:mod:`parties.guards.policy`).
 * Partial disclosure: results narrow inputs without pinning them (counts are
   non-negative; a sum of 0 over counts pins every summand).
 * Horizontal mining's secure union of locally large itemsets (a set union,
@@ -105,8 +105,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from anonymize.audit import SumAuditor
-
-from .audit_state import (
+from parties.guards.audit_state import (
     AuditedSession,
     AuditSettings,
     AuditStateError,
@@ -115,10 +114,10 @@ from .audit_state import (
     load_state,
     save_state,
 )
-from .policy import Guard, Refusal, SessionRequest
+from parties.guards.policy import Guard, Refusal, SessionRequest
 
 if TYPE_CHECKING:
-    from .config import PartyConfig
+    from parties.config import PartyConfig
 
 __all__ = [
     "ALL_DATA",
@@ -455,7 +454,7 @@ class AuditGuard(Guard):
                 request.session,
             )
 
-    # ------------------------------------------------------------------ the pooled round (parties.audit_pool)
+    # ------------------------------------------------------------------ the pooled round (parties.guards.audit_pool)
     def view(self, request: SessionRequest) -> list[AuditedSession] | None:
         """The sessions this party contributed to on the request's (data key, job), but the request itself.
 

@@ -28,13 +28,12 @@ import grpc
 
 from mpc.channel import ScopedChannel
 from mpc.errors import PeerFailedError, ProtocolError, ProtocolTimeoutError
-
-from .config import PeerInfo
-from .proto.ppdm.v1 import party_pb2 as pb
-from .proto.ppdm.v1 import party_pb2_grpc as pb_grpc
-from .sessions import Session, timeout_error
-from .shaping import LinkShaper, WaitCounter
-from .tls import Credentials
+from parties.config import PeerInfo
+from parties.identity.tls import Credentials
+from parties.proto.ppdm.v1 import party_pb2 as pb
+from parties.proto.ppdm.v1 import party_pb2_grpc as pb_grpc
+from parties.runtime.sessions import Session, timeout_error
+from parties.runtime.shaping import LinkShaper, WaitCounter
 
 __all__ = [
     "CHUNK_BYTES",

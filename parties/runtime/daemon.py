@@ -1,7 +1,7 @@
 """The party daemon: an mTLS gRPC server running joint jobs with its peers.
 
     ppdm party serve --config party.toml
-    python -m parties.daemon --config party.toml
+    python -m parties.runtime.daemon --config party.toml
 
 Model and guarantees
 --------------------
@@ -10,7 +10,7 @@ Model and guarantees
   matching a pinned fingerprint). ``Deliver`` accepts only configured peers,
   ``StartJob`` only configured analysts, ``Abort`` and ``Health`` either.
 * What an analyst may ask is the party's policy, the first of the daemon's
-  session guards (:attr:`Daemon.guards`, :mod:`parties.policy`); a session is
+  session guards (:attr:`Daemon.guards`, :mod:`parties.guards.policy`); a session is
   bound to the analyst who started it.
 * Bounded resources: one gRPC message is at most one 1 MiB chunk plus slack;
   one protocol message at most ``max_message_bytes``; unread bytes per
@@ -28,7 +28,7 @@ Model and guarantees
 
 This module is the process: the :class:`Daemon` (server, peer pool, session
 table, housekeeping, aborts sent to peers, the watchdog's Health probe) and
-:func:`main`. The RPC handlers are :class:`parties.service.PartyService`.
+:func:`main`. The RPC handlers are :class:`parties.runtime.service.PartyService`.
 """
 
 from __future__ import annotations
@@ -47,27 +47,26 @@ from typing import Any
 import grpc
 
 from mpc.errors import PeerFailedError
-
-from . import jobs as jobs_mod
-from .audit_guard import AuditGuard, make_audit_guard
-from .audit_pool import with_audit_round
-from .audit_state import AuditStateError
-from .config import ConfigError, PartyConfig, load_config
-from .dp_budget import BudgetGuard
-from .grpc_channel import (
+from parties import jobs as jobs_mod
+from parties.config import ConfigError, PartyConfig, load_config
+from parties.guards.audit import AuditGuard, make_audit_guard
+from parties.guards.audit_pool import with_audit_round
+from parties.guards.audit_state import AuditStateError
+from parties.guards.dp_budget import BudgetGuard
+from parties.guards.policy import PolicyGuard, SessionGuard, SessionRequest
+from parties.identity.tls import Credentials
+from parties.proto.ppdm.v1 import party_pb2 as pb
+from parties.proto.ppdm.v1 import party_pb2_grpc as pb_grpc
+from parties.runtime.grpc_channel import (
     KEEPALIVE_OPTIONS,
     MAX_RECEIVE_BYTES,
     PeerPool,
     map_rpc_error,
     short_details,
 )
-from .policy import PolicyGuard, SessionGuard, SessionRequest
-from .proto.ppdm.v1 import party_pb2 as pb
-from .proto.ppdm.v1 import party_pb2_grpc as pb_grpc
-from .service import PartyService
-from .sessions import Session, SessionManager, SessionState
-from .tls import Credentials
-from .watchdog import PeerUnreachable
+from parties.runtime.service import PartyService
+from parties.runtime.sessions import Session, SessionManager, SessionState
+from parties.runtime.watchdog import PeerUnreachable
 
 __all__ = ["Daemon", "ListenError", "main", "serve", "server_options", "check_listen"]
 
@@ -136,9 +135,9 @@ class Daemon:
         self.me = config.name
         self.limits = config.limits
         self.log = logging.getLogger(f"ppdm.party.{self.me}")
-        #: Session guards, run in order on every StartJob before the session starts (parties.policy):
+        #: Session guards, run in order on every StartJob before the session starts (parties.guards.policy):
         #: the party's policy first, then ``guards`` (e.g. an auditor); append more before start().
-        #: The privacy-budget guard (parties.dp_budget, [dp]) comes after the policy: it charges
+        #: The privacy-budget guard (parties.guards.dp_budget, [dp]) comes after the policy: it charges
         #: epsilon at admission and gives back what a session did not release when it ends.
         self.guards: list[SessionGuard] = [PolicyGuard(config.policy), BudgetGuard(config.dp, config.name), *guards]
         self.sessions = SessionManager(self.me, self.limits)
@@ -183,7 +182,7 @@ class Daemon:
         return self.address
 
     def _start_audit(self) -> None:
-        """Put the party's auditor ([audit], :mod:`parties.audit_guard`) right after the policy guard."""
+        """Put the party's auditor ([audit], :mod:`parties.guards.audit`) right after the policy guard."""
         try:
             guard = make_audit_guard(self.config, jobs_mod.registered_jobs())
         except AuditStateError as e:
@@ -192,7 +191,7 @@ class Daemon:
             self.guards.insert(1, guard)
 
     def job_function(self, info: jobs_mod.JobInfo, request: SessionRequest) -> jobs_mod.JobFn:
-        """What a session runs: a job on private data starts with the pooled audit round (parties.audit_pool)."""
+        """What a session runs: a job on private data starts with the pooled audit round (parties.guards.audit_pool)."""
         guard = next((g for g in self.guards if isinstance(g, AuditGuard)), None)
         if not info.private_data and guard is None:
             return info.fn
@@ -334,7 +333,7 @@ async def serve(config: PartyConfig, *, exit_with_parent: bool = False) -> None:
 
 def main(argv: list[str] | None = None, *, prog: str = "ppdm party") -> int:
     """Run a daemon until SIGTERM/SIGINT; errors are one line ``PROG: error: ...`` (exit 2: bad config or address)."""
-    ap = argparse.ArgumentParser(prog="python -m parties.daemon", description="Run a ppdm party daemon.")
+    ap = argparse.ArgumentParser(prog="python -m parties.runtime.daemon", description="Run a ppdm party daemon.")
     ap.add_argument("--config", required=True, help="path of party.toml")
     ap.add_argument("--log-level", default=os.environ.get("PPDM_LOG_LEVEL", "INFO"))
     ap.add_argument("--exit-with-parent", action="store_true", help="stop when the parent process exits")

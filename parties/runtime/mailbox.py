@@ -10,8 +10,8 @@ hold — reserved for a message still streaming in, or buffered and not yet read
   (``[limits] max_peer_buffer_bytes``), so one peer cannot hold the daemon's
   memory by spreading messages over many sessions.
 
-Nothing here imports gRPC; the session logic (:mod:`parties.sessions`) and the
-``Deliver`` handler (:mod:`parties.service`) use it.
+Nothing here imports gRPC; the session logic (:mod:`parties.runtime.sessions`) and the
+``Deliver`` handler (:mod:`parties.runtime.service`) use it.
 """
 
 from __future__ import annotations

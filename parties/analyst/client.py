@@ -1,6 +1,6 @@
 """The analyst's side: start one job on every party and collect the results.
 
-    from parties.client import run_job
+    from parties.analyst.client import run_job
     results = await run_job(peers, "exchange", {"size": 1 << 20}, creds=analyst_creds, timeout=60)
     # {"alice": {...}, "bob": {...}}
 
@@ -30,11 +30,11 @@ from typing import Any, TypeVar
 
 import grpc
 
-from .config import PeerInfo
-from .grpc_channel import channel_options, short_details
-from .proto.ppdm.v1 import party_pb2 as pb
-from .proto.ppdm.v1 import party_pb2_grpc as pb_grpc
-from .tls import Credentials
+from parties.config import PeerInfo
+from parties.identity.tls import Credentials
+from parties.proto.ppdm.v1 import party_pb2 as pb
+from parties.proto.ppdm.v1 import party_pb2_grpc as pb_grpc
+from parties.runtime.grpc_channel import channel_options, short_details
 
 __all__ = [
     "PartyError",
