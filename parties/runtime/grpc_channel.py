@@ -61,9 +61,10 @@ def channel_options(target_name: str, max_receive: int = MAX_RECEIVE_BYTES) -> l
     return [
         ("grpc.ssl_target_name_override", target_name),
         ("grpc.max_receive_message_length", max_receive),
-        # a restarted peer is found again quickly
+        # a restarted peer is found again quickly. Not grpc.min_reconnect_backoff_ms: gRPC core also
+        # uses it as the minimum connect timeout (default 20 s), and a TLS handshake with a loaded
+        # daemon takes longer than 200 ms (16 concurrent sessions failed "before receiving SETTINGS")
         ("grpc.initial_reconnect_backoff_ms", 200),
-        ("grpc.min_reconnect_backoff_ms", 200),
         ("grpc.max_reconnect_backoff_ms", 1_000),
         *KEEPALIVE_OPTIONS,
     ]
