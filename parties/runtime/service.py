@@ -208,17 +208,21 @@ class PartyService(pb_grpc.PartyServicer):
             if s is not None:
                 s.mailbox.reserve(total, sender)
         except SessionGone as e:
+            await _drain(it, total - len(first.data))
             await context.abort(grpc.StatusCode.ABORTED, e.reason[:300])
         except Busy as e:
             self.log.warning("session %r: message %r from %s refused: %s", h.session[:140], h.tag[:80], sender, e)
             if s is not None:
                 self.sessions.discard_if_empty(s)
+            await _drain(it, min(total, self.limits.max_message_bytes) - len(first.data))
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
         except InvalidRequest as e:
             self.log.warning("Deliver from %s refused: %s", sender, e)
+            await _drain(it, min(total, self.limits.max_message_bytes) - len(first.data))
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         except Refused as e:
             self.log.warning("Deliver from %s refused: %s", sender, e)
+            await _drain(it, min(total, self.limits.max_message_bytes) - len(first.data))
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, str(e))
         parts = [first.data]
         got = len(first.data)
@@ -534,6 +538,27 @@ async def _chunks_of(it, deadline: float):
             yield _TOO_SLOW
             return
         yield c
+
+
+DRAIN_SECONDS = 2.0  # how long a refused message's remaining chunks are read and dropped at most
+
+
+async def _drain(it, limit: int, seconds: float = DRAIN_SECONDS) -> None:
+    """Read and drop what the sender still streams of a message refused at its header.
+
+    Aborting while the client is still writing races with its writes: the client may then see
+    ``INTERNAL`` ("Internal error from Core") instead of the refusal's status. So the rest of the
+    announced message is read first — at most ``limit`` bytes (the announced length, itself capped by
+    ``max_message_bytes``) and ``seconds`` — and nothing of it is kept.
+    """
+    if limit <= 0:
+        return
+    async for c in _chunks_of(it, time.monotonic() + seconds):
+        if c is None or c is _TOO_SLOW:
+            return
+        limit -= len(c.data)
+        if limit < 0:
+            return
 
 
 def _as_protocol_error(e: BaseException, msg: str) -> ProtocolError:
