@@ -40,3 +40,26 @@ def test_channel_options_leave_the_connect_timeout_alone():
     opts = dict(channel_options("p0"))
     assert "grpc.min_reconnect_backoff_ms" not in opts
     assert opts["grpc.initial_reconnect_backoff_ms"] <= 1000  # a restarted peer is still found again quickly
+
+
+@pytest.mark.daemons
+def test_diagnostic_jobs_are_off_in_an_operators_config_and_bounded_when_on(make_cluster):
+    """sleep with block held the event loop (Health timed out, SIGTERM ignored) and exchange could
+    drive a daemon to GiBs: off unless the policy turns diagnostics on, and bounded even then."""
+    from parties.analyst.client import PartyError
+    from parties.jobs.diagnostic import MAX_BLOCK_SECONDS, MAX_EXCHANGE_BYTES
+
+    off = make_cluster(["alice", "bob"], diagnostics=False)
+    for job, params in (("sleep", {"seconds": 1e9, "block": True}), ("exchange", {"size": 1 << 30})):
+        with pytest.raises(PartyError) as e:
+            off.run_job(job, params, timeout=30)
+        assert "diagnostic job" in str(e.value) and "diagnostics = true" in str(e.value)
+    assert off.run_job("ping", timeout=30)  # ping stays on: it is how an operator checks the pairs
+
+    on = make_cluster(["alice", "bob"])  # a local cluster turns them on
+    with pytest.raises(PartyError, match="at most"):
+        on.run_job("sleep", {"seconds": MAX_BLOCK_SECONDS + 1, "block": True}, timeout=30)
+    with pytest.raises(PartyError, match="at most"):
+        on.run_job("exchange", {"size": MAX_EXCHANGE_BYTES + 1, "tags": 1}, timeout=30)
+    out = on.run_job("sleep", {"seconds": 0.2, "block": True}, timeout=30)
+    assert out["alice"]["slept"] == 0.2

@@ -112,6 +112,11 @@ def test_csr_flow_end_to_end_with_the_ca_key_never_at_a_party(tmp_path, capsys):
     )
     assert rc == 2 and "client-only" in err and err.count("\n") == 1
 
+    # the check below runs the diagnostic job 'exchange', which an operator turns on explicitly
+    assert "[policy]" not in (sites["alice"] / "alice" / "party.toml").read_text()
+    for n in ("alice", "bob"):
+        with open(sites[n] / n / "party.toml", "a") as f:
+            f.write("\n[policy]\ndiagnostics = true\n")
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "parties.cli", "party", "serve", "--config", f"{n}/party.toml"],

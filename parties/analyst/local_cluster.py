@@ -93,6 +93,8 @@ class LocalCluster:
     log_level: the daemons' log level.
     policy: ``[policy]`` for every party (see :mod:`parties.guards.policy`), or
         ``{party: policy}`` when the keys are party names.
+    diagnostics: run the diagnostic jobs (``exchange``, ``sleep``, ``fail``, ...) — on by default
+        here (``[policy] diagnostics = true``), off by default in an operator's ``party.toml``.
     crl: every daemon reads the CA's revocation list (``<workdir>/ca/crl.pem``)
         at start; :meth:`revoke` adds a certificate to it.
     pins: ``{party: {peer: fingerprint}}`` certificate pins; a fingerprint of
@@ -125,6 +127,7 @@ class LocalCluster:
         link_shape: tuple[float, float | None] | None = None,
         audit: Mapping[str, Any] | None = None,
         dp: Mapping[str, Any] | None = None,
+        diagnostics: bool = True,
     ):
         names = [f"p{i}" for i in range(parties)] if isinstance(parties, int) else list(parties)
         if len(names) < 1 or len(set(names)) != len(names):
@@ -147,6 +150,8 @@ class LocalCluster:
         self._policy = (
             {n: dict(pol.get(n) or {}) for n in names} if pol and set(pol) <= set(names) else {n: pol for n in names}
         )
+        if diagnostics:  # a local cluster is for trying the daemons: its diagnostic jobs are on
+            self._policy = {n: {"diagnostics": True, **p} for n, p in self._policy.items()}
         dpt = dict(dp or {})
         self._dp = (
             {n: dict(dpt.get(n) or {}) for n in names} if dpt and set(dpt) <= set(names) else {n: dpt for n in names}

@@ -15,7 +15,9 @@ with job error kind ``refused`` and one line naming the rule.
 Policy (``[policy]``, all keys optional)::
 
     [policy]
-    jobs = ["mine.horizontal", "ping"]   # jobs this party runs (default: every registered job)
+    jobs = ["mine.horizontal", "ping"]   # jobs this party runs (default: every registered job
+                                         # but the diagnostic ones)
+    diagnostics = false                  # also run the diagnostic jobs (exchange, sleep, fail, ...)
     min_parties = 3                      # sum-style jobs need this many parties (default 3, never below 2)
     co_parties = ["bob", "carol"]        # parties it runs sessions with (default: every configured peer)
 
@@ -102,11 +104,12 @@ class JobRule:
 class Policy:
     """A party's policy (``[policy]``); the default allows every job with the default minimums."""
 
-    jobs: frozenset[str] | None = None  # None: every registered job
+    jobs: frozenset[str] | None = None  # None: every registered job (diagnostic ones with diagnostics)
     min_parties: int = DEFAULT_MIN_PARTIES
     co_parties: frozenset[str] | None = None  # None: every configured peer
     job: Mapping[str, JobRule] = field(default_factory=dict)
     analyst_jobs: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    diagnostics: bool = False  # run the diagnostic jobs (loads and failures on purpose) without listing them
 
     def rule(self, job: str) -> JobRule:
         return self.job.get(job) or JobRule()
@@ -131,6 +134,7 @@ class SessionRequest:
     params: Mapping[str, Any]
     private_data: bool = True  # parties.jobs.JobInfo flags of the job
     sum_style: bool = True
+    diagnostic: bool = False
 
 
 @dataclass(frozen=True)
@@ -257,6 +261,11 @@ def check_session(policy: Policy, request: SessionRequest) -> Refusal | None:
     job, analyst = request.job, request.analyst
     if policy.jobs is not None and job not in policy.jobs:
         return Refusal("policy.jobs", f"policy does not allow job {job}")
+    if request.diagnostic and not policy.diagnostics and policy.jobs is None:
+        return Refusal(
+            "policy.diagnostics",
+            f"{job} is a diagnostic job: this party runs it only with [policy] diagnostics = true or jobs listing it",
+        )
     rights = policy.analyst_jobs.get(analyst)
     if rights is not None and job not in rights:
         return Refusal(f"policy.analyst.{analyst}.jobs", f"policy does not allow analyst {analyst!r} to run {job}")
@@ -339,9 +348,14 @@ def parse_policy(t: Any, *, analysts: Iterable[str], peers: Iterable[str]) -> Po
         return Policy()
     if not isinstance(t, Mapping):
         raise PolicyError("policy must be a table [policy]")
-    extra = sorted(set(t) - {"jobs", "min_parties", "co_parties", "job", "analyst"})
+    extra = sorted(set(t) - {"jobs", "min_parties", "co_parties", "job", "analyst", "diagnostics"})
     if extra:
-        raise PolicyError(f"unknown key policy.{extra[0]} (allowed: analyst, co_parties, job, jobs, min_parties)")
+        raise PolicyError(
+            f"unknown key policy.{extra[0]} (allowed: analyst, co_parties, diagnostics, job, jobs, min_parties)"
+        )
+    diagnostics = t.get("diagnostics", False)
+    if not isinstance(diagnostics, bool):
+        raise PolicyError(f"policy.diagnostics must be true or false, got {diagnostics!r}")
     jobs = _names(t["jobs"], "policy.jobs", "job names") if "jobs" in t else None
     min_parties = _min_parties(t.get("min_parties", DEFAULT_MIN_PARTIES), "policy.min_parties")
     co = None
@@ -371,4 +385,6 @@ def parse_policy(t: Any, *, analysts: Iterable[str], peers: Iterable[str]) -> Po
         if "jobs" not in r:
             raise PolicyError(f"{key} needs jobs = [...]")
         rights[a] = _names(r["jobs"], f"{key}.jobs", "job names")
-    return Policy(jobs=jobs, min_parties=min_parties, co_parties=co, job=rules, analyst_jobs=rights)
+    return Policy(
+        jobs=jobs, min_parties=min_parties, co_parties=co, job=rules, analyst_jobs=rights, diagnostics=diagnostics
+    )

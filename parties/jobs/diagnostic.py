@@ -4,6 +4,13 @@ For tests, benchmarks of the transport and operators checking a deployment
 (``ppdm party status`` checks Health; ``ping`` checks that every pair of
 parties can reach each other through the daemons). No real data is involved.
 Registered whenever :mod:`parties.jobs` is imported.
+
+Every job here but ``ping`` is *diagnostic* (:class:`parties.jobs.JobInfo`): a
+daemon runs it only when its policy says ``diagnostics = true`` or lists it in
+``jobs`` — they load a daemon on purpose. Even then they are bounded: a job
+holds the event loop (``sleep`` with ``block``, ``exchange`` with ``stall``)
+for at most :data:`MAX_BLOCK_SECONDS`, and ``exchange`` holds at most
+:data:`MAX_EXCHANGE_BYTES` of messages per round.
 """
 
 from __future__ import annotations
@@ -17,9 +24,12 @@ from typing import cast
 import numpy as np
 
 from mpc.errors import ProtocolError
-from parties.jobs.registry import JobContext, job
+from parties.jobs.registry import JobContext, JobError, job
 
-__all__: list[str] = []
+__all__ = ["MAX_BLOCK_SECONDS", "MAX_EXCHANGE_BYTES"]
+
+MAX_BLOCK_SECONDS = 5.0  # longest a diagnostic job may hold the event loop (Health and signals wait)
+MAX_EXCHANGE_BYTES = 256 << 20  # messages one party of an exchange holds per round (size x tags x peers)
 
 
 def _digest(b: bytes) -> str:
@@ -37,7 +47,7 @@ async def ping_job(ctx: JobContext) -> dict:
     return {"party": ctx.name, "parties": list(ctx.parties), "echo": ctx.params.get("echo")}
 
 
-@job("exchange", private_data=False)
+@job("exchange", private_data=False, diagnostic=True)
 async def exchange_job(ctx: JobContext) -> dict:
     """All-to-all exchange of random messages; returns digests of what was sent and received.
 
@@ -55,6 +65,10 @@ async def exchange_job(ctx: JobContext) -> dict:
     digest = ctx.param("digest", bool, True)
     seed = ctx.param("seed", int, int.from_bytes(os.urandom(4), "little"))
     stall = ctx.param("stall", float, 0.0, min=0) if ctx.params.get("stall_at") == ctx.name else 0.0
+    if stall > MAX_BLOCK_SECONDS:
+        raise JobError(f"parameter 'stall' must be at most {MAX_BLOCK_SECONDS:g} seconds (it holds the event loop)")
+    if size * ntags * len(ctx.peers) > MAX_EXCHANGE_BYTES:
+        raise JobError(f"size x tags x peers must be at most {MAX_EXCHANGE_BYTES} bytes per round")
     me = ctx.parties.index(ctx.name)
     sent: dict[str, list[str]] = {p: [] for p in ctx.peers}
     received: dict[str, list[str]] = {p: [] for p in ctx.peers}
@@ -100,7 +114,7 @@ async def exchange_job(ctx: JobContext) -> dict:
     }
 
 
-@job("fail", private_data=False)
+@job("fail", private_data=False, diagnostic=True)
 async def fail_job(ctx: JobContext) -> dict:
     """Fail on purpose: party ``at`` (default the last) raises after ``after`` seconds; others wait.
 
@@ -120,22 +134,28 @@ async def fail_job(ctx: JobContext) -> dict:
     return {}
 
 
-@job("sleep", private_data=False)
+@job("sleep", private_data=False, diagnostic=True)
 async def sleep_job(ctx: JobContext) -> dict:
     """Sleep ``seconds`` (default 1) on every party, optionally blocking the event loop (``block``)."""
     s = ctx.param("seconds", float, 1.0, min=0)
     if ctx.param("block", bool, False):
+        if s > MAX_BLOCK_SECONDS:
+            raise JobError(
+                f"parameter 'seconds' must be at most {MAX_BLOCK_SECONDS:g} with block (it holds the event loop)"
+            )
         time.sleep(s)  # stands in for a long numpy/crypto step that holds the loop
     else:
         await asyncio.sleep(s)
     return {"party": ctx.name, "slept": s}
 
 
-@job("bench_send", private_data=False)
+@job("bench_send", private_data=False, diagnostic=True)
 async def bench_send_job(ctx: JobContext) -> dict:
     """Throughput: ``parties[0]`` sends ``count`` messages of ``size`` bytes to ``parties[1]``, one after another."""
     size = ctx.param("size", int, 1 << 20, min=0)
     count = ctx.param("count", int, 10, min=1)
+    if size > MAX_EXCHANGE_BYTES:
+        raise JobError(f"parameter 'size' must be at most {MAX_EXCHANGE_BYTES} bytes")
     src, dst = ctx.parties[0], ctx.parties[1]
     if ctx.name == src:
         payload = np.random.default_rng(0).bytes(size)
@@ -156,7 +176,7 @@ async def bench_send_job(ctx: JobContext) -> dict:
     return {"party": ctx.name}
 
 
-@job("pingpong", private_data=False)
+@job("pingpong", private_data=False, diagnostic=True)
 async def pingpong_job(ctx: JobContext) -> dict:
     """Round trips: ``parties[0]`` sends ``count`` tiny messages to ``parties[1]``, which echoes each."""
     count = ctx.param("count", int, 200, min=1)

@@ -182,19 +182,24 @@ class JobInfo:
     parties gives each its peer's input, and which sessions over different
     party sets difference into single inputs — the policy's ``min_parties``
     (default 3) applies. Both default to True: a job that declares nothing is
-    treated as the most revealing kind.
+    treated as the most revealing kind. ``diagnostic``: a job for testing the
+    daemons themselves (loads, failures, stalls); a party runs it only when its
+    policy enables diagnostics or lists the job (:mod:`parties.guards.policy`).
     """
 
     name: str
     fn: JobFn
     private_data: bool = True
     sum_style: bool = True
+    diagnostic: bool = False
 
 
 _JOBS: dict[str, JobInfo] = {}
 
 
-def job(name: str, *, private_data: bool = True, sum_style: bool | None = None) -> Callable[[JobFn], JobFn]:
+def job(
+    name: str, *, private_data: bool = True, sum_style: bool | None = None, diagnostic: bool = False
+) -> Callable[[JobFn], JobFn]:
     """Register an async job function under ``name`` (see :class:`JobInfo` for the flags).
 
     ``sum_style`` defaults to ``private_data``.
@@ -209,7 +214,7 @@ def job(name: str, *, private_data: bool = True, sum_style: bool | None = None) 
         old = _JOBS.get(name)
         if old is not None and (old.fn.__module__, old.fn.__qualname__) != (fn.__module__, fn.__qualname__):
             raise ValueError(f"job {name!r} is already registered by {old.fn.__module__}.{old.fn.__qualname__}")
-        _JOBS[name] = JobInfo(name, fn, private_data=private_data, sum_style=sums)
+        _JOBS[name] = JobInfo(name, fn, private_data=private_data, sum_style=sums, diagnostic=diagnostic)
         return fn
 
     return deco

@@ -361,6 +361,7 @@ class PartyService(pb_grpc.PartyServicer):
             params=params,
             private_data=info.private_data,
             sum_style=info.sum_style,
+            diagnostic=info.diagnostic,
         )
         refusal = run_guards(self.d.guards, req)
         if refusal is not None:
