@@ -25,6 +25,7 @@ from mpc.channel import MemoryNetwork
 from mpc.errors import ProtocolError
 from parties.config import ConfigError, parse_config
 from parties.guards.audit import AuditGuard, combination, make_audit_guard
+from parties.guards.audit_blindspot import blind_spot_disclosures
 from parties.guards.audit_pool import audit_round, decode_view, encode_view
 from parties.guards.audit_state import AuditSettings, AuditStateError, parse_audit
 from parties.guards.policy import Guard, Policy, PolicyGuard, Refusal, SessionRequest, run_guards
@@ -330,7 +331,10 @@ def test_the_four_party_tracker_is_stopped_at_three_parties(tmp_path):
     n=st.integers(3, 5),
     picks=st.lists(st.sets(st.integers(0, 4), min_size=2), min_size=1, max_size=9),
 )
-def test_pooled_decision_is_the_rank_test_over_the_sessions_its_parties_saw(n, picks):
+def test_pooled_decision_is_the_rank_test_plus_the_blind_spot_rule(n, picks):
+    """Refused iff the sessions its parties saw, with it, determine an input (rank test), or sessions they
+    cannot see could complete a disclosure (parties.guards.audit_blindspot; no policy here: min_parties 2);
+    the invariant itself (nothing admitted determines an input) is tests/test_audit_blindspot.py's."""
     names = [f"q{i}" for i in range(n)]
     sessions = [tuple(names[i] for i in sorted(p) if i < n) for p in picks]
     sessions = [s for s in sessions if len(s) >= 2]
@@ -343,7 +347,7 @@ def test_pooled_decision_is_the_rank_test_over_the_sessions_its_parties_saw(n, p
     runs = iter(out["run"])
     for s in map(frozenset, sessions):
         seen = [r for r in run if r & s]  # the sessions some party of s took part in
-        if determined([*seen, s], names):
+        if determined([*seen, s], names) or blind_spot_disclosures(seen, s, names, 2):
             assert next(refused)[0] == s
         else:
             assert next(runs) == s

@@ -63,3 +63,39 @@ def test_diagnostic_jobs_are_off_in_an_operators_config_and_bounded_when_on(make
         on.run_job("exchange", {"size": MAX_EXCHANGE_BYTES + 1, "tags": 1}, timeout=30)
     out = on.run_job("sleep", {"seconds": 0.2, "block": True}, timeout=30)
     assert out["alice"]["slept"] == 0.2
+
+
+def _vectors(tmp_path, names):
+    data = {}
+    for i, name in enumerate(names):
+        np.save(tmp_path / f"{name}.npy", np.array([i + 1, 10 * (i + 1)], dtype=np.int64))
+        data[name] = {"vector": str(tmp_path / f"{name}.npy")}
+    return data
+
+
+@pytest.mark.daemons
+@pytest.mark.parametrize(
+    ("names", "min_parties", "sequence"),
+    [
+        (list("abcdef"), 3, ["abc", "abd", "abe", "abf", "acd", "bef"]),
+        (list("abcde"), 2, ["ab", "ac", "ad", "be", "cde"]),
+    ],
+)
+def test_audit_blind_spot_sequences_are_refused_on_real_daemons(make_cluster, tmp_path, names, min_parties, sequence):
+    """Together these sums solve every input, though the last session's parties never saw all the others
+    (issue 16, item 1): some step is refused with a line naming the audit, and what ran determines nothing."""
+    from parties.analyst.client import PartyError
+    from tests.test_audit_blindspot import determined
+
+    cluster = make_cluster(names, data=_vectors(tmp_path, names), policy={"min_parties": min_parties})
+    assert determined([frozenset(s) for s in sequence], names) == names
+    ran, refusals = [], []
+    for s in sequence:
+        try:
+            cluster.run_job("secure_sum", {}, timeout=60, parties=list(s))
+            ran.append(frozenset(s))
+        except PartyError as e:
+            assert "refused" in str(e) and "auditing:" in str(e), e
+            refusals.append(str(e))
+    assert refusals, "every session of the attack was admitted"
+    assert determined(ran, names) == []

@@ -75,11 +75,10 @@ can finish a sum over it.
 
 What it does not prevent
 ------------------------
-* Combinations that need a session *none* of the new session's parties took
-  part in: after {a,b,c,d,e,f} and then {d,e,f}, the sum over {x,a,b,c}
-  gives ``x = S_new − S_1 + S_2``, but a, b, c and x never saw {d,e,f}. Only a
-  log shared by all parties would see it; keep ``min_parties`` and
-  ``co_parties`` tight (:mod:`parties.guards.policy`).
+* Nothing more about sessions *none* of the new session's parties took part in
+  than the pooled round's blind-spot rule assumes (:mod:`parties.guards.audit_blindspot`:
+  any sums over at least ``min_parties`` of the parties outside the session): parties
+  that no party of the session knows of, or a lower ``min_parties`` elsewhere.
 * Partial disclosure: results narrow inputs without pinning them (counts are
   non-negative; a sum of 0 over counts pins every summand).
 * Horizontal mining's secure union of locally large itemsets (a set union,
@@ -105,6 +104,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from anonymize.audit import SumAuditor
+from parties.guards.audit_blindspot import blind_spot_disclosures
 from parties.guards.audit_state import (
     AuditedSession,
     AuditSettings,
@@ -114,7 +114,7 @@ from parties.guards.audit_state import (
     load_state,
     save_state,
 )
-from parties.guards.policy import Guard, Refusal, SessionRequest
+from parties.guards.policy import ABSOLUTE_MIN_PARTIES, Guard, Policy, Refusal, SessionRequest, min_parties_for
 
 if TYPE_CHECKING:
     from parties.config import PartyConfig
@@ -292,8 +292,10 @@ class AuditGuard(Guard):
         *,
         parties: Iterable[str] = (),
         data: Mapping[str, Any] | None = None,
+        policy: Policy | None = None,
     ):
         self.party = party
+        self.policy = policy  # the fewest parties of a session (None: the absolute minimum, 2)
         self.settings = settings
         self.path = Path(state)
         self.parties = list(dict.fromkeys([party, *parties]))
@@ -481,10 +483,10 @@ class AuditGuard(Guard):
             aud.commit(sorted(q))
         aud.commit(list(request.parties))
         disclosed = [str(p) for p in aud.disclosed()]
-        if not disclosed:
-            return None
         led = self.ledger_of(request)
         data = led.data if led is not None else ALL_DATA
+        if not disclosed:
+            return self._blind_spot_refusal(request, data, list(pooled.values()))
         log.warning(
             "session %s/%s: %s on %r over %s refused by the pooled audit: the input of %s would follow",
             request.analyst,
@@ -495,6 +497,40 @@ class AuditGuard(Guard):
             ", ".join(disclosed),
         )
         return explain(request, data, list(pooled.values()), disclosed)
+
+    def min_parties(self, request: SessionRequest) -> int:
+        """The fewest parties a session of this job may have (this party's policy, assumed for every party)."""
+        if self.policy is None:
+            return ABSOLUTE_MIN_PARTIES
+        m = min_parties_for(self.policy, request.job, private_data=request.private_data, sum_style=request.sum_style)
+        return max(ABSOLUTE_MIN_PARTIES, m)
+
+    def _blind_spot_refusal(self, request: SessionRequest, data: str, pooled: list[AuditedSession]) -> str | None:
+        """Refuse when sessions none of this session's parties saw could complete a disclosure
+        (:mod:`parties.guards.audit_blindspot`)."""
+        m = self.min_parties(request)
+        universe = {*self.parties, *request.parties, *(p for s in pooled for p in s.parties)}
+        at_risk = blind_spot_disclosures((frozenset(s.parties) for s in pooled), request.parties, universe, m)
+        if not at_risk:
+            return None
+        outside = sorted(universe - set(request.parties))
+        log.warning(
+            "session %s/%s: %s on %r over %s refused by the pooled audit: with sums over parties outside it, "
+            "which none of its parties can see, the input of %s could follow",
+            request.analyst,
+            request.session,
+            request.job,
+            data,
+            _fmt_set(request.parties),
+            ", ".join(at_risk),
+        )
+        where = "" if data == ALL_DATA else f" on {data!r}"
+        return (
+            f"auditing: the result of this {request.job}{where} over {_fmt_set(request.parties)}, with "
+            f"{len(pooled)} earlier session{'s' if len(pooled) != 1 else ''} and sums over sets of at least {m} of "
+            f"{_fmt_set(outside)} that none of its parties can see, could determine {at_risk[0]}'s input "
+            "(audit.blind_spot)"
+        )
 
     def _save(self) -> None:
         save_state(self.path, self.party, {k: led.sessions() for k, led in self.ledgers.items()})
@@ -536,4 +572,6 @@ def make_audit_guard(config: PartyConfig, known_jobs: Iterable[str]) -> AuditGua
         if config.path is None:
             raise AuditStateError("[audit] state must be given for a configuration that is not read from a file")
         state = default_state_path(config.path.parent, config.name)
-    return AuditGuard(config.name, settings, state, parties=sorted(config.peers), data=config.data)
+    return AuditGuard(
+        config.name, settings, state, parties=sorted(config.peers), data=config.data, policy=config.policy
+    )
