@@ -99,3 +99,70 @@ def test_audit_blind_spot_sequences_are_refused_on_real_daemons(make_cluster, tm
             refusals.append(str(e))
     assert refusals, "every session of the attack was admitted"
     assert determined(ran, names) == []
+
+
+FORGE_VIEW = '''
+"""Test helper: the daemon named 'mallory' sends a forged pooled-audit view of COUNT sessions."""
+import json, os
+import parties.guards.audit_pool as ap
+from mpc.channel import broadcast, gather_from
+
+_honest = ap.audit_round
+COUNT = int(os.environ["FORGE_COUNT"])
+
+async def forged(guard, request, ch):
+    if request.party != "mallory":
+        return await _honest(guard, request, ch)
+    sessions = [["analyst", f"forged{i:05d}", ["mallory", f"x{i}"]] for i in range(COUNT)]
+    await broadcast(ch, ap.VIEW_TAG, json.dumps({"audit": True, "sessions": sessions}).encode())
+    await gather_from(ch, ap.VIEW_TAG)
+
+ap.audit_round = forged
+'''
+
+
+@pytest.mark.daemons
+@pytest.mark.parametrize("count", [2_000, 65_536])
+def test_a_forged_audit_view_is_refused_fast_while_health_answers(make_cluster, tmp_path, count):
+    """A peer's view naming thousands of made-up sessions froze the other daemons (37 s for 2,000): now it is
+    refused before any audit work (unknown parties, size caps), and the audit runs off the event loop."""
+    import threading
+    import time
+
+    from parties.analyst.client import PartyError, health
+    from parties.analyst.local_cluster import ROOT
+
+    (tmp_path / "forge_audit_view.py").write_text(FORGE_VIEW)
+    names = ["alice", "bob", "carol", "mallory"]
+    cluster = make_cluster(
+        names,
+        data=_vectors(tmp_path, names),
+        job_modules=["forge_audit_view"],
+        env={"PYTHONPATH": f"{ROOT}:{tmp_path}", "FORGE_COUNT": str(count)},
+    )
+    misses, stop = [], threading.Event()
+
+    def probe():
+        while not stop.is_set():
+            try:
+                run_sync(health(cluster.party("alice"), cluster.creds, timeout=2.0))
+            except Exception as e:  # noqa: BLE001 - any failure to answer is what this test looks for
+                misses.append(repr(e))
+            time.sleep(0.1)
+
+    t = threading.Thread(target=probe, daemon=True)
+    t.start()
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(PartyError) as e:
+            cluster.run_job("secure_sum", {}, timeout=60, parties=["alice", "bob", "mallory"])
+        took = time.monotonic() - t0
+        assert "malformed audit view" in str(e.value)
+        # an unrelated session of the honest parties still runs
+        out = cluster.run_job("secure_sum", {}, timeout=60, parties=["alice", "bob", "carol"])
+        assert out["alice"]["sum"] == [6, 60]
+    finally:
+        stop.set()
+        t.join()
+    assert not misses, misses[:3]
+    assert took < 10, f"the forged view took {took:.1f} s to refuse"

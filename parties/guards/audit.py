@@ -469,10 +469,17 @@ class AuditGuard(Guard):
             return [s for s in led.sessions() if not _same(s, request)]
 
     def pooled_refusal(self, request: SessionRequest, views: Mapping[str, Sequence[AuditedSession]]) -> str | None:
-        """The refusal line if the pooled sessions and this one determine any input, else None."""
-        mine = self.view(request)
-        if mine is None:
-            return None
+        """The refusal line if the pooled sessions and this one determine any input, else None.
+
+        Safe to call off the event loop (the pooled round runs it in a worker thread): it reads
+        this guard's state under its lock, then computes on copies.
+        """
+        with self._lock:
+            led = self.ledger_of(request)
+            if led is None:
+                return None
+            mine = [s for s in led.sessions() if not _same(s, request)]
+            data = led.data
         pooled: dict[frozenset[str], AuditedSession] = {}
         for s in [*mine, *(s for v in views.values() for s in v)]:
             pooled.setdefault(frozenset(s.parties), s)
@@ -483,8 +490,6 @@ class AuditGuard(Guard):
             aud.commit(sorted(q))
         aud.commit(list(request.parties))
         disclosed = [str(p) for p in aud.disclosed()]
-        led = self.ledger_of(request)
-        data = led.data if led is not None else ALL_DATA
         if not disclosed:
             return self._blind_spot_refusal(request, data, list(pooled.values()))
         log.warning(

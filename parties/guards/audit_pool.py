@@ -31,8 +31,9 @@ service); the model is semi-honest, as for the protocols themselves.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from mpc.channel import Channel, broadcast, gather_from
@@ -44,10 +45,23 @@ from parties.identity.keyfiles import TLSError
 from parties.identity.tls import validate_name
 from parties.jobs import JobContext, JobFn, PolicyRefusal
 
-__all__ = ["VIEW_TAG", "MAX_VIEW_SESSIONS", "audit_round", "decode_view", "encode_view", "with_audit_round"]
+__all__ = [
+    "AUDIT_DEADLINE",
+    "MAX_VIEW_BYTES",
+    "MAX_VIEW_SESSIONS",
+    "VIEW_TAG",
+    "audit_round",
+    "decode_view",
+    "encode_view",
+    "with_audit_round",
+]
 
 VIEW_TAG = "audit/view"
-MAX_VIEW_SESSIONS = 1 << 16
+# A view lists one session per distinct party set (the guard keeps one entry per set), so a
+# federation of up to 12 parties fits whole; a larger view is refused as malformed before any work.
+MAX_VIEW_SESSIONS = 1 << 12
+MAX_VIEW_BYTES = 1 << 20  # checked before the JSON is parsed
+AUDIT_DEADLINE = 10.0  # seconds the pooled decision may take (off the event loop); past it: refused
 
 
 def encode_view(view: list[AuditedSession] | None) -> bytes:
@@ -56,12 +70,18 @@ def encode_view(view: list[AuditedSession] | None) -> bytes:
     return json.dumps({"audit": view is not None, "sessions": sessions}, separators=(",", ":")).encode()
 
 
-def decode_view(payload: bytes, sender: str) -> list[AuditedSession] | None:
-    """A view received from ``sender`` (None if it does not audit the job); ProtocolError if malformed."""
+def decode_view(payload: bytes, sender: str, known: Collection[str] | None = None) -> list[AuditedSession] | None:
+    """A view received from ``sender`` (None if it does not audit the job); ProtocolError if malformed.
+
+    ``known``: the parties this daemon knows (itself, its peers, the session's parties); a view naming
+    any other party is refused — an honest party's sessions are over parties its peers know too.
+    """
 
     def bad(what: str) -> ProtocolError:
         return ProtocolError(f"party {sender!r} sent a malformed audit view ({what})")
 
+    if len(payload) > MAX_VIEW_BYTES:
+        raise bad(f"larger than {MAX_VIEW_BYTES} bytes")
     try:
         doc = json.loads(payload.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
@@ -92,6 +112,8 @@ def decode_view(payload: bytes, sender: str) -> list[AuditedSession] | None:
             raise bad("a name is invalid") from None
         if sender not in parties:
             raise bad("a session the sender was not part of")
+        if known is not None and not all(p in known for p in parties):
+            raise bad("a session with a party this daemon does not know")
         out.append(AuditedSession(sid, analyst, tuple(parties), ""))
     return out
 
@@ -101,10 +123,15 @@ async def audit_round(guard: AuditGuard | None, request: SessionRequest, ch: Cha
     mine = guard.view(request) if guard is not None else None
     await broadcast(ch, VIEW_TAG, encode_view(mine))
     got = await gather_from(ch, VIEW_TAG)
-    views: Mapping[str, list[AuditedSession] | None] = {p: decode_view(b, p) for p, b in got.items()}
+    known = None if guard is None else frozenset({*guard.parties, *request.parties})
+    views: Mapping[str, list[AuditedSession] | None] = {p: decode_view(b, p, known) for p, b in got.items()}
     if guard is None:
         return
-    why = guard.pooled_refusal(request, {p: v for p, v in views.items() if v is not None})
+    pooled = {p: v for p, v in views.items() if v is not None}
+    try:  # off the event loop: Health, other sessions and signals go on while it decides
+        why = await asyncio.wait_for(asyncio.to_thread(guard.pooled_refusal, request, pooled), AUDIT_DEADLINE)
+    except TimeoutError:
+        why = f"auditing: the pooled audit did not decide within {AUDIT_DEADLINE:g} s (refused to be safe)"
     if why is not None:
         raise PolicyRefusal(why)
     guard.started(request)
