@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import AnonymizeError
 
-__all__ = ["AuditError", "Decision", "Auditor", "RecordIndex", "STATE_FORMAT"]
+__all__ = ["AuditError", "Decision", "Auditor", "RecordIndex", "STATE_FORMAT", "set_auditor_factory"]
 
 STATE_FORMAT = "ppdm.audit/1"
 
@@ -237,8 +237,9 @@ class Auditor:
                 raise AuditError(f"audit state is not valid JSON ({e.msg})") from None
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             raise AuditError(f"not an audit state (expected format {STATE_FORMAT!r})")
-        from .registry import make_auditor
-
+        make_auditor = _make_auditor
+        if make_auditor is None:  # only when base is imported without its package
+            raise AuditError("no auditor registry loaded: import anonymize.audit")
         name = state.get("auditor")
         if not isinstance(name, str):
             raise AuditError("audit state: 'auditor' must be a name")
@@ -288,3 +289,16 @@ class Auditor:
 
     def _disclosed_mask(self) -> np.ndarray:
         raise NotImplementedError
+
+
+# ------------------------------------------------------------------ making auditors by name
+_make_auditor: Callable[..., Auditor] | None = None
+
+
+def set_auditor_factory(make: Callable[..., Auditor]) -> None:
+    """Install ``make(name, records, **options)``, the by-name factory :meth:`Auditor.from_json`
+    rebuilds an auditor with: :func:`.registry.make_auditor`, installed when :mod:`.registry` is
+    imported (the package :mod:`anonymize.audit` imports it). It is handed over rather than
+    imported here because the registry imports every auditor, and every auditor imports this module."""
+    global _make_auditor
+    _make_auditor = make

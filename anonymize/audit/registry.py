@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
 
-from .base import AuditError, Auditor
+from .base import AuditError, Auditor, set_auditor_factory
 from .extremes import MaxAuditor, MinAuditor, SimulatableMaxAuditor, SimulatableMinAuditor
 from .maxmin import MaxMinAuditor
 from .sums import SimulatableSumAuditor, SumAuditor
@@ -34,3 +34,6 @@ def make_auditor(name: str, records: int | Iterable[Hashable] = 0, **options) ->
         return cls(records, **options)
     except TypeError as e:
         raise AuditError(f"bad options for the {name} auditor: {e}") from None
+
+
+set_auditor_factory(make_auditor)  # Auditor.from_json makes the auditor a saved state names with it

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AnonymizeError
+from .atomic import atomic_write_text
 
 __all__ = ["Hierarchy", "SUPPRESSED", "canonical_strings", "value_str", "number_label", "number_labels", "nice_step"]
 
@@ -248,8 +249,6 @@ class Hierarchy:
                     raise AnonymizeError(
                         f"hierarchy '{self.name}': label {c!r} contains ';' or a newline; ARX CSV cannot store it"
                     )
-        from .io import atomic_write_text  # io reads hierarchies: imported here, not at the top
-
         atomic_write_text(path, "".join(";".join(r) + "\n" for r in rows))
 
     @classmethod

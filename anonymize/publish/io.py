@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 
 from ..errors import AnonymizeError
+from .atomic import atomic_write, atomic_write_text
 from .hierarchy import Hierarchy
 
 __all__ = ["read_table", "write_table", "sniff_delimiter", "read_hierarchies", "atomic_write", "atomic_write_text"]
@@ -108,35 +107,6 @@ def read_table(path, sep: str | None = None) -> pd.DataFrame:
         raise AnonymizeError(f"cannot parse {p} as CSV (delimiter {delim!r}): {msg}") from None
     df.columns = [str(c).strip() for c in df.columns]
     return df
-
-
-def atomic_write_text(path, text: str, encoding: str = "utf-8") -> None:
-    """Write ``text`` to ``path`` via a temp file in the same directory + ``os.replace``."""
-    p = Path(path)
-    atomic_write(p, lambda fh: fh.write(text.encode(encoding)))
-
-
-def atomic_write(path, writer) -> None:
-    """Write ``path`` atomically: ``writer(fh)`` fills a binary temporary file in the same directory,
-    which is synced and moved into place with ``os.replace``; on any error the temporary file is
-    removed and ``path`` is untouched. A missing directory is an :class:`AnonymizeError`."""
-    p = Path(path)
-    d = p.parent if str(p.parent) else Path(".")
-    if not d.is_dir():
-        raise AnonymizeError(f"output directory does not exist: {d}")
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=d)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            writer(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, p)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def write_table(df: pd.DataFrame, path, sep: str = ",") -> None:

@@ -1,4 +1,4 @@
-"""Full-domain generalization lattice and frequency-set evaluation of its nodes.
+"""Full-domain generalization lattice: the frequency-set engine its searches evaluate nodes with.
 
 Model (Aggarwal, *Data Mining: The Textbook*, Springer 2015, §20.3.1.1–20.3.1.2;
 Samarati, "Protecting respondents' identities in microdata release", IEEE TKDE 2001;
@@ -11,90 +11,32 @@ value of QI ``j`` is replaced by its ancestor at level ``l_j``. Its height is
 fail some model number at most ``MaxSup`` (those rows are suppressed, i.e.
 released with every QI ``*``).
 
-Frequency sets (Incognito §3.2, "rollup"). The frequency set of a node is its
-list of distinct generalized QI tuples with their counts (and, when l-diversity
-or t-closeness is asked for, each tuple's histogram of sensitive values). The
-frequency set of a generalization ``N' ≥ N`` follows from the one of ``N``
-alone: map every tuple's codes one level up (or several) and add the counts of
-tuples that become equal. No pass over the ``n`` rows is needed, and frequency
-sets shrink as nodes rise (on Adult ~3,000 tuples per check against 30,162 rows,
-~0.1 ms per check).
+:class:`Lattice` composes three parts, one module each:
 
-Encoding. Each QI value is a *compact* code (rank among the leaves present in
-the data; every level's nodes are ranked the same way, and ARX hierarchies keep
-nodes contiguous in leaf order, so every level map is non-decreasing). A tuple
-is one int64 bit-packed key ``Σ_j c_j·2^{s_j}``, attribute ``j`` taking
-``b_j = ⌈log2 R_j⌉`` bits (``R_j`` = number of present leaves); rolling attribute
-``j`` up is ``key += (up[c_j] − c_j) << s_j`` with ``c_j = key >> s_j & (2^{b_j} − 1)``
-— shifts and masks, no division. Grouping equal keys is one ``np.sort`` of
-``key << b | position`` (a packed sort; numpy's int64 sort is several times
-faster than ``argsort``) and ``np.add.reduceat`` of counts over the runs. When
-``Σ_j ⌈log2 R_j⌉ > 62`` bits the engine switches to a code-matrix
-representation (slower, same results).
-
-Incognito's attribute subsets are also nodes here: dropping attribute ``j``
-(projecting the table onto the other QIs) is a virtual level ``h_j + 1`` that
-maps every value to one code, above ``*``. So one key space and one roll-up
-serve the subset lattices and the full lattice (:data:`DROPPED`).
-
-Monotonicity and suppression. The searches prune with what the privacy models say of
-themselves (:mod:`..models`): without suppression every model here is monotone under
-generalization, so pruning is exact; with suppression, "rows in failing classes ≤ MaxSup" is
-monotone only for models that are monotone under suppression (k-anonymity, distinct
-l-diversity). Otherwise the searches prune with the models' :meth:`pruning_models` (e.g. the
-distinct ⌈l⌉-diversity an entropy l-diversity implies) and check the full predicate on every
-node they keep — see :attr:`Lattice.exact_monotone`.
+* :mod:`.frequency` — :class:`~.frequency.FrequencySets`: the compact encoding, frequency sets
+  computed from the rows once, rolled up node to node (Incognito §3.2) and cached;
+* :mod:`.privacy` — :class:`~.privacy.PrivacyCheck`: the models and the suppression budget checked
+  on a frequency set, and what the searches may prune with (monotonicity under suppression);
+* :mod:`.node_metrics` — :class:`~.node_metrics.NodeMetrics`: DM and NCP of satisfying nodes,
+  prepared when a node is evaluated and filled in for the nodes a search returns.
 """
 
 from __future__ import annotations
 
-import collections
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import AnonymizeError
-from ..classes import ClassStats, class_stats, equivalence_classes
-from ..metrics.cells import node_loss_tables
-from ..models import PrivacyModel, all_ok, check_fits, pruning_models
-from ..recode import SUPPRESSED_ROWS
+from ..classes import class_stats, equivalence_classes
+from ..models import PrivacyModel
 from ..table import EncodedTable
+from .frequency import DROPPED, FrequencySet, FrequencySets
 from .grid import LatticeGrid, lattice_nodes
+from .node_metrics import NodeMetrics
+from .privacy import PrivacyCheck
 from .result import NodeInfo
 
 __all__ = ["DROPPED", "FrequencySet", "Lattice"]
-
-DROPPED = -1
-"""Marker used in level vectors passed to :meth:`Lattice.node_info` for a dropped attribute
-(internally the virtual level ``h_j + 1``)."""
-
-_I16MAX = int(np.iinfo(np.int16).max)
-_I64MAX = int(np.iinfo(np.int64).max)
-
-
-@dataclass
-class FrequencySet:
-    """Distinct generalized QI tuples of one node with their counts (Incognito's frequency set).
-
-    levels : internal levels (``h_j + 1`` = attribute dropped).
-    keys : (m,) int64 sorted bit-packed keys (fast mode) — or None in wide mode.
-    codes : (m, q) int32 compact node codes (wide mode only).
-    counts : (m,) int64 rows per tuple.
-    hist : (m, V) int64 concatenated sensitive-value histograms, or None (k-anonymity only).
-    """
-
-    levels: tuple
-    keys: np.ndarray | None
-    counts: np.ndarray
-    hist: np.ndarray | None = None
-    codes: np.ndarray | None = None
-
-    @property
-    def size(self) -> int:
-        """Number of distinct tuples (m)."""
-        return len(self.counts)
 
 
 class Lattice:
@@ -108,12 +50,13 @@ class Lattice:
     specialization), :meth:`rollup`, :meth:`suppressed_mask` (rows to suppress at a node),
     :meth:`set_models` (check other models against the same cached frequency sets).
     Counters ``n_evaluated`` and ``rows_scanned`` measure the work done.
-    """
 
-    #: cap on the number of frequency-set rows kept for roll-ups (memory bound)
-    cache_rows = 4_000_000
-    #: cap on the rows of hub frequency sets kept (:meth:`hub`)
-    hub_rows = 4_000_000
+    Parts: :attr:`freq` (:class:`.frequency.FrequencySets`: encoding, roll-up, cache),
+    :attr:`privacy` (:class:`.privacy.PrivacyCheck`: models, budget, pruning) and
+    :attr:`node_metrics` (:class:`.node_metrics.NodeMetrics`: DM and NCP). The parts' methods the
+    searches use are the lattice's own too (:meth:`rollup`, :meth:`source_for`, :meth:`remember`,
+    :meth:`check`, :meth:`complete`, …), bound in the constructor.
+    """
 
     def __init__(
         self,
@@ -126,452 +69,90 @@ class Lattice:
         suppressed_rows: str = "star",
         histograms: bool | None = None,
     ):
-        if suppressed_rows not in SUPPRESSED_ROWS:
-            raise AnonymizeError(
-                f"unknown handling of suppressed rows '{suppressed_rows}' (use {' or '.join(SUPPRESSED_ROWS)})"
-            )
-        if not 0.0 <= float(max_suppression) <= 1.0:
-            raise AnonymizeError(f"max suppression must be a fraction in [0, 1], got {max_suppression}")
-        if not models:
-            raise AnonymizeError("no privacy model given (e.g. k-anonymity with --k)")
+        self.privacy = PrivacyCheck(
+            table, models, max_suppression, suppressed_rows=suppressed_rows, histograms=histograms
+        )
         self.table = table
-        self.models = list(models)
         self.n = table.n
         self.q = table.q
-        self.heights = [int(h.height) for h in table.hierarchies]
-        self.max_suppression = float(max_suppression)
-        self.max_sup = int(math.floor(self.max_suppression * self.n + 1e-9))
+        self.max_suppression = self.privacy.max_suppression
+        self.max_sup = self.privacy.max_sup
         self.suppressed_rows = suppressed_rows
-        #: sensitive histograms are rolled up with the counts: when some model reads them, or when
-        #: ``histograms=True`` asks for them (a lattice that :meth:`set_models` will later point at
-        #: l-diversity / t-closeness); fixed at construction
-        wanted = not all(m.size_only for m in self.models) if histograms is None else bool(histograms)
-        self.need_hist = wanted and len(table.sens_values) > 0
-        self.set_models(self.models)
-        # --- compact codes per QI
-        self.R: list[int] = []
-        self.lvmap: list[list[np.ndarray]] = []  # [j][l] compact leaf -> compact node
-        self.node_of: list[list[np.ndarray]] = []  # [j][l] compact node -> hierarchy node code
-        self.leaf_compact = np.empty((self.n, self.q), dtype=np.int64)
-        for j, h in enumerate(table.hierarchies):
-            col = table.qi_codes[:, j]
-            present, inv = np.unique(col, return_inverse=True)
-            self.leaf_compact[:, j] = inv
-            self.R.append(len(present))
-            lm, no = [], []
-            for lv in range(h.height + 1):
-                nodes = h.maps[lv][present]
-                uniq, cinv = np.unique(nodes, return_inverse=True)
-                lm.append(cinv.astype(np.int64))
-                no.append(uniq)
-            lm.append(np.zeros(len(present), dtype=np.int64))  # virtual 'dropped' level
-            no.append(np.zeros(1, dtype=np.int64))
-            self.lvmap.append(lm)
-            self.node_of.append(no)
-        self.n_nodes = [[len(no) for no in self.node_of[j]] for j in range(self.q)]
-        # bit-packed keys: attribute j occupies bits [shift_j, shift_j + bits_j)
-        self.bits = [max(int(r - 1).bit_length(), 0) for r in self.R]
-        self.shift = [0] * self.q
-        acc = 0
-        for j in range(self.q - 1, -1, -1):
-            self.shift[j] = acc
-            acc += self.bits[j]
-        self.key_bits = acc
-        self.key_space = 1 << acc
-        self.wide = (acc > 62) if wide is None else bool(wide)
-        self.mask = [(1 << b) - 1 for b in self.bits]
-        self._up: dict = {}
-        self._loss = None
+        self.need_hist = self.privacy.need_hist
+        self.freq = FrequencySets(table, need_hist=self.need_hist, wide=wide)
+        self.heights = self.freq.heights
+        self.n_nodes = self.freq.n_nodes
+        self.wide = self.freq.wide
+        self.base = self.freq.base
         self.ncp_categorical = ncp_categorical
-        # sensitive histogram layout
-        self.sens_offsets = []
-        off = 0
-        for vals in table.sens_values:
-            self.sens_offsets.append(off)
-            off += len(vals)
-        self.V = off
+        self.node_metrics = NodeMetrics(self.freq, ncp_categorical)
         self.n_evaluated = 0
-        self.rows_scanned = 0
-        self._cache: dict[tuple, int] = {}  # levels -> slot
-        self._slots: list = []
-        self._slot_lv = np.zeros((0, self.q), dtype=np.int16)
-        self._slot_size = np.zeros(0, dtype=np.int64)
-        self._free: list[int] = []
-        self._order: collections.deque = collections.deque()
-        self._cache_rows = 0
-        self._hubs: dict[tuple, FrequencySet] = {}
-        self._hub_rows = 0
         self._grid: LatticeGrid | None = None
-        self.base = self._base()
+        # The parts' methods, bound once: the searches call several per node, and a delegating
+        # method would add a Python call each time. Each is documented on its part.
+        freq, privacy, node_metrics = self.freq, self.privacy, self.node_metrics
+        # frequency sets: encoding, roll-up, cache (:class:`.frequency.FrequencySets`)
+        self.internal = freq.internal
+        self.up = freq.up
+        self.rollup = freq.rollup
+        self.cached = freq.cached
+        self.frequency_set = freq.frequency_set
+        self.best_child = freq.best_child
+        self.best_cached = freq.best_cached
+        self.source_for = freq.source_for
+        self.hub = freq.hub
+        self.remember = freq.remember
+        self.forget = freq.forget
+        self.tuple_codes = freq.tuple_codes
+        # the privacy check (:class:`.privacy.PrivacyCheck`)
+        self.set_models = privacy.set_models
+        self.class_stats = privacy.class_stats
+        self.failing = privacy.failing
+        self.release_check = privacy.release_check
+        self.check = privacy.check
+        # the metrics (:class:`.node_metrics.NodeMetrics`)
+        self.loss_tables = node_metrics.loss_tables
+        self.complete = node_metrics.complete
+        self._prepare_metrics = node_metrics.prepare
 
-    def set_models(self, models: Sequence[PrivacyModel]) -> None:
-        """Check nodes against other privacy models from now on, keeping every cached frequency set.
+    # ------------------------------------------------------------------ the models (:attr:`privacy`)
+    @property
+    def models(self) -> list[PrivacyModel]:
+        """The privacy models checked."""
+        return self.privacy.models
 
-        A node's frequency set (its distinct generalized tuples, their counts and sensitive
-        histograms) does not depend on the models, so one lattice serves a sweep over parameters
-        (e.g. k = 2 … 50, or several l): only the predicate and its pruning properties change. The
-        lattice must have been built with sensitive histograms (:attr:`need_hist`) if ``models``
-        read a sensitive attribute. :class:`NodeInfo` objects from before describe the old models.
-        """
-        models = list(models)
-        if not models:
-            raise AnonymizeError("no privacy model given (e.g. k-anonymity with --k)")
-        check_fits(models, self.n)
-        size_only = all(m.size_only for m in models)
-        if not size_only and len(self.table.sens_values) == 0:
-            raise AnonymizeError("l-diversity / t-closeness need at least one sensitive attribute (--sensitive)")
-        if not size_only and not self.need_hist:
-            raise AnonymizeError(
-                "this lattice keeps no sensitive histograms: build it with a model that reads the sensitive "
-                "attribute to check l-diversity / t-closeness on it"
-            )
-        self.models = models
-        # --- which predicate prunes (the models describe themselves, see :mod:`..models`)
-        self.size_only = size_only
-        #: whether a node must also pass the release checks of :meth:`release_check` — how
-        #: suppressed rows are released ('star': one all-``*`` class; 'drop': left out)
-        self.release_checks = self.max_sup > 0 and (
-            self.suppressed_rows == "star" or any(m.uses_table_distribution for m in self.models)
-        )
-        #: True when the predicate used for pruning is the predicate itself: no suppression (every
-        #: model is monotone under generalization), or every model is monotone under suppression
-        #: (k-anonymity, distinct l-diversity). Lattice searches are then exact with full pruning.
-        self.exact_monotone = not self.release_checks and (
-            (self.max_sup == 0 and all(m.monotone_generalization for m in self.models))
-            or all(m.monotone_suppression for m in self.models)
-        )
-        self.monotone_models = self.models if self.exact_monotone else pruning_models(self.models)
-        #: every model is monotone under suppression, so "failing rows within the budget" (before the
-        #: release checks) is itself the monotone part used for pruning
-        self.models_prune = all(m.monotone_suppression for m in self.models)
+    @property
+    def size_only(self) -> bool:
+        """Every model reads class sizes only (k-anonymity)."""
+        return self.privacy.size_only
 
-    # ------------------------------------------------------------------ encoding helpers
-    def internal(self, levels) -> tuple:
-        """Level vector with :data:`DROPPED` (or ``None``) replaced by the virtual level ``h_j + 1``."""
-        return tuple(self.heights[j] + 1 if (lv is None or lv == DROPPED) else int(lv) for j, lv in enumerate(levels))
+    @property
+    def release_checks(self) -> bool:
+        """Whether a node must also pass :meth:`release_check`."""
+        return self.privacy.release_checks
 
-    def up(self, j: int, a: int, b: int) -> np.ndarray:
-        """Compact node code at level ``b`` of every compact node at level ``a`` (``a ≤ b``) of QI ``j``."""
-        key = (j, a, b)
-        u = self._up.get(key)
-        if u is None:
-            lm = self.lvmap[j]
-            first = np.searchsorted(lm[a], np.arange(self.n_nodes[j][a]), side="left")
-            u = lm[b][first].astype(np.int64)
-            self._up[key] = u
-        return u
+    @property
+    def exact_monotone(self) -> bool:
+        """The predicate used for pruning is the predicate itself (see :attr:`.privacy.PrivacyCheck.exact_monotone`)."""
+        return self.privacy.exact_monotone
 
-    def _delta(self, j: int, a: int, b: int) -> np.ndarray:
-        """``(up[c] − c) << shift_j`` for every compact code ``c`` of QI ``j`` at level ``a``: the key
-        change when QI ``j`` goes from level ``a`` to ``b``."""
-        key = (j, a, b, "d")
-        d = self._up.get(key)
-        if d is None:
-            u = self.up(j, a, b)
-            d = (u - np.arange(len(u), dtype=np.int64)) << self.shift[j]
-            self._up[key] = d
-        return d
+    @property
+    def monotone_models(self) -> list[PrivacyModel]:
+        """The models the searches prune with."""
+        return self.privacy.monotone_models
 
-    def _base(self) -> FrequencySet:
-        """Frequency set of the bottom node ``(0, …, 0)`` straight from the rows."""
-        lv = tuple([0] * self.q)
-        counts = np.ones(self.n, dtype=np.int64)
-        hist = None
-        if self.need_hist:
-            hist = np.zeros((self.n, self.V), dtype=np.int64)
-            for s, off in enumerate(self.sens_offsets):
-                hist[np.arange(self.n), off + self.table.sens_codes[:, s]] = 1
-        if self.wide:
-            fs = FrequencySet(lv, None, counts, hist, codes=self.leaf_compact.astype(np.int32))
-        else:
-            key = np.zeros(self.n, dtype=np.int64)
-            for j in range(self.q):
-                key |= self.leaf_compact[:, j] << self.shift[j]
-            fs = FrequencySet(lv, key, counts, hist)
-        return self._group(fs, lv, fs.keys, fs.codes, presorted=False)
+    @property
+    def models_prune(self) -> bool:
+        """Every model is monotone under suppression."""
+        return self.privacy.models_prune
 
-    # ------------------------------------------------------------------ roll-up
-    def _group(self, src: FrequencySet, levels: tuple, keys, codes, presorted: bool) -> FrequencySet:
-        """Merge equal tuples: sort (unless already sorted), find runs, add counts/histograms."""
-        m = len(src.counts)
-        counts, hist = src.counts, src.hist
-        if m == 0:
-            return FrequencySet(levels, keys, counts, hist, codes)
-        order: np.ndarray | None
-        if self.wide:
-            cid, nc = equivalence_classes(codes)
-            order = np.argsort(cid, kind="stable")
-            sk = cid[order]
-            flag = np.empty(m, dtype=bool)
-            flag[0] = True
-            np.not_equal(sk[1:], sk[:-1], out=flag[1:])
-            starts = np.flatnonzero(flag)
-            new_codes = codes[order[starts]]
-            return FrequencySet(
-                levels,
-                None,
-                np.add.reduceat(counts[order], starts),
-                None if hist is None else np.add.reduceat(hist[order], starts, axis=0),
-                codes=new_codes,
-            )
-        if presorted:
-            sk = keys
-            order = None
-        else:
-            b = int(m - 1).bit_length()
-            if b == 0:
-                sk, order = keys, None
-            elif (self.key_space << b) < 2**63:
-                packed = np.sort((keys << b) | np.arange(m, dtype=np.int64))
-                order = packed & ((1 << b) - 1)
-                sk = packed >> b
-            else:
-                order = np.argsort(keys, kind="stable")
-                sk = keys[order]
-        flag = np.empty(m, dtype=bool)
-        flag[0] = True
-        np.not_equal(sk[1:], sk[:-1], out=flag[1:])
-        if flag.all():
-            if order is None:
-                return FrequencySet(levels, sk, counts, hist)
-            return FrequencySet(levels, sk, counts[order], None if hist is None else hist[order])
-        starts = np.flatnonzero(flag)
-        c = counts if order is None else counts[order]
-        new_counts = np.add.reduceat(c, starts)
-        new_hist = None
-        if hist is not None:
-            hh = hist if order is None else hist[order]
-            new_hist = np.add.reduceat(hh, starts, axis=0)
-        return FrequencySet(levels, sk[starts], new_counts, new_hist)
+    # ------------------------------------------------------------------ frequency sets (:attr:`freq`)
+    @property
+    def rows_scanned(self) -> int:
+        """Frequency-set rows read by roll-ups so far (:attr:`.frequency.FrequencySets.rows_scanned`)."""
+        return self.freq.rows_scanned
 
-    def rollup(self, src: FrequencySet, levels) -> FrequencySet:
-        """Frequency set of ``levels`` (internal levels, each ≥ ``src.levels``) from ``src``
-        (Incognito's rollup property: counts of merged tuples add up)."""
-        levels = tuple(levels)
-        self.rows_scanned += src.size
-        changed = [j for j in range(self.q) if levels[j] != src.levels[j]]
-        if not changed:
-            return src
-        for j in changed:
-            if levels[j] < src.levels[j]:
-                raise ValueError(f"cannot roll {src.levels} up to {levels}: not a generalization")
-        if self.wide:
-            assert src.codes is not None
-            codes = src.codes.copy()
-            for j in changed:
-                codes[:, j] = self.up(j, src.levels[j], levels[j])[codes[:, j]]
-            return self._group(src, levels, None, codes, presorted=False)
-        keys = src.keys
-        assert keys is not None
-        for j in changed:
-            sh = self.shift[j]
-            c = (keys >> sh) & self.mask[j] if sh else keys & self.mask[j]
-            keys = keys + self._delta(j, src.levels[j], levels[j])[c]
-        # a strictly increasing map (no two present nodes merge) keeps keys sorted and distinct
-        if all(self.n_nodes[j][levels[j]] == self.n_nodes[j][src.levels[j]] for j in changed):
-            return FrequencySet(levels, keys, src.counts, src.hist)
-        # a non-decreasing map on the last varying attribute keeps keys sorted (runs merge)
-        presorted = len(changed) == 1 and all(self.n_nodes[i][levels[i]] == 1 for i in range(changed[0] + 1, self.q))
-        return self._group(src, levels, keys, None, presorted=presorted)
-
-    def cached(self, levels) -> FrequencySet | None:
-        """The cached frequency set of a node (internal levels), or None."""
-        slot = self._cache.get(tuple(levels))
-        return None if slot is None else self._slots[slot]
-
-    def frequency_set(self, levels, source: FrequencySet | None = None) -> FrequencySet:
-        """Frequency set of a node (internal levels): cached, or rolled up from ``source`` if given,
-        else from the smallest cached direct child, else from the bottom node."""
-        levels = tuple(levels)
-        fs = self.cached(levels)
-        if fs is not None:
-            return fs
-        if source is None:
-            source = self.best_child(levels) or self.base
-        return self.rollup(source, levels)
-
-    def best_child(self, levels: tuple) -> FrequencySet | None:
-        """The smallest cached direct specialization (one attribute one level lower), or None."""
-        best = None
-        for j in range(self.q):
-            if levels[j] > 0:
-                slot = self._cache.get(levels[:j] + (levels[j] - 1,) + levels[j + 1 :])
-                if slot is not None:
-                    fs = self._slots[slot]
-                    if best is None or fs.size < best.size:
-                        best = fs
-        return best
-
-    def best_cached(self, levels) -> FrequencySet:
-        """The smallest cached specialization of ``levels`` (any distance), else the bottom node.
-        One vectorized comparison against the cache's level matrix."""
-        if not self._cache:
-            return self.base
-        used = len(self._slots)
-        ok = (self._slot_lv[:used] <= np.asarray(levels, dtype=np.int16)).all(axis=1)
-        sizes = np.where(ok, self._slot_size[:used], _I64MAX)
-        slot = int(np.argmin(sizes))
-        if sizes[slot] >= self.base.size:
-            return self.base
-        return self._slots[slot]
-
-    def source_for(self, levels) -> FrequencySet:
-        """Best roll-up source for a node (internal levels): a cached direct child, else the smallest
-        cached specialization; when that is the bottom node, the node's *hub* — every generalized
-        attribute at level 1, dropped attributes kept dropped (:meth:`hub`) — which later nodes
-        above the same hub share: Incognito's super-root idea applied to any search order."""
-        levels = tuple(levels)
-        src = self.best_child(levels) or self.best_cached(levels)
-        if src is self.base:
-            h = tuple(lv if lv > self.heights[j] else min(lv, 1) for j, lv in enumerate(levels))
-            if any(lv <= self.heights[j] for j, lv in enumerate(h)):
-                src = self.hub(h)  # may be the node itself (levels in {0, 1, dropped})
-        return src
-
-    def hub(self, levels) -> FrequencySet:
-        """Frequency set of a hub node (levels in {0, 1, dropped}), kept apart from the cache (up to
-        :attr:`hub_rows` rows) and computed from another hub with one dropped attribute restored —
-        the one with the fewest level-1 values, or a cached one — down to the bottom node; so the
-        hubs of all attribute subsets (Incognito) cost about their own size, not the table's."""
-        levels = tuple(levels)
-        fs = self._hubs.get(levels)
-        if fs is not None:
-            return fs
-        dropped = [j for j in range(self.q) if levels[j] > self.heights[j]]
-        if not dropped:
-            src = self.base
-        else:
-            parents = [levels[:j] + (min(1, self.heights[j]),) + levels[j + 1 :] for j in dropped]
-            have = [self._hubs[p] for p in parents if p in self._hubs]
-            if have:
-                src = min(have, key=lambda f: f.size)
-            else:
-                j = min(dropped, key=lambda a: (self.n_nodes[a][min(1, self.heights[a])], a))
-                src = self.hub(levels[:j] + (min(1, self.heights[j]),) + levels[j + 1 :])
-        fs = self.rollup(src, levels)
-        if self._hub_rows + fs.size <= self.hub_rows:
-            self._hubs[levels] = fs
-            self._hub_rows += fs.size
-        self.remember(fs)
-        return fs
-
-    def remember(self, fs: FrequencySet) -> None:
-        """Keep ``fs`` as a roll-up source (bounded by :attr:`cache_rows`; oldest dropped first)."""
-        if fs.levels in self._cache or fs is self.base:
-            return
-        if self._free:
-            slot = self._free.pop()
-            self._slots[slot] = fs
-        else:
-            slot = len(self._slots)
-            self._slots.append(fs)
-            if slot >= len(self._slot_size):
-                cap = max(64, 2 * len(self._slot_size))
-                lv = np.full((cap, self.q), _I16MAX, dtype=np.int16)
-                lv[: len(self._slot_lv)] = self._slot_lv
-                sz = np.full(cap, _I64MAX, dtype=np.int64)
-                sz[: len(self._slot_size)] = self._slot_size
-                self._slot_lv, self._slot_size = lv, sz
-        self._slot_lv[slot] = fs.levels
-        self._slot_size[slot] = fs.size
-        self._cache[fs.levels] = slot
-        self._order.append(fs.levels)
-        self._cache_rows += fs.size
-        while self._cache_rows > self.cache_rows and self._order:
-            self._drop(self._order.popleft())
-
-    def _drop(self, levels) -> None:
-        slot = self._cache.pop(tuple(levels), None)
-        if slot is None:
-            return
-        self._cache_rows -= self._slots[slot].size
-        self._slots[slot] = None
-        self._slot_lv[slot] = _I16MAX
-        self._slot_size[slot] = _I64MAX
-        self._free.append(slot)
-
-    def forget(self, levels_iter=None) -> None:
-        """Drop cached frequency sets (all, or the given internal level vectors)."""
-        if levels_iter is None:
-            for lv in list(self._cache):
-                self._drop(lv)
-            self._order.clear()
-            return
-        for lv in levels_iter:
-            self._drop(lv)
-
-    # ------------------------------------------------------------------ checking
-    def class_stats(self, fs: FrequencySet) -> ClassStats:
-        """:class:`ClassStats` of a frequency set (one class per distinct tuple)."""
-        hists = []
-        if fs.hist is not None:
-            for s, off in enumerate(self.sens_offsets):
-                hists.append(fs.hist[:, off : off + len(self.table.sens_values[s])])
-        return ClassStats(fs.counts, hists, self.table.global_dist(), self.table)
-
-    def failing(self, fs: FrequencySet, models=None) -> np.ndarray:
-        """Bool per tuple: its class fails some model (so its rows would be suppressed)."""
-        models = self.models if models is None else models
-        if all(m.size_only for m in models):
-            return fs.counts < max((m.minimal_class_size for m in models), default=1)
-        return ~all_ok(models, self.class_stats(fs))
-
-    def release_check(self, counts: np.ndarray, hists: list, fail: np.ndarray) -> tuple[np.ndarray, bool]:
-        """What the written file must also satisfy when rows are suppressed: ``(fail, ok)``.
-
-        * ``'star'`` — the suppressed rows are published as one class with ``*`` in every QI; that
-          class (if not empty) must satisfy every model too, as pycanon or ``ppdm check`` will
-          measure it on the file.
-        * ``'drop'`` — the suppressed rows are left out, so the file's own sensitive distribution
-          is the reference of models that compare classes with it (t-closeness): classes are
-          re-checked against the distribution of the rows kept, failing ones suppressed too,
-          until no class changes (``fail`` only grows, so this ends).
-
-        ``counts`` (C,) and ``hists`` (per sensitive attribute (C, V)) describe the classes;
-        ``ok`` is false when the budget is exceeded or the release would be empty."""
-        sup = int(counts[fail].sum())
-        if sup == 0:
-            return fail, True
-        if self.suppressed_rows == "star":
-            star = ClassStats(
-                np.array([sup], dtype=np.int64),
-                [h[fail].sum(axis=0, keepdims=True) for h in hists],
-                self.table.global_dist(),
-                self.table,
-            )
-            return fail, bool(all_ok(self.models, star)[0])
-        dist_models = [m for m in self.models if m.uses_table_distribution]
-        while True:
-            keep = ~fail
-            kept = int(counts[keep].sum())
-            if kept == 0 or sup > self.max_sup:
-                return fail, False
-            ref = [h[keep].sum(axis=0) / kept for h in hists]
-            stats = ClassStats(counts, hists, ref, self.table)
-            new_fail = fail | ~all_ok(dist_models, stats)
-            if np.array_equal(new_fail, fail):
-                return fail, True
-            fail = new_fail
-            sup = int(counts[fail].sum())
-
-    def check(self, fs: FrequencySet) -> tuple[bool, bool, np.ndarray]:
-        """``(ok, ok_monotone, failing mask)`` of a frequency set against the budget and, when
-        rows are suppressed, the release checks (:meth:`release_check`)."""
-        fail = self.failing(fs)
-        sup = int(fs.counts[fail].sum())
-        ok = sup <= self.max_sup
-        within_budget = ok
-        if ok and sup and self.release_checks:
-            fail, ok = self.release_check(fs.counts, self.class_stats(fs).sens_hist, fail)
-        if self.exact_monotone:
-            return ok, ok, fail
-        if ok:
-            return True, True, fail
-        if self.models_prune:  # the models themselves are the monotone part: no second pass
-            return False, within_budget, fail
-        mfail = self.failing(fs, self.monotone_models)
-        return False, int(fs.counts[mfail].sum()) <= self.max_sup, fail
-
+    # ------------------------------------------------------------------ nodes
     def evaluate(
         self, levels, *, keep: bool = True, metrics: bool = True, source: FrequencySet | None = None
     ) -> tuple[NodeInfo, FrequencySet]:
@@ -598,84 +179,12 @@ class Lattice:
         self._prepare_metrics(info, fs, fail)
         return self.complete(info)
 
-    def tuple_codes(self, fs: FrequencySet) -> np.ndarray:
-        """(m, q) compact node codes of a frequency set's tuples."""
-        if fs.codes is not None:
-            return fs.codes.astype(np.int64)
-        out = np.empty((fs.size, self.q), dtype=np.int64)
-        assert fs.keys is not None
-        for j in range(self.q):
-            out[:, j] = (fs.keys >> self.shift[j]) & self.mask[j]
-        return out
-
-    def loss_tables(self):
-        """Per QI and level: NCP of every compact node, and the column total over all rows."""
-        if self._loss is None:
-            raw = node_loss_tables(self.table, self.ncp_categorical)
-            per_node = []
-            totals = []
-            for j in range(self.q):
-                pn, tot = [], []
-                counts0 = np.bincount(self.leaf_compact[:, j], minlength=self.R[j])
-                for lv in range(self.heights[j] + 1):
-                    loss = raw[j][lv][self.node_of[j][lv]]
-                    pn.append(loss)
-                    tot.append(float((loss[self.lvmap[j][lv]] * counts0).sum()))
-                per_node.append(pn)
-                totals.append(tot)
-            self._loss = (per_node, totals)
-        return self._loss
-
-    def _prepare_metrics(self, info: NodeInfo, fs: FrequencySet, fail: np.ndarray) -> None:
-        """Keep what DM / NCP need (class-size sums and the failing tuples, usually few) so that
-        :meth:`complete` can fill them later for the nodes that matter."""
-        fc = fs.counts[fail]
-        info.n_classes = int(len(fs.counts) - len(fc))
-        sq_all = float(np.dot(fs.counts.astype(np.float64), fs.counts))
-        sub = FrequencySet(
-            fs.levels,
-            None if fs.keys is None else fs.keys[fail],
-            fc,
-            codes=None if fs.codes is None else fs.codes[fail],
-        )
-        info._pending = (sq_all, sub)
-
-    def complete(self, info: NodeInfo) -> NodeInfo:
-        """Fill DM and NCP of a satisfying node evaluated earlier. NCP without suppression is
-        separable per attribute (a column total per level, precomputed); only the failing tuples
-        are decoded to swap their loss for 1."""
-        pending = info._pending
-        if pending is None:
-            return info
-        assert isinstance(pending, tuple)
-        sq_all, sub = pending
-        per_node, totals = self.loss_tables()
-        fc = sub.counts
-        info.dm = sq_all - float(np.dot(fc.astype(np.float64), fc)) + info.suppressed * float(self.n)
-        total = sum(totals[j][info.levels[j]] for j in range(self.q))
-        if len(fc):
-            codes = self.tuple_codes(sub)
-            lost = np.zeros(len(fc))
-            for j in range(self.q):
-                lost += per_node[j][info.levels[j]][codes[:, j]]
-            total -= float(np.dot(lost, fc))
-        info.ncp = (total + info.suppressed * self.q) / (self.n * self.q) if self.q else 0.0
-        info._pending = None
-        return info
-
     # ------------------------------------------------------------------ rows
     def row_classes(self, levels) -> tuple[np.ndarray, np.ndarray]:
         """``(class_id per row, failing per class)`` of a full-lattice node, computed from the rows."""
-        levels = self.internal(levels)
-        codes = np.empty((self.n, self.q), dtype=np.int64)
-        for j in range(self.q):
-            codes[:, j] = self.lvmap[j][levels[j]][self.leaf_compact[:, j]]
-        cid, nc = equivalence_classes(codes)
+        cid, nc = equivalence_classes(self.freq.row_codes(self.internal(levels)))
         stats = class_stats(self.table, cid, nc)
-        fail = ~all_ok(self.models, stats)
-        if self.release_checks and fail.any():
-            fail, _ = self.release_check(stats.sizes, stats.sens_hist, fail)
-        return cid, fail
+        return cid, self.privacy.failing_classes(stats)
 
     def suppressed_mask(self, levels) -> np.ndarray:
         """Rows in classes that fail some model at ``levels`` (the rows a full-domain release suppresses)."""

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ...errors import AnonymizeError
 
-if TYPE_CHECKING:
-    from .engine import Lattice
-
-__all__ = ["METRICS", "NodeInfo", "SearchResult", "choose", "metric_key", "node_cdm"]
+__all__ = ["METRICS", "NodeInfo", "SearchResult", "Completes", "choose", "metric_key", "node_cdm"]
 
 METRICS = ("ncp", "dm", "cdm", "height", "suppressed", "avg-class-size")
 
@@ -81,7 +78,16 @@ class SearchResult:
         return tuple(int(x) for x in self.chosen.levels)
 
 
-def choose(lat: Lattice, infos: Sequence[NodeInfo], metric: str) -> NodeInfo:
+class Completes(Protocol):
+    """What :func:`choose` needs of a lattice (:class:`.engine.Lattice`): its number of rows and
+    :meth:`~.engine.Lattice.complete`, which fills a node's metrics."""
+
+    n: int
+
+    def complete(self, info: NodeInfo) -> NodeInfo: ...
+
+
+def choose(lat: Completes, infos: Sequence[NodeInfo], metric: str) -> NodeInfo:
     """Fill the metrics of ``infos`` (:meth:`Lattice.complete`) and return the node minimizing
     :func:`metric_key` (``infos`` must be non-empty)."""
     for i in infos:
