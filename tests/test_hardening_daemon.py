@@ -166,3 +166,82 @@ def test_a_forged_audit_view_is_refused_fast_while_health_answers(make_cluster, 
         t.join()
     assert not misses, misses[:3]
     assert took < 10, f"the forged view took {took:.1f} s to refuse"
+
+
+@pytest.mark.daemons
+def test_idle_message_streams_of_one_peer_do_not_take_every_rpc_slot(make_cluster, tmp_path):
+    """1,100 Deliver streams from one peer that announce 2 bytes, send 1 and idle made the daemon answer
+    every Health and StartJob with RESOURCE_EXHAUSTED: now a peer has at most max_peer_streams open and an
+    idle stream is cut after stream_idle_timeout."""
+    import grpc
+
+    from parties.analyst.client import health
+    from parties.proto.ppdm.v1 import party_pb2 as pb
+    from parties.proto.ppdm.v1 import party_pb2_grpc as pb_grpc
+
+    names = ["alice", "bob", "carol", "dave"]
+    cluster = make_cluster(names, data=_vectors(tmp_path, names), limits={"stream_idle_timeout": 20})
+    dave = cluster.credentials("dave")
+
+    async def attack_then_use():
+        never = asyncio.Event()
+
+        async def idle_message(i):
+            yield pb.Chunk(header=pb.MessageHeader(session="analyst/idle1", tag=f"t{i}", total_length=2), data=b"x")
+            await never.wait()
+
+        opts = [("grpc.ssl_target_name_override", "alice")]
+        async with grpc.aio.secure_channel(
+            cluster.party("alice").address, dave.channel_credentials(), options=opts
+        ) as ch:
+            stub = pb_grpc.PartyStub(ch)
+            calls = [asyncio.ensure_future(stub.Deliver(idle_message(i), timeout=60)) for i in range(1100)]
+            await asyncio.sleep(3)  # the streams are open (or refused)
+            refused = sum(1 for c in calls if c.done() and c.exception() is not None)
+            reply = await health(cluster.party("alice"), cluster.creds, timeout=5)
+            out = await cluster.arun_job("secure_sum", {}, timeout=60, parties=["alice", "bob", "carol"])
+            never.set()  # the idle messages end (truncated): every stream closes
+            await asyncio.gather(*calls, return_exceptions=True)
+            return refused, reply, out
+
+    refused, reply, out = run_sync(attack_then_use())
+    assert reply.name == "alice"
+    assert out["alice"]["sum"] == [6, 60]
+    assert refused >= 1100 - 128  # beyond max_peer_streams, refused at once
+
+
+@pytest.mark.daemons
+def test_an_idle_message_stream_is_cut_after_stream_idle_timeout(make_cluster):
+    import grpc
+
+    from parties.proto.ppdm.v1 import party_pb2 as pb
+    from parties.proto.ppdm.v1 import party_pb2_grpc as pb_grpc
+
+    cluster = make_cluster(["alice", "bob"], limits={"stream_idle_timeout": 1})
+    bob = cluster.credentials("bob")
+
+    async def one(first_chunk: bool):
+        never = asyncio.Event()
+
+        async def message():
+            if first_chunk:
+                yield pb.Chunk(header=pb.MessageHeader(session="analyst/idle2", tag="t", total_length=2), data=b"x")
+            await never.wait()
+            yield pb.Chunk(data=b"y")
+
+        opts = [("grpc.ssl_target_name_override", "alice")]
+        async with grpc.aio.secure_channel(
+            cluster.party("alice").address, bob.channel_credentials(), options=opts
+        ) as ch:
+            call = pb_grpc.PartyStub(ch).Deliver(message(), timeout=30)
+            try:
+                await call
+            except grpc.aio.AioRpcError as e:
+                return e.code(), e.details()
+            finally:
+                never.set()
+        return grpc.StatusCode.OK, ""
+
+    for first_chunk in (False, True):
+        code, details = run_sync(one(first_chunk))
+        assert code == grpc.StatusCode.DEADLINE_EXCEEDED and "stream_idle_timeout" in details, (code, details)

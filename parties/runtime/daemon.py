@@ -80,6 +80,9 @@ class ListenError(OSError):
     """The daemon cannot listen on its address (in use, not local, ...): one line naming it."""
 
 
+RESERVED_RPCS = 256  # concurrent RPC slots beyond what the peers' message streams may take
+
+
 def check_listen(address: str) -> None:
     """Fail fast, with one line naming ``address``, when it cannot be bound (e.g. the port is in use).
 
@@ -141,7 +144,7 @@ class Daemon:
         #: epsilon at admission and gives back what a session did not release when it ends.
         self.guards: list[SessionGuard] = [PolicyGuard(config.policy), BudgetGuard(config.dp, config.name), *guards]
         self.sessions = SessionManager(self.me, self.limits)
-        self.pool = PeerPool(self.creds, config.peers)
+        self.pool = PeerPool(self.creds, config.peers, max_streams=self.limits.max_peer_streams)
         self.server: grpc.aio.Server | None = None
         self.address: str | None = None
         self._bg: set[asyncio.Task] = set()  # aborts being sent to peers
@@ -160,7 +163,9 @@ class Daemon:
             )
         check_listen(self.config.listen)
         self._start_audit()
-        self.server = grpc.aio.server(options=server_options(), maximum_concurrent_rpcs=1000)
+        # every peer's streams at their cap still leave slots for Health, StartJob and Abort
+        rpcs = len(self.config.peers) * self.limits.max_peer_streams + RESERVED_RPCS
+        self.server = grpc.aio.server(options=server_options(), maximum_concurrent_rpcs=rpcs)
         pb_grpc.add_PartyServicer_to_server(PartyService(self), self.server)
         try:
             port = self.server.add_secure_port(self.config.listen, self.creds.server_credentials())

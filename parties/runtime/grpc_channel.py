@@ -107,11 +107,23 @@ def map_rpc_error(e: grpc.aio.AioRpcError, peer: str, what: str) -> ProtocolErro
 class PeerPool:
     """One gRPC channel per peer, shared by every session of a daemon."""
 
-    def __init__(self, creds: Credentials, peers: Mapping[str, PeerInfo]):
+    def __init__(self, creds: Credentials, peers: Mapping[str, PeerInfo], max_streams: int | None = None):
         self._creds = creds.channel_credentials()
         self._peers = dict(peers)
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._stubs: dict[str, pb_grpc.PartyStub] = {}
+        self._max_streams = max_streams
+        self._slots: dict[str, asyncio.Semaphore] = {}
+
+    def slots(self, name: str) -> asyncio.Semaphore | None:
+        """At most ``max_streams`` messages in flight to ``name`` at once (the peers' ``max_peer_streams``):
+        an honest daemon never has a message refused for opening too many streams."""
+        if self._max_streams is None:
+            return None
+        sem = self._slots.get(name)
+        if sem is None:
+            sem = self._slots[name] = asyncio.Semaphore(self._max_streams)
+        return sem
 
     def __contains__(self, name: str) -> bool:
         return name in self._peers
@@ -182,14 +194,21 @@ class GrpcChannel:
             await self._shaper.transmit(to, n)
         # wait_for_ready: ride out a reconnect (a peer restarted between sessions); a dead
         # peer is the watchdog's to find. gRPC never retries a started call, so no duplicates.
-        call = self._pool.stub(to).Deliver(
-            _chunks(self._session.id, tag, payload), timeout=remaining, wait_for_ready=True
-        )
+        slots = self._pool.slots(to)
+        if slots is not None:
+            await slots.acquire()
         try:
+            remaining = self._session.remaining()
+            call = self._pool.stub(to).Deliver(
+                _chunks(self._session.id, tag, payload), timeout=remaining, wait_for_ready=True
+            )
             await call
         except grpc.aio.AioRpcError as e:
             self._session.check()  # the session failed meanwhile: report that, not the symptom
             raise map_rpc_error(e, to, f"message {tag!r} ({n} bytes)") from None
+        finally:
+            if slots is not None:
+                slots.release()
         self.bytes_sent += n
 
     async def recv(self, frm: str, tag: str) -> bytes:

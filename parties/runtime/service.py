@@ -149,6 +149,7 @@ class PartyService(pb_grpc.PartyServicer):
         self.d = daemon
         self.me, self.config, self.limits, self.log = daemon.me, daemon.config, daemon.limits, daemon.log
         self.sessions, self.pool = daemon.sessions, daemon.pool
+        self._streams: dict[str, int] = {}  # open Deliver streams per peer (limits.max_peer_streams)
 
     # ------------------------------------------------------------------ identity
     async def _identify(self, context, *, peers: bool, analysts: bool, what: str) -> str:
@@ -183,9 +184,33 @@ class PartyService(pb_grpc.PartyServicer):
     # ------------------------------------------------------------------ Deliver
     async def Deliver(self, request_iterator, context):
         sender = await self._identify(context, peers=True, analysts=False, what="Deliver")
-        it = request_iterator.__aiter__()
+        open_now = self._streams.get(sender, 0)
+        if open_now >= self.limits.max_peer_streams:
+            # refused before reading anything: one peer cannot take every RPC slot of this server
+            self.log.warning("Deliver from %s refused: %d message streams already open", sender, open_now)
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"too many message streams open from {sender} (max_peer_streams {self.limits.max_peer_streams})",
+            )
+        self._streams[sender] = open_now + 1
         try:
-            first = await it.__anext__()
+            return await self._deliver(sender, request_iterator, context)
+        finally:
+            left = self._streams[sender] - 1
+            if left:
+                self._streams[sender] = left
+            else:
+                del self._streams[sender]
+
+    async def _deliver(self, sender: str, request_iterator, context):
+        it = request_iterator.__aiter__()
+        idle = self.limits.stream_idle_timeout
+        try:
+            async with asyncio.timeout(idle):
+                first = await it.__anext__()
+        except TimeoutError:
+            self.log.warning("Deliver from %s cut: no chunk for %.0f s", sender, idle)
+            await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, f"no chunk for {idle:g} s (stream_idle_timeout)")
         except StopAsyncIteration:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "empty message stream")
         except DecodeError:
@@ -232,10 +257,15 @@ class PartyService(pb_grpc.PartyServicer):
                 await context.abort(
                     grpc.StatusCode.INVALID_ARGUMENT, f"message longer than its announced {total} bytes"
                 )
-            async for c in _chunks_of(it, time.monotonic() + self.limits.session_timeout):
+            async for c in _chunks_of(it, time.monotonic() + self.limits.session_timeout, idle):
                 if c is None:
                     self.log.warning("session %s: malformed chunk from %s", h.session, sender)
                     await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "malformed chunk")
+                if c is _IDLE:
+                    self.log.warning("session %s: message from %s cut: no chunk for %.0f s", h.session, sender, idle)
+                    await context.abort(
+                        grpc.StatusCode.DEADLINE_EXCEEDED, f"no chunk for {idle:g} s (stream_idle_timeout)"
+                    )
                 if c is _TOO_SLOW:
                     await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "message took longer than session_timeout")
                 if c.HasField("header"):
@@ -523,12 +553,18 @@ class PartyService(pb_grpc.PartyServicer):
 _TOO_SLOW = object()
 
 
-async def _chunks_of(it, deadline: float):
+_IDLE = object()
+
+
+async def _chunks_of(it, deadline: float, idle: float | None = None):
     """The remaining chunks of a Deliver stream; then ``None`` for an undecodable chunk,
-    ``_TOO_SLOW`` when the stream is still going at ``deadline`` (monotonic)."""
+    ``_TOO_SLOW`` when the stream is still going at ``deadline`` (monotonic), ``_IDLE`` when
+    no chunk came for ``idle`` seconds."""
     while True:
+        left = max(0.0, deadline - time.monotonic())
+        wait = left if idle is None else min(left, idle)
         try:
-            async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+            async with asyncio.timeout(wait):
                 c = await it.__anext__()
         except StopAsyncIteration:
             return
@@ -536,7 +572,7 @@ async def _chunks_of(it, deadline: float):
             yield None
             return
         except TimeoutError:
-            yield _TOO_SLOW
+            yield _TOO_SLOW if wait >= left else _IDLE
             return
         yield c
 
@@ -555,7 +591,7 @@ async def _drain(it, limit: int, seconds: float = DRAIN_SECONDS) -> None:
     if limit <= 0:
         return
     async for c in _chunks_of(it, time.monotonic() + seconds):
-        if c is None or c is _TOO_SLOW:
+        if c is None or c is _TOO_SLOW or c is _IDLE:
             return
         limit -= len(c.data)
         if limit < 0:
