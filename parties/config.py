@@ -104,6 +104,7 @@ class Limits:
     max_job_memory_bytes: int = 2048 * MiB  # a job whose estimated peak exceeds this is refused before it starts
     max_peer_streams: int = 128  # message streams (Deliver calls) one peer may have open here at once
     stream_idle_timeout: float = 60.0  # a message stream that sends no chunk for this long is cut (s)
+    tls_handshake_timeout: float = 10.0  # a connection that has not completed TLS by then is closed (s)
 
     _positive_ints = (
         "max_message_bytes",

@@ -245,3 +245,43 @@ def test_an_idle_message_stream_is_cut_after_stream_idle_timeout(make_cluster):
     for first_chunk in (False, True):
         code, details = run_sync(one(first_chunk))
         assert code == grpc.StatusCode.DEADLINE_EXCEEDED and "stream_idle_timeout" in details, (code, details)
+
+
+@pytest.mark.daemons
+def test_half_open_connections_neither_linger_nor_exhaust_descriptors(make_cluster):
+    """1,100 TCP connections that never start TLS, against daemons started under ulimit -n 1024: the daemon
+    raised its own limit, Health answers throughout, and the connections are closed after tls_handshake_timeout."""
+    import resource
+    import socket
+    import time
+
+    from parties.analyst.client import health
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 4096:
+        pytest.skip(f"the hard open-files limit here is {hard}; this test needs 4096 (raise ulimit -Hn)")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))  # the daemons start under ulimit -n 1024
+    try:
+        cluster = make_cluster(["alice", "bob"], limits={"tls_handshake_timeout": 2})
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 4096), hard))
+    host, port = cluster.party("alice").address.rsplit(":", 1)
+    socks = []
+    try:
+        for _ in range(1100):
+            s = socket.create_connection((host, int(port)), timeout=5)
+            socks.append(s)
+        assert run_sync(health(cluster.party("alice"), cluster.creds, timeout=5)).name == "alice"
+        time.sleep(4)
+        closed = 0
+        for s in socks:
+            s.settimeout(0.5)
+            try:
+                closed += s.recv(1) == b""
+            except (TimeoutError, OSError):
+                pass
+        assert closed == len(socks), f"{len(socks) - closed} connections still open after the handshake timeout"
+        assert run_sync(health(cluster.party("alice"), cluster.creds, timeout=5)).name == "alice"
+    finally:
+        for s in socks:
+            s.close()

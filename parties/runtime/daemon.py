@@ -38,6 +38,7 @@ import asyncio
 import errno
 import logging
 import os
+import resource
 import signal
 import socket
 import sys
@@ -120,9 +121,11 @@ def check_listen(address: str) -> None:
                     raise ListenError(f"cannot listen on {address}: {why}") from None
 
 
-def server_options() -> list[tuple[str, Any]]:
+def server_options(handshake_timeout: float = 10.0) -> list[tuple[str, Any]]:
     return [
         ("grpc.max_receive_message_length", MAX_RECEIVE_BYTES),
+        # a connection that never completes TLS is closed after this (gRPC's default holds it 120 s)
+        ("grpc.server_handshake_timeout_ms", int(handshake_timeout * 1000)),
         ("grpc.so_reuseport", 0),  # never share a port with another daemon
         ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
         *KEEPALIVE_OPTIONS,
@@ -165,7 +168,9 @@ class Daemon:
         self._start_audit()
         # every peer's streams at their cap still leave slots for Health, StartJob and Abort
         rpcs = len(self.config.peers) * self.limits.max_peer_streams + RESERVED_RPCS
-        self.server = grpc.aio.server(options=server_options(), maximum_concurrent_rpcs=rpcs)
+        self.server = grpc.aio.server(
+            options=server_options(self.limits.tls_handshake_timeout), maximum_concurrent_rpcs=rpcs
+        )
         pb_grpc.add_PartyServicer_to_server(PartyService(self), self.server)
         try:
             port = self.server.add_secure_port(self.config.listen, self.creds.server_credentials())
@@ -329,8 +334,27 @@ def configure_logging(name: str, level: str = "INFO") -> None:
     )
 
 
+def raise_descriptor_limit() -> tuple[int, int]:
+    """Raise this process's soft limit on open files to its hard limit (at most 65,536); the new (soft, hard).
+
+    Each connection costs a descriptor: at a distribution's default of 1,024, a thousand half-open
+    connections would leave the daemon none for its peers and analysts.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 65_536 if hard == resource.RLIM_INFINITY else min(hard, 65_536)
+    if soft != resource.RLIM_INFINITY and soft < want:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+            soft = want
+        except (ValueError, OSError):  # pragma: no cover - a platform that refuses: keep what we have
+            pass
+    return soft, hard
+
+
 async def serve(config: PartyConfig, *, exit_with_parent: bool = False) -> None:
+    soft, _ = raise_descriptor_limit()
     d = Daemon(config)
+    d.log.info("open files limit: %s", "unlimited" if soft == resource.RLIM_INFINITY else soft)
     addr = await d.start()
     print(f"party {config.name} listening on {addr}", flush=True)
     await d.serve_until_signal(exit_with_parent=exit_with_parent)
