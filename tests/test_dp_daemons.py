@@ -160,10 +160,11 @@ def test_a_party_out_of_budget_refuses_and_the_others_keep_theirs(make_cluster, 
     with pytest.raises(PartyError) as e:
         c.run_job("secure_sum", {"epsilon": "0.5"}, timeout=60)
     assert e.value.kind == "refused" and "refused by 'p2'" in str(e.value) and "is spent" in str(e.value)
-    # p0 and p1 charged 0.5 at admission, released nothing (p2 never agreed), and got it back
+    # p0 and p1 charged 0.5 at admission, released nothing (p2 never agreed), and got it back when their
+    # side of the session ended (asynchronously: under a loaded CI machine that took more than 5 s)
     for name in ("p0", "p1"):
         ledger = c.workdir / name / "dp-budgets" / "analyst.vector.json"
-        for _ in range(50):
+        for _ in range(300):
             if ledger.exists() and all(q["epsilon"] == "0" for q in json.loads(ledger.read_text())["queries"]):
                 break
             time.sleep(0.1)
