@@ -22,6 +22,7 @@ from tests.test_audit_sum import pinned_by_rank
 ROOT = Path(__file__).resolve().parents[1]
 ADULT = ROOT / "anonymize" / "data" / "adult_subset.csv"
 
+# ages are public here (--public age): predicates on a numeric column are otherwise denied
 TABLE = "name,dept,age,salary\nann,a,30,100\nbob,a,40,200\ncid,b,50,300\ndan,b,35,150\neve,b,41,120\n"
 QUERIES = [
     {"agg": "sum", "column": "salary", "where": [["age", ">=", 30]]},  # everyone
@@ -51,7 +52,7 @@ def files(tmp_path):
 
 def test_check_json_shape_and_decisions(capsys, files):
     t, log = files
-    code, out, err = run(capsys, "check", log, "--table", t, "--auditor", "sum", "--json")
+    code, out, err = run(capsys, "check", log, "--table", t, "--auditor", "sum", "--json", "--public", "age")
     assert code == 0 and err == ""
     doc = json.loads(out)
     assert [set(q) >= {"index", "decision", "discloses"} for q in doc["queries"]] == [True] * 7
@@ -64,21 +65,23 @@ def test_check_json_shape_and_decisions(capsys, files):
 
 def test_check_offline_reports_what_was_disclosed(capsys, files):
     t, log = files
-    code, out, _ = run(capsys, "check", log, "--table", t, "--auditor", "simulatable-sum", "--json", "--offline")
+    code, out, _ = run(
+        capsys, "check", log, "--table", t, "--auditor", "simulatable-sum", "--json", "--offline", "--public", "age"
+    )
     doc = json.loads(out)
     assert code == 0 and doc["mode"] == "offline"
     assert [q["discloses"] for q in doc["queries"]] == [[], [], [], [], [], [2], []]
     assert doc["disclosed"] == [2]
     # the same answer by an oracle we did not write, on the row sets the queries select
     df = pd.read_csv(t)
-    ta = TableAuditor(df, "sum")
+    ta = TableAuditor(df, "sum", public=["age"])
     rows = [ta.parse(q).rows(df).astype(int).tolist() for q in QUERIES if q.get("column") == "salary"]
     assert pinned_by_rank(len(df), rows) == {2}
 
 
 def test_check_human_table(capsys, files):
     t, log = files
-    code, out, _ = run(capsys, "check", log, "--table", t, "--auditor", "sum")
+    code, out, _ = run(capsys, "check", log, "--table", t, "--auditor", "sum", "--public", "age")
     assert code == 0
     assert "deny" in out and "rows 2" in out and "6 answered, 1 denied" in out
 

@@ -45,7 +45,8 @@ class Service:
     def start(self, expect_ready: bool = True) -> Service:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "parties.cli", "audit", "serve", "--table", str(self.d / "t.csv")]
-            + ["--auditor", self.auditor, "--config", str(self.d / "srv" / "party.toml")],
+            + ["--auditor", self.auditor, "--config", str(self.d / "srv" / "party.toml")]
+            + ["--public", "age"],  # ages are public here: Q01 filters on them
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -192,3 +193,23 @@ def test_bad_config_is_one_line(setup, capsys):
     )
     assert code == 2 and "input file not found" in capsys.readouterr().err
     assert not list((d / "srv").glob("audit-*.jsonl"))  # nothing written on bad input
+
+
+def test_counts_filtered_on_the_audited_column_are_denied(setup):
+    """Issue 16, item 4: 17 binary-search counts 'salary >= X and name == cid' pinned cid's salary with 0
+    denials; the audited column may not be filtered on (ages are public here, salaries are not)."""
+    d, addr, creds, service = setup
+    service(auditor="simulatable-sum").start()
+    lo, hi, answered = 0, 1 << 17, 0
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        kind, value = q(
+            addr, creds["analyst"], {"agg": "count", "where": [["salary", ">=", mid], ["name", "==", "cid"]]}
+        )
+        if kind != "answer":
+            assert kind == "deny"  # the service names no record and no reason beyond the denial
+            break
+        answered += 1
+        lo, hi = (mid, hi) if value == 1 else (lo, mid)
+    assert answered == 0 and hi - lo > 1
+    assert q(addr, creds["analyst"], {"agg": "count", "where": [["age", ">=", 40]]}) == ("answer", 2)

@@ -2,8 +2,16 @@
 
 Records are the table's rows, numbered ``0..n-1`` in the table's order; queries are JSON data
 (:func:`anonymize.query.parse_query`), never code. Each audited column has its own auditor:
-answers about ``salary`` constrain only salaries. ``count`` queries read no column and are
-always answered (the model treats query sets as known to the analyst). Which aggregates an
+answers about ``salary`` constrain only salaries. The auditors treat query sets as known to the
+analyst, which holds only while the rows a query selects do not depend on audited values: a
+predicate on an audited column — ``count where salary >= X and id == 3``, binary-searched over
+``X`` — would pin row 3's salary through answers no auditor sees. Every numeric column is audited
+unless the operator declares it *public* (its values are known: identifiers, ages); text columns
+are public. A predicate on an audited column is refused (a denial) unless the operator lists the
+column as *filterable*; a ``count`` with a predicate on a filterable column is then audited as a
+sum of that predicate's indicators over the rows its public predicates select (one sum auditor
+per distinct predicate set), so a count over one row, or differencing counts, is denied as a sum
+would be. Other ``count`` queries read no audited value and are always answered. Which aggregates an
 auditor accepts: ``sum``/``mean``/``count`` for the sum auditors (a mean over a known set is its
 sum), ``max``, ``min`` or both for the others; any other aggregate is a one-line error, never an
 unaudited answer.
@@ -15,6 +23,7 @@ did each answer, with the earlier ones, disclose?).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -60,15 +69,73 @@ class TableAuditor:
     ``simulatable-max``, ``simulatable-min``); ``options`` go to each auditor.
     """
 
-    def __init__(self, df: pd.DataFrame, auditor: str, **options):
+    def __init__(
+        self,
+        df: pd.DataFrame,
+        auditor: str,
+        *,
+        public: Iterable[str] = (),
+        filterable: Iterable[str] = (),
+        **options,
+    ):
         if auditor not in AUDITORS:
             raise AuditError(f"unknown auditor {auditor!r} (use {', '.join(AUDITORS)})")
         self.df = df.reset_index(drop=True)
         self.kind = auditor
         self.cls = AUDITORS[auditor]
         self.options = options
+        self.public = tuple(dict.fromkeys(public))
+        self.filterable = tuple(dict.fromkeys(filterable))
+        for what, cols in (("public", self.public), ("filterable", self.filterable)):
+            unknown = [c for c in cols if c not in self.df.columns]
+            if unknown:
+                raise AuditError(f"{what} column '{unknown[0]}' is not in the table")
+        both = [c for c in self.public if c in self.filterable]
+        if both:
+            raise AuditError(f"column '{both[0]}' is listed as public and as filterable: it is one or the other")
         self.auditors: dict[str, Auditor] = {}
+        self.indicator_auditors: dict[str, Auditor] = {}  # counts filtered on filterable numeric columns
         self._text: dict = {}  # text columns converted once for predicate evaluation
+
+    def audited_column(self, column: str) -> bool:
+        """Whether ``column``'s values are audited (numeric and not declared public)."""
+        if column in self.public:
+            return False
+        col = self.df[column]
+        return bool(pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col))
+
+    def _filter_refusal(self, q: Query) -> Decision | None:
+        """A denial for predicates on audited columns the operator did not list as filterable."""
+        for p in q.where:
+            if p.column not in self.filterable and self.audited_column(p.column):
+                return Decision(
+                    False,
+                    (),
+                    f"the query filters on audited column '{p.column}': the rows it selects would depend on "
+                    "audited values (the operator may declare it public, or filterable)",
+                )
+        return None
+
+    def _indicator_query(self, q: Query) -> tuple[str, np.ndarray, np.ndarray] | None:
+        """For a count filtered on filterable numeric columns: (key, public rows, indicator) — the count is
+        the sum of the indicator over the rows the other predicates select."""
+        on_values = tuple(p for p in q.where if self.audited_column(p.column))
+        if q.agg != "count" or not on_values:
+            return None
+        rest = Query("count", None, tuple(p for p in q.where if p not in on_values))
+        public_rows = rest.rows(self.df, self._text)
+        indicator = Query("count", None, on_values).rows(self.df, self._text)
+        key = json.dumps([p.to_json() for p in on_values], sort_keys=True, default=str)
+        return key, public_rows, indicator.astype(np.int64)
+
+    def _indicator_auditor(self, key: str) -> Auditor:
+        aud = self.indicator_auditors.get(key)
+        if aud is None:
+            # the indicators are summed: a sum auditor of the same exactness whatever the table's kind
+            kind = self.kind if self.kind in ("sum", "simulatable-sum") else "simulatable-sum"
+            sum_options = {k: v for k, v in self.options.items() if k in ("exact", "primes")}
+            aud = self.indicator_auditors[key] = make_auditor(kind, self.n, **sum_options)
+        return aud
 
     @property
     def n(self) -> int:
@@ -113,7 +180,15 @@ class TableAuditor:
     def ask(self, query: Query | str | Mapping[str, Any]) -> Outcome:
         """Decide one query online; the answer is released only when the auditor allows it."""
         q = self.parse(query)
+        refusal = self._filter_refusal(q)
+        if refusal is not None:
+            return Outcome(q, refusal, None, q.column)
         mask, value = self.evaluate(q)
+        ind = self._indicator_query(q)
+        if ind is not None:
+            key, rows, indicator = ind
+            d = self._indicator_auditor(key).submit(rows, float(indicator[rows].sum()), agg="sum")
+            return Outcome(q, d, value if d.allowed else None, q.column)
         if q.agg == "count" or q.column is None:
             return Outcome(q, Decision(True, (), "a count reveals no value of any column"), value)
         aud = self.auditor_for(q.column)
@@ -127,7 +202,16 @@ class TableAuditor:
     def record(self, query: Query | str | Mapping[str, Any]) -> Outcome:
         """Take ``query`` as already answered (offline audit): what did this answer newly disclose?"""
         q = self.parse(query)
+        refusal = self._filter_refusal(q)
         mask, value = self.evaluate(q)
+        if refusal is not None:  # answered, but its rows depended on audited values: no auditor can say what
+            return Outcome(q, refusal, value, q.column)
+        ind = self._indicator_query(q)
+        if ind is not None:
+            key, rows, indicator = ind
+            newly = self._indicator_auditor(key).commit(rows, float(indicator[rows].sum()), agg="sum")
+            d = Decision(not newly, newly, "it disclosed values" if newly else "it disclosed no value")
+            return Outcome(q, d, value, q.column, newly)
         if q.agg == "count" or q.column is None or value is None:
             return Outcome(q, Decision(True, (), "reveals no value"), value, q.column)
         aud = self.auditor_for(q.column)
@@ -137,8 +221,11 @@ class TableAuditor:
         return Outcome(q, d, value, q.column, newly)
 
     def disclosed(self) -> dict[str, tuple]:
-        """Rows whose values the committed answers determine, per column."""
-        return {c: a.disclosed() for c, a in self.auditors.items() if a.disclosed()}
+        """Rows whose values the committed answers determine, per column (``count[PREDICATES]`` for the
+        indicators of counts filtered on filterable columns)."""
+        out = {c: a.disclosed() for c, a in self.auditors.items() if a.disclosed()}
+        out.update({f"count{k}": a.disclosed() for k, a in self.indicator_auditors.items() if a.disclosed()})
+        return out
 
     @staticmethod
     def _audited_value(q: Query, mask: np.ndarray, value: Any) -> float:

@@ -27,7 +27,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from parties.cli.common import CLIError
+from parties.cli.common import CLIError, comma_list
 
 __all__ = ["register", "run_check", "load_audit_client_config"]
 
@@ -52,7 +52,16 @@ def _read_table(path: str, sep: str | None):
         raise CLIError(str(e)) from None
 
 
-def run_check(log: str, table: str, auditor: str, *, offline: bool = False, sep: str | None = None) -> dict:
+def run_check(
+    log: str,
+    table: str,
+    auditor: str,
+    *,
+    offline: bool = False,
+    sep: str | None = None,
+    public: list[str] | None = None,
+    filterable: list[str] | None = None,
+) -> dict:
     """Replay ``log`` over ``table``; the ``--json`` document of ``ppdm audit check``."""
     from anonymize.audit import AuditError, parse_log_lines, replay_log
 
@@ -68,7 +77,13 @@ def run_check(log: str, table: str, auditor: str, *, offline: bool = False, sep:
     try:
         parsed = parse_log_lines(text.splitlines(), where=str(p))
         outs, ta = replay_log(
-            df, [q for _, q in parsed], auditor, offline=offline, labels=[f"{p} line {no}" for no, _ in parsed]
+            df,
+            [q for _, q in parsed],
+            auditor,
+            offline=offline,
+            labels=[f"{p} line {no}" for no, _ in parsed],
+            public=public or (),
+            filterable=filterable or (),
         )
     except AuditError as e:
         raise CLIError(str(e)) from None
@@ -120,7 +135,15 @@ def format_check(doc: dict) -> str:
 
 
 def _cmd_check(args) -> int:
-    doc = run_check(args.log, args.table, args.auditor, offline=args.offline, sep=args.sep)
+    doc = run_check(
+        args.log,
+        args.table,
+        args.auditor,
+        offline=args.offline,
+        sep=args.sep,
+        public=comma_list(args.public),
+        filterable=comma_list(args.filterable),
+    )
     print(json.dumps(doc) if args.json else format_check(doc))
     return 0
 
@@ -144,7 +167,7 @@ def _cmd_serve(args) -> int:
     table = Path(args.table)
     df = _read_table(args.table, args.sep)
     try:
-        ta = TableAuditor(df, auditor)
+        ta = TableAuditor(df, auditor, public=comma_list(args.public), filterable=comma_list(args.filterable))
     except AuditError as e:
         raise CLIError(str(e)) from None
     log_path = Path(args.log) if args.log else log_path_for(cfg.path or Path(args.config), table)
@@ -153,7 +176,7 @@ def _cmd_serve(args) -> int:
     header = {
         "format": "ppdm.audit-log/1",
         "auditor": auditor,
-        "options": {},
+        "options": {k: sorted(v) for k, v in (("public", ta.public), ("filterable", ta.filterable)) if v},
         "table": str(table.resolve()),
         "table_sha256": file_sha256(table),
         "rows": ta.n,
@@ -273,6 +296,18 @@ def register(sub) -> None:
     c.add_argument("--table", required=True, metavar="IN.csv", help="the private table (CSV or Parquet)")
     c.add_argument("--auditor", required=True, metavar="NAME", help=names)
     c.add_argument("--offline", action="store_true", help="every query was answered: report what each disclosed")
+    c.add_argument(
+        "--public",
+        metavar="COL[,COL]",
+        help="numeric columns whose values are public (identifiers, ages): queries may filter on them; every "
+        "other numeric column is audited, and predicates on it are denied unless --filterable lists it",
+    )
+    c.add_argument(
+        "--filterable",
+        metavar="COL[,COL]",
+        help="audited columns queries may still filter on; a count filtered on one is audited as a sum of "
+        "its predicate's indicators over the rows the public predicates select",
+    )
     c.add_argument("--sep", help="CSV delimiter (default: sniffed)")
     c.add_argument("--json", action="store_true", help="machine-readable output")
     c.set_defaults(func=_cmd_check)
@@ -283,6 +318,18 @@ def register(sub) -> None:
     s.add_argument("--config", required=True, metavar="party.toml", help="identity, CA, listen address, analysts")
     s.add_argument("--listen", metavar="HOST:PORT", help="listen here instead of the config's [party] listen")
     s.add_argument("--log", metavar="PATH", help="audit log (default: audit-<table>.jsonl next to the config)")
+    s.add_argument(
+        "--public",
+        metavar="COL[,COL]",
+        help="numeric columns whose values are public (identifiers, ages): queries may filter on them; every "
+        "other numeric column is audited, and predicates on it are denied unless --filterable lists it",
+    )
+    s.add_argument(
+        "--filterable",
+        metavar="COL[,COL]",
+        help="audited columns queries may still filter on; a count filtered on one is audited as a sum of "
+        "its predicate's indicators over the rows the public predicates select",
+    )
     s.add_argument("--sep", help="CSV delimiter (default: sniffed)")
     s.add_argument("--log-level", default="INFO")
     s.set_defaults(func=_cmd_serve)
