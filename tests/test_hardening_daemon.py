@@ -285,3 +285,47 @@ def test_half_open_connections_neither_linger_nor_exhaust_descriptors(make_clust
     finally:
         for s in socks:
             s.close()
+
+
+@pytest.mark.daemons
+def test_memory_limit_counts_the_item_universe(make_cluster, tmp_path):
+    """n_items 30,000,000 under max_job_memory_bytes 400 MiB was admitted and reached 1.3 GiB per party:
+    now refused up front, on every party, with one line."""
+    from parties.analyst.client import PartyError
+
+    data = {}
+    for i in range(3):
+        (tmp_path / f"p{i}.dat").write_text("1 2 3\n2 3\n1 3\n")
+        data[f"p{i}"] = {"transactions": str(tmp_path / f"p{i}.dat")}
+    cluster = make_cluster(3, data=data, limits={"max_job_memory_bytes": 400 << 20})
+    with pytest.raises(PartyError) as e:
+        cluster.run_job("mine.horizontal", {"min_support": "0.5", "n_items": 30_000_000}, timeout=60)
+    msg = str(e.value)
+    assert "max_job_memory_bytes" in msg and "\n" not in msg
+    out = cluster.run_job("mine.horizontal", {"min_support": "0.5", "n_items": 4}, timeout=60)
+    assert out["p0"]["transactions"] == 9
+
+
+def test_a_level_too_large_stops_the_miner_before_counting():
+    from anonymize.itemsets import TransactionDB
+    from mpc.channel import MemoryNetwork
+    from parties.joint import mine_horizontal
+
+    seen = []
+
+    def guard(k, n):
+        seen.append((k, n))
+        if k == 2:
+            raise ValueError(f"level {k} has {n} candidates")
+
+    async def run():
+        net = MemoryNetwork(["a", "b"], timeout=10)
+        db = TransactionDB.from_transactions([[0, 1, 2], [0, 1], [1, 2], [0, 2]])
+        return await asyncio.gather(
+            *(mine_horizontal(net.channel(p), db, min_support="0.5", n_items=3, level_guard=guard) for p in "ab"),
+            return_exceptions=True,
+        )
+
+    out = asyncio.run(run())
+    assert all(isinstance(r, ValueError) and "level 2 has 3 candidates" in str(r) for r in out), out
+    assert seen[:2] == [(1, 3), (1, 3)]

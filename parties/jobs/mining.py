@@ -25,7 +25,7 @@ from parties.jobs.registry import DPJobSpec, JobContext, JobError, job, refuse_d
 from parties.joint import JointResult, check_all, mine_horizontal, mine_vertical
 from parties.joint.dp_mining import check_dp_params, mine_horizontal_dp
 from parties.joint.dp_sum import check_colluders
-from parties.joint.memory import estimate_file_bytes, estimate_job_bytes
+from parties.joint.memory import estimate_file_bytes, estimate_job_bytes, level_bytes
 from parties.joint.partition import load_transactions
 from parties.runtime.shaping import WaitCounter
 
@@ -49,6 +49,22 @@ async def _check_memory(ctx: JobContext, need: int | None) -> None:
             f"({limit / 2**20:,.0f} MiB)"
         )
     await check_all(ctx.ch, "memory", problem)
+
+
+def _level_guard(ctx: JobContext, db, split: str):
+    """Stop before a level whose candidates this party's memory limit cannot hold (one line, public sizes)."""
+    limit = _memory_limit(ctx)
+    base = estimate_job_bytes(db, split)
+
+    def guard(k: int, n_candidates: int) -> None:
+        need = base + level_bytes(n_candidates, k, split)
+        if need > limit:
+            raise ValueError(
+                f"party {ctx.name!r}: level {k} has {n_candidates:,} candidates, about {need / 2**20:,.0f} MiB, "
+                f"over its [limits] max_job_memory_bytes ({limit / 2**20:,.0f} MiB); raise min_support or set max_len"
+            )
+
+    return guard
 
 
 def peak_rss_bytes() -> int:
@@ -121,7 +137,7 @@ async def mine_horizontal_job(ctx: JobContext) -> dict:
     """Kantarcioglu–Clifton mining of horizontally partitioned data; params min_support, n_items, ..."""
     ms, mc, max_len, db, report = _common(ctx)
     n_items = ctx.param("n_items", int, min=1)
-    await _check_memory(ctx, estimate_job_bytes(db, "horizontal"))
+    await _check_memory(ctx, estimate_job_bytes(db, "horizontal", n_items=n_items))
     if "epsilon" in ctx.params:
         return await _mine_horizontal_dp_job(ctx, ms, mc, max_len, db, report, n_items)
     t0 = time.perf_counter()
@@ -136,6 +152,7 @@ async def mine_horizontal_job(ctx: JobContext) -> dict:
             reveal_counts=bool(ctx.params.get("reveal_counts", True)),
             candidates=ctx.param("candidates", str, "union"),
             progress=_progress(ctx),
+            level_guard=_level_guard(ctx, db, "horizontal"),
         )
     except ValueError as e:  # bad thresholds: same message on every party, nothing private
         raise JobError(str(e)) from None
@@ -162,6 +179,7 @@ async def mine_vertical_job(ctx: JobContext) -> dict:
             max_len=max_len,
             counting=counting,
             progress=_progress(ctx),
+            level_guard=_level_guard(ctx, db, "vertical"),
         )
     except ValueError as e:
         raise JobError(str(e)) from None
@@ -193,6 +211,7 @@ async def _mine_horizontal_dp_job(ctx: JobContext, ms, mc, max_len, db, report: 
             colluders=ctx.params.get("colluders", 0),
             on_release=charge.release,
             progress=_progress(ctx),
+            level_guard=_level_guard(ctx, db, "horizontal"),
         )
     except ValueError as e:
         raise JobError(str(e)) from None

@@ -12,9 +12,20 @@ from mpc.channel import Channel, broadcast, gather_from
 from mpc.errors import ProtocolError
 from parties.ratio import exact_ratio
 
-__all__ = ["JointResult", "PhaseClock", "ProgressFn", "check_all", "support_ratio", "confidence_ratio"]
+__all__ = [
+    "JointResult",
+    "LevelGuard",
+    "PhaseClock",
+    "ProgressFn",
+    "check_all",
+    "support_ratio",
+    "confidence_ratio",
+]
 
 ProgressFn = Callable[[str], None]  # gets one line per level (sizes every party learns anyway)
+# called with (k, number of candidates) before a level is counted; raises ValueError to stop the job
+# (a party's memory limit: the candidate count is public, so the message reveals nothing)
+LevelGuard = Callable[[int, int], None]
 
 
 @dataclass

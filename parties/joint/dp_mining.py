@@ -63,7 +63,15 @@ from anonymize.dp import RandomSource, as_epsilon
 from anonymize.itemsets import FrequentItemsets, TransactionDB, apriori_gen, association_rules, min_count_for
 from mpc.channel import Channel, agree
 from mpc.secure_sum import bound_bits_for, secure_sum, secure_sum_threshold
-from parties.joint.common import JointResult, PhaseClock, ProgressFn, check_all, confidence_ratio, support_ratio
+from parties.joint.common import (
+    JointResult,
+    LevelGuard,
+    PhaseClock,
+    ProgressFn,
+    check_all,
+    confidence_ratio,
+    support_ratio,
+)
 from parties.joint.dp_counts import clamped_counts, level_sensitivity
 from parties.joint.dp_sum import check_colluders, coalition_epsilon, noise_stats, noisy_inputs, tail_margin
 
@@ -138,6 +146,7 @@ async def mine_horizontal_dp(
     rng: RandomSource | int | None = None,
     on_release: ReleaseFn | None = None,
     progress: ProgressFn | None = None,
+    level_guard: LevelGuard | None = None,
 ) -> JointResult:
     """ε-DP Kantarcioglu–Clifton mining (module docstring). Returns the result with its ``dp`` block.
 
@@ -197,6 +206,8 @@ async def mine_horizontal_dp(
     cand = np.arange(n_items, dtype=np.int64).reshape(-1, 1)
     k = 1
     while cand.shape[0] and n_noisy > 0 and k <= bound:
+        if level_guard is not None:
+            level_guard(k, int(cand.shape[0]))  # raises (ValueError) before a level too large to count
         eps_k = left / (bound - k + 1)
         delta = level_sensitivity(cand.shape[0], m)
         counts, _truncated = clamped_counts(db, cand, m, trunc_rng)  # how many were truncated stays here

@@ -58,7 +58,15 @@ from mpc.secure_sum import (
     threshold_leakage,
 )
 from mpc.set_union import secure_set_union
-from parties.joint.common import JointResult, PhaseClock, ProgressFn, check_all, confidence_ratio, support_ratio
+from parties.joint.common import (
+    JointResult,
+    LevelGuard,
+    PhaseClock,
+    ProgressFn,
+    check_all,
+    confidence_ratio,
+    support_ratio,
+)
 
 __all__ = ["mine_horizontal", "AUTO_ALL_MAX"]
 
@@ -92,6 +100,7 @@ async def mine_horizontal(
     reveal_counts: bool = True,
     candidates: str = "union",
     progress: ProgressFn | None = None,
+    level_guard: LevelGuard | None = None,
 ) -> JointResult:
     """Kantarcioglu–Clifton joint mining of horizontally partitioned data (see module docstring).
 
@@ -147,6 +156,8 @@ async def mine_horizontal(
     cand = np.arange(n_items, dtype=np.int64).reshape(-1, 1)
     k = 1
     while cand.shape[0] and N > 0 and (max_len is None or k <= max_len):
+        if level_guard is not None:
+            level_guard(k, int(cand.shape[0]))  # raises (ValueError) before a level too large to count
         counts = count_support(db, cand) if cand.shape[0] else np.zeros(0, np.int64)
         # locally large: count_i ≥ s·|DB_i|, i.e. D·count_i ≥ M·|DB_i|, and present at all
         local = np.flatnonzero((D * counts >= M * n_local) & (counts > 0)) if n_local else np.zeros(0, np.int64)

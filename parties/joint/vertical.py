@@ -65,7 +65,7 @@ from mpc.channel import Channel, agree, broadcast, gather_from, pack_arrays, unp
 from mpc.errors import ProtocolError
 from mpc.lwe_product import LWE_N, delta_bits_for, encrypted_count_shares, round_shares
 from mpc.secure_sum import secure_sum, secure_sum_threshold, threshold_leakage
-from parties.joint.common import JointResult, PhaseClock, ProgressFn, confidence_ratio, support_ratio
+from parties.joint.common import JointResult, LevelGuard, PhaseClock, ProgressFn, confidence_ratio, support_ratio
 
 __all__ = ["mine_vertical", "choose_path", "assign_encryptors", "COUNTING"]
 
@@ -143,6 +143,7 @@ async def mine_vertical(
     max_len: int | None = None,
     counting: str = "auto",
     progress: ProgressFn | None = None,
+    level_guard: LevelGuard | None = None,
 ) -> JointResult:
     """Vaidya–Clifton joint mining of vertically partitioned data (see module docstring).
 
@@ -192,6 +193,8 @@ async def mine_vertical(
     cand = universe.reshape(-1, 1)
     k = 1
     while cand.shape[0] and N > 0 and (max_len is None or k <= max_len):
+        if level_guard is not None:
+            level_guard(k, int(cand.shape[0]))  # raises (ValueError) before a level too large to count
         F, glob, info = await _count_level(ch, db, cand, owner_of[cand], N, min_count, counting, k, clk)
         paths_used.update(info["paths"])
         res.rounds += info["rounds"]
