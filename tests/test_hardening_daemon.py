@@ -329,3 +329,35 @@ def test_a_level_too_large_stops_the_miner_before_counting():
     out = asyncio.run(run())
     assert all(isinstance(r, ValueError) and "level 2 has 3 candidates" in str(r) for r in out), out
     assert seen[:2] == [(1, 3), (1, 3)]
+
+
+def test_a_fresh_party_toml_sets_a_min_support_floor(tmp_path, capsys):
+    """Vertical mining at min_support 1/2000 returned one party's 1- and 2-itemset counts exactly, and
+    nothing in a fresh party.toml set a floor: ppdm party init now writes one (1/100 unless told)."""
+    import os
+
+    from parties.cli import main
+    from parties.config import load_config
+    from parties.guards.policy import SessionRequest, check_session
+
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        assert main(["party", "init", "--name", "alice", "--peer", "bob=127.0.0.1:1", "--out", "alice"]) == 0
+        assert main(["party", "init", "--name", "bob", "--out", "bob", "--min-support-floor", "none"]) == 0
+        assert main(["party", "init", "--name", "carol", "--out", "carol", "--min-support-floor", "1/0"]) == 2
+    finally:
+        os.chdir(cwd)
+    assert "--min-support-floor must be a number" in capsys.readouterr().err
+    assert not (tmp_path / "carol").exists()
+    policy = load_config(tmp_path / "alice" / "party.toml").policy
+
+    def ask(job, ms):
+        params = {"min_support": ms, "n_items": 10}
+        return check_session(policy, SessionRequest("alice", "analyst", "s1", job, ("alice", "bob", "carol"), params))
+
+    for job in ("mine.vertical", "mine.horizontal"):
+        refusal = ask(job, "1/2000")
+        assert refusal is not None and refusal.rule == f"policy.job.{job}.floor.min_support", refusal
+    assert ask("mine.vertical", "0.05") is None
+    assert load_config(tmp_path / "bob" / "party.toml").policy.job == {}

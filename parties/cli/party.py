@@ -27,6 +27,28 @@ from parties.cli.common import CLIError
 __all__ = ["register"]
 
 
+DEFAULT_MIN_SUPPORT_FLOOR = "1/100"
+
+
+def _init_policy(min_parties: int | None, floor: str) -> dict | None:
+    """The ``[policy]`` a fresh party.toml gets: ``min_parties`` if given, a ``min_support`` floor on mining."""
+    from parties.ratio import exact_ratio
+
+    policy: dict = {} if min_parties is None else {"min_parties": min_parties}
+    if floor.strip().lower() != "none":
+        try:
+            f = exact_ratio(floor, "--min-support-floor")
+        except ValueError:
+            raise CLIError(
+                f"--min-support-floor must be a number in (0, 1] (0.01 or 1/100) or none, got {floor!r}"
+            ) from None
+        if not 0 < f <= 1:
+            raise CLIError(f"--min-support-floor must be in (0, 1], got {floor}")
+        rule = {"floor": {"min_support": floor.strip()}}
+        policy["job"] = {"mine.horizontal": rule, "mine.vertical": rule}
+    return policy or None
+
+
 def _kv(s: str, what: str) -> tuple[str, str]:
     k, sep, v = s.partition("=")
     if not sep or not k or not v:
@@ -76,6 +98,14 @@ def register(sub) -> None:
         help="a local data path, relative to where this command runs (repeatable)",
     )
     i.add_argument("--min-parties", type=int, metavar="N", help="policy: parties a sum-style session needs (default 3)")
+    i.add_argument(
+        "--min-support-floor",
+        default=DEFAULT_MIN_SUPPORT_FLOOR,
+        metavar="RATIO",
+        help=f"policy: the smallest min_support a joint mining job may ask (default {DEFAULT_MIN_SUPPORT_FLOOR}; "
+        "'none' for no floor). At tiny supports nearly every itemset is frequent, so the output is close to the "
+        "parties' exact counts (a vertical job returns each party's own 1- and 2-itemset counts)",
+    )
     i.add_argument("--host", action="append", default=[], metavar="HOST", help="extra DNS name/IP in the certificate")
     i.add_argument("--force", action="store_true", help="overwrite an existing party.toml and key")
     i.set_defaults(func=cmd_init)
@@ -206,6 +236,7 @@ def cmd_init(args) -> int:
             raise CLIError(str(e)) from None
         if args.min_parties is not None and args.min_parties < 2:
             raise CLIError(f"--min-parties must be at least 2, got {args.min_parties}")
+        policy = _init_policy(args.min_parties, args.min_support_floor)
         peers = dict(_kv(x, "--peer") for x in args.peer)
         data = _data_paths(args.data)
         pins = _pins(args.pin)
@@ -274,7 +305,7 @@ def cmd_init(args) -> int:
             data=data,
             crl=None if crl is None else crl.name,
             pins=pins,
-            policy=None if args.min_parties is None else {"min_parties": args.min_parties},
+            policy=policy,
             overwrite=args.force,
         )
         made.append(cfg)
