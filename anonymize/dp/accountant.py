@@ -137,7 +137,7 @@ class BudgetAccountant:
         from ..publish.io import atomic_write_text
 
         out = {k: v for k, v in doc.items() if not k.startswith("_")}
-        atomic_write_text(self.path, json.dumps(out, indent=2) + "\n")
+        atomic_write_text(self.path, json.dumps(out, indent=2) + "\n", private=True)  # a ledger stays private
 
     # ------------------------------------------------------------------ public API
     @classmethod

@@ -44,7 +44,7 @@ def load_transactions(path: str | os.PathLike) -> TransactionDB:
 def save_npz(db: TransactionDB, path: str | os.PathLike) -> None:
     """Write ``db`` as CSR ``.npz`` (keeps empty transactions and the item universe), atomically."""
     ids = db.items[db.indices]
-    atomic_write(path, lambda fh: np.savez(fh, indptr=db.indptr, items=ids, universe=db.items))
+    atomic_write(path, lambda fh: np.savez(fh, indptr=db.indptr, items=ids, universe=db.items), private=True)
 
 
 def write_fimi(db: TransactionDB, path: str | os.PathLike) -> None:
@@ -54,7 +54,7 @@ def write_fimi(db: TransactionDB, path: str | os.PathLike) -> None:
         text = fimi_text(db)
     except ValueError as e:
         raise ValueError(f"{e}; use .npz") from None
-    atomic_write_text(path, text)
+    atomic_write_text(path, text, private=True)  # a party's share of the data
 
 
 def split_horizontal(db: TransactionDB, n: int) -> list[TransactionDB]:
