@@ -37,15 +37,19 @@ the public-key re-randomization of R. Lindner, C. Peikert ("Better key sizes
 3. E's share is v_k − w_α·Sk[:,β] = Δ·count_k + e_k + ρ_k.
 
 Security and parameters: n = 2048, q = 2^64, rounded Gaussian errors of
-σ = 3.2·2^10 and ternary secrets have the noise rate σ/q of the
-128-bit-secure set n = 2048, log q = 54, σ = 3.2 of the Homomorphic Encryption
-Security Standard (M. Albrecht, M. Chase, H. Chen et al., "Homomorphic Encryption
-Security Standard", HomomorphicEncryption.org, 2018, Table 1,
-classical and quantum). C and P are LWE samples under Sk (E's columns stay
+σ = 3.2·2^13 and ternary secrets have the noise rate σ/q of the set n = 2048,
+log q = 51, σ = 3.2, which the Homomorphic Encryption Security Standard
+(M. Albrecht, M. Chase, H. Chen et al., "Homomorphic Encryption Security
+Standard", HomomorphicEncryption.org, 2018, Table 1) lists as 128-bit secure
+against quantum attacks (classical: log q ≤ 54). An earlier σ = 3.2·2^10 matched
+log q = 54: 128 bits classically, about 120 quantum. :mod:`mpc.lwe_security`
+keeps the comparison reproducible (the equivalent log q, and a primal-uSVP
+core-SVP block size against the standard's row). C and P are LWE samples under Sk (E's columns stay
 hidden from S); w_α is u_α plus an LWE sample under r_α, pseudorandom to E
 even though E knows Sk (so T_α stays hidden from E); every v_k is masked by a
 uniform ρ_k. Noise: |e_k| ≤ 10σ·√(|T_α| + 2n + 1) except with probability
-< 2^-70, i.e. below 2^26 for N ≤ 2^20 rows, against Δ ≥ 2^40.
+< 2^-70, i.e. below 2^29 for N ≤ 2^20 rows, against Δ ≥ 2^40; the encrypted path
+takes up to about 2^27 transactions (:func:`delta_bits_for`).
 
 Randomness: secrets, errors and masks come from AES-128-CTR under fresh
 OS-random keys (:func:`mpc.keys.prg_bytes`); the public matrices from
@@ -79,10 +83,11 @@ from .crypto_hash import derive, prg
 from .errors import InputMismatchError, ProtocolError
 from .keys import pair_channel, prg_bytes
 
-__all__ = ["LWE_N", "SIGMA", "encrypted_count_shares", "delta_bits_for", "noise_bound", "round_shares"]
+__all__ = ["LWE_LOG_Q", "LWE_N", "SIGMA", "encrypted_count_shares", "delta_bits_for", "noise_bound", "round_shares"]
 
 LWE_N = 2048  #: LWE dimension n
-SIGMA = 3.2 * 1024  #: error standard deviation (σ/q equal to n = 2048, q = 2^54, σ = 3.2)
+LWE_LOG_Q = 64  #: q = 2^64 (arithmetic in uint64)
+SIGMA = 3.2 * 2**13  #: error standard deviation (σ/q equal to n = 2048, q = 2^51, σ = 3.2: 128-bit quantum)
 ROW_BLOCK = 1024  #: rows of A and C per streamed block
 SUB_BLOCK = 128  #: rows per exact BLAS product (their float64 limbs, 4 MiB, stay in cache)
 _U64 = np.uint64
@@ -98,7 +103,7 @@ def noise_bound(max_rows: int) -> int:
 def delta_bits_for(n_transactions: int) -> int:
     """log2 Δ: the largest Δ = 2^d with Δ·(N + 1) ≤ 2^62, so Δ·(count − c) + Δ/2 + e fits a signed word.
 
-    Needs Δ/4 > :func:`noise_bound` (N ≤ 2^30 here).
+    Needs Δ/4 > :func:`noise_bound` (N up to about 2^27 here).
     """
     N = max(int(n_transactions), 1)
     d = 62 - (N + 1).bit_length()
