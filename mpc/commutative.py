@@ -34,13 +34,15 @@ the same item.
 2. :class:`DHHash` — a *non-invertible* commutative hash (for intersection
    cardinality; Agrawal–Evfimievski–Srikant 2003, Vaidya–Clifton 2005): an item
    is hashed into the prime-order subgroup of Curve25519 (:func:`hash_items`:
-   ``f(h₁) + [h₂]B`` with the Elligator 2 map ``f`` (D. J. Bernstein, M. Hamburg,
-   A. Krasnova, T. Lange, "Elligator: elliptic-curve points indistinguishable from
-   uniform random strings", ACM CCS 2013), indifferentiable from a random oracle by
+   RFC 9380's random-oracle suite ``edwards25519_XMD:SHA-512_ELL2_RO_``, two Elligator 2
+   maps (D. J. Bernstein, M. Hamburg, A. Krasnova, T. Lange, "Elligator: elliptic-curve
+   points indistinguishable from uniform random strings", ACM CCS 2013) of independent
+   field elements, added — indifferentiable from a random oracle into the group by
    E. Brier, J.-S. Coron, T. Icart, D. Madore, H. Randriam, M. Tibouchi, "Efficient
    indifferentiable hashing into ordinary elliptic curves", CRYPTO 2010; SHA-512 as
-   the random oracle)
-   and then ``u ↦ X25519(a, u) = x(clamp(a)·U)``. Scalar
+   the random oracle) and then ``u ↦ X25519(a, u) = x(clamp(a)·U)``; every value
+   received from another party is first checked to be a canonical encoding of a point
+   of that subgroup (:func:`check_subgroup_points`). Scalar
    multiplications commute, so ``X25519(a, X25519(b, u)) = X25519(b, X25519(a, u))``,
    and a clamped scalar (a multiple of 8, nonzero mod ℓ) maps the subgroup onto
    itself: every value that travels is a point of order ℓ, so hiding rests on
@@ -66,7 +68,6 @@ share of the machine's cores).
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import hashlib
 import os
 import secrets
@@ -74,13 +75,13 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import nacl._sodium
 import nacl.bindings
 import nacl.exceptions
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from .errors import ProtocolError
+from .hash_to_curve import hash_to_edwards25519
 
 __all__ = [
     "P256_ORDER",
@@ -354,91 +355,75 @@ def _edwards_to_montgomery(points: list[bytes]) -> bytes:
     return b"".join(u.to_bytes(32, "little") for u in us)
 
 
-def _load_from_hash() -> Callable[[bytes], bytes | None] | None:
-    """libsodium's ``crypto_core_ed25519_from_hash`` through the library PyNaCl loads, or ``None``.
-
-    It maps 64 uniform bytes to the prime-order subgroup of edwards25519 as the hash-to-curve
-    suite edwards25519_XMD:SHA-512_ELL2_RO_ does (two Elligator 2 maps added, cofactor cleared:
-    Faz-Hernández, Scott, Sullivan, Wahby, Wood, "Hashing to Elliptic Curves", RFC 9380, 2023) —
-    a random oracle into the group — about 1.6× faster than the two-call construction below,
-    which PyNaCl's bindings force. PyNaCl does not wrap it, so it is called with ctypes from the
-    same library (no second copy of libsodium is loaded)."""
-    try:
-        fn = ctypes.CDLL(nacl._sodium.__file__).crypto_core_ed25519_from_hash
-    except (OSError, AttributeError):  # pragma: no cover - a libsodium without it
-        return None
-    fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-    fn.restype = ctypes.c_int
-
-    def from_hash(h64: bytes) -> bytes | None:
-        out = ctypes.create_string_buffer(32)
-        return out.raw if fn(out, h64) == 0 else None
-
-    return from_hash
-
-
-_FROM_HASH = _load_from_hash()
-
-HASH_TO_GROUP = "ed25519-from-hash" if _FROM_HASH is not None else "ed25519-brier-elligator2"
-"""Which map :func:`hash_items` uses; protocols agree on it so that parties never mix two maps."""
-
-
-def _hash_point(data: bytes) -> bytes | None:
-    """A random-oracle point of the prime-order subgroup (compressed edwards25519), or ``None``
-    for the negligible degenerate cases.
-
-    With libsodium's ``crypto_core_ed25519_from_hash`` available: ``from_hash(SHA-512(3 ‖ data))``.
-    Otherwise ``f(h₁) + [h₂]B`` with ``h₁ = SHA-512(1 ‖ data)[:32]``, ``h₂ = SHA-512(2 ‖ data) mod ℓ``,
-    ``f`` = libsodium's Elligator 2 map with cofactor clearing, ``B`` the base point.
-    """
-    if _FROM_HASH is not None:
-        pt = _FROM_HASH(hashlib.sha512(b"\x03" + data).digest())
-        return None if pt is None or pt == _ED_IDENTITY else pt
-    h1 = hashlib.sha512(b"\x01" + data).digest()[:32]
-    h2 = nacl.bindings.crypto_core_ed25519_scalar_reduce(hashlib.sha512(b"\x02" + data).digest())
-    try:
-        hb = nacl.bindings.crypto_scalarmult_ed25519_base_noclamp(h2)
-    except nacl.exceptions.RuntimeError:  # pragma: no cover - h₂ = 0 mod ℓ, probability 2^-252
-        return None
-    pt = nacl.bindings.crypto_core_ed25519_add(nacl.bindings.crypto_core_ed25519_from_uniform(h1), hb)
-    return None if pt == _ED_IDENTITY else pt
-
-
 _ED_IDENTITY = (1).to_bytes(32, "little")
 
+HASH_TO_GROUP = "edwards25519_XMD:SHA-512_ELL2_RO_"
+"""Which map :func:`hash_items` uses (RFC 9380's suite); protocols agree on it so that parties never mix two maps."""
 
-def hash_items(items: Sequence[bytes], domain: bytes = b"ppdm/dh-hash/v3") -> np.ndarray:
+DEFAULT_DST = b"ppdm/dh-hash/v4/edwards25519_XMD:SHA-512_ELL2_RO_"
+
+
+def hash_items(items: Sequence[bytes], domain: bytes = DEFAULT_DST) -> np.ndarray:
     """Hash items into the prime-order subgroup of Curve25519, as ``(m, 32)`` u-coordinates.
 
-    ``H(x) = f(h₁(x)) + [h₂(x)]B`` with ``h₁``, ``h₂`` two domain-separated
-    SHA-512 hashes of ``domain ‖ len ‖ x`` (``h₂`` reduced mod ℓ), ``f`` the
-    Elligator 2 map to edwards25519 followed by cofactor clearing (libsodium
-    ``crypto_core_ed25519_from_uniform``, whose output is always in the
-    prime-order subgroup) and ``B`` the base point — the construction of
-    Brier, Coron, Icart, Madore, Randriam, Tibouchi, "Efficient
-    Indifferentiable Hashing into Ordinary Elliptic Curves", CRYPTO 2010,
-    which is indifferentiable from a random oracle into the group for any
-    *weak encoding* ``f`` (Elligator 2 with cofactor clearing is one: at most
-    16 preimages per point, preimages samplable). The fixed-base
-    multiplication costs less than a second Elligator map through
-    libsodium's API. The point is then mapped to the Montgomery u-coordinate
-    X25519 works on. Every output is on Curve25519 — never on its twist —
-    and has order ℓ (:data:`ED25519_ORDER`). The degenerate cases (identity,
-    ``h₂ = 0``; probability ≈ 2⁻²⁵²) are re-hashed deterministically, so
+    Each item goes through RFC 9380's random-oracle suite ``edwards25519_XMD:SHA-512_ELL2_RO_``
+    with ``domain`` as its domain-separation tag (:mod:`mpc.hash_to_curve`: two Elligator 2 maps of
+    independent field elements, added, cofactor cleared — indifferentiable from a random oracle
+    into the group, Brier et al., CRYPTO 2010), then mapped to the Montgomery u-coordinate X25519
+    works on. Every output is on Curve25519 — never on its twist — and has order ℓ
+    (:data:`ED25519_ORDER`). The identity (probability ≈ 2⁻²⁵²) is re-hashed deterministically, so
     every party maps an item the same way.
     """
     pts = []
     for it in items:
-        it = bytes(it)
-        data = domain + len(it).to_bytes(8, "little") + it
-        pt = _hash_point(data)
-        while pt is None:  # pragma: no cover - probability 2^-252
-            data = hashlib.sha512(domain + b"/again" + data).digest()
-            pt = _hash_point(data)
+        msg = bytes(it)
+        pt = hash_to_edwards25519(msg, domain)
+        while pt == _ED_IDENTITY:  # pragma: no cover - probability 2^-252
+            msg = hashlib.sha512(b"again/" + msg).digest()
+            pt = hash_to_edwards25519(msg, domain)
         pts.append(pt)
     if not pts:
         return np.empty((0, ROW_BYTES), np.uint8)
     return _as_rows(_edwards_to_montgomery(pts))
+
+
+def check_subgroup_points(rows: np.ndarray) -> None:
+    """Refuse received X25519 u-coordinates that are not canonical encodings of points of the
+    prime-order subgroup of Curve25519 (:class:`ProtocolError`; an honest party never sends one).
+
+    Canonical: bit 255 clear and ``u < p`` (checked on the bytes, vectorized). On the curve — not
+    on its twist — and of order ℓ: ``u`` maps to the edwards25519 y-coordinate ``(u − 1)/(u + 1)``
+    (RFC 7748 §4.1; one field inversion for the batch, Montgomery's trick), and libsodium's
+    ``crypto_core_ed25519_is_valid_point`` accepts that point only if it decompresses (u on
+    Curve25519, not the twist), is canonical, not of small order, and in the main subgroup
+    (ℓ·P = O). ``u = −1`` (no Edwards image) is a point of order 2 and is refused.
+    """
+    if len(rows) == 0:
+        return
+    top = rows[:, 31]
+    if (top & 0x80).any():
+        raise ProtocolError("received a non-canonical X25519 point (bit 255 set)")
+    at_least_p = (top == 0x7F) & (rows[:, 1:31] == 0xFF).all(axis=1) & (rows[:, 0] >= 0xED)
+    if at_least_p.any():
+        raise ProtocolError("received a non-canonical X25519 point (u >= 2^255 - 19)")
+    p = _P25519
+    blob = np.ascontiguousarray(rows, np.uint8).tobytes()
+    us = [int.from_bytes(blob[o : o + 32], "little") for o in range(0, len(blob), 32)]
+    den = [(u + 1) % p for u in us]
+    if not all(den):
+        raise ProtocolError("received a low-order X25519 point (an honest party never sends one)")
+    prefix = [1] * (len(den) + 1)
+    for k, d in enumerate(den):
+        prefix[k + 1] = prefix[k] * d % p
+    inv = pow(prefix[-1], p - 2, p)
+    ys = [0] * len(den)
+    for k in range(len(den) - 1, -1, -1):
+        ys[k] = (us[k] - 1) * inv % p * prefix[k] % p
+        inv = inv * den[k] % p
+    valid = nacl.bindings.crypto_core_ed25519_is_valid_point
+    for y in ys:
+        if not valid(y.to_bytes(32, "little")):
+            raise ProtocolError("received an X25519 point outside the prime-order subgroup of Curve25519")
 
 
 class DHHash:
@@ -453,6 +438,11 @@ class DHHash:
         self._key = secrets.token_bytes(32) if key is None else bytes(key)
         if len(self._key) != 32:
             raise ValueError("key must be 32 bytes")
+
+    def apply_received(self, rows: np.ndarray) -> np.ndarray:
+        """:meth:`apply` to rows another party sent, each first checked (:func:`check_subgroup_points`)."""
+        check_subgroup_points(rows)
+        return self.apply(rows)
 
     def apply(self, rows: np.ndarray) -> np.ndarray:
         """``X25519(a, u)`` for every row ``u``; :class:`ProtocolError` on a low-order input."""

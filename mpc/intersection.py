@@ -8,15 +8,17 @@ hashing" of Agrawal, Evfimievski and Srikant ("Information sharing across
 private databases", SIGMOD 2003): security rests on the decisional
 Diffie–Hellman assumption in the prime-order subgroup (order
 ℓ = 2²⁵² + 277423…493) of Curve25519, with SHA-512 modelled as a random oracle
-— items are hashed into that subgroup by ``f(h₁) + [h₂]B`` (Elligator 2 map
-``f`` of D. J. Bernstein, M. Hamburg, A. Krasnova, T. Lange, "Elligator:
-elliptic-curve points indistinguishable from uniform random strings", ACM CCS
-2013; fixed-base multiple of ``h₂``; indifferentiable from a random oracle
-into the group: E. Brier, J.-S. Coron, T. Icart, D. Madore, H. Randriam,
-M. Tibouchi, "Efficient indifferentiable hashing into ordinary elliptic
-curves", CRYPTO 2010; :func:`mpc.commutative.hash_items`),
+— items are hashed into that subgroup by RFC 9380's random-oracle suite
+``edwards25519_XMD:SHA-512_ELL2_RO_`` (A. Faz-Hernández et al., "Hashing to
+Elliptic Curves", RFC 9380, 2023: two Elligator 2 maps added, indifferentiable
+from a random oracle into the group by E. Brier, J.-S. Coron, T. Icart,
+D. Madore, H. Randriam, M. Tibouchi, "Efficient indifferentiable hashing into
+ordinary elliptic curves", CRYPTO 2010; :func:`mpc.commutative.hash_items`),
 fakes the same way from random strings, and clamped X25519 scalars keep every
-value in it. So every
+value in it. Every value a party receives is checked to be a canonical
+encoding of a point of order ℓ before its key is applied
+(:func:`mpc.commutative.check_subgroup_points`): a twist point, a small-order
+point or a non-canonical encoding ends the session with a protocol error. So every
 value on the wire is a uniformly distributed-looking point of order ℓ; none
 carries a bit of its item (such as whether a hash lands on the curve or on its
 twist).
@@ -39,9 +41,9 @@ application to association rule mining", Journal of Computer Security 13(4),
    because the hashing commutes; different ones collide with negligible
    probability) and sends ``|∩ Sᵢ|`` to the other receivers.
 
-Work per party: ``Σᵢ|Sᵢ|`` X25519 operations plus hashing its own set (one
-Elligator 2 map, one fixed-base multiplication and one point addition per
-item); one message per hop per set.
+Work per party: ``Σᵢ|Sᵢ|`` X25519 operations, the subgroup check of every
+received value, plus hashing its own set (two Elligator 2 maps and four point
+additions per item); one message per hop per set.
 
 What each party learns (beyond its own input)
 ---------------------------------------------
@@ -156,7 +158,7 @@ async def intersection_cardinality(
     await exchange_status(sc, code, 0, _PROBLEMS, "intersection_cardinality")
     hasher = DHHash()
     first = await _first_hop(hasher, mine, pad_to or 0)
-    j_held, full = await ring_pass(sc, first, hasher.apply, "enc")
+    j_held, full = await ring_pass(sc, first, hasher.apply_received, "enc")
     if sc.me == takers[0]:
         return await _compare(sc, j_held, full, takers)
     await send_array(sc, takers[0], f"full/{j_held}", full)

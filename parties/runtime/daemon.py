@@ -354,8 +354,8 @@ def raise_descriptor_limit() -> tuple[int, int]:
 async def serve(config: PartyConfig, *, exit_with_parent: bool = False) -> None:
     soft, _ = raise_descriptor_limit()
     d = Daemon(config)
-    d.log.info("open files limit: %s", "unlimited" if soft == resource.RLIM_INFINITY else soft)
     addr = await d.start()
+    d.log.info("open files limit: %s", "unlimited" if soft == resource.RLIM_INFINITY else soft)
     print(f"party {config.name} listening on {addr}", flush=True)
     await d.serve_until_signal(exit_with_parent=exit_with_parent)
 
