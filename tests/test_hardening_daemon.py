@@ -361,3 +361,33 @@ def test_a_fresh_party_toml_sets_a_min_support_floor(tmp_path, capsys):
         assert refusal is not None and refusal.rule == f"policy.job.{job}.floor.min_support", refusal
     assert ask("mine.vertical", "0.05") is None
     assert load_config(tmp_path / "bob" / "party.toml").policy.job == {}
+
+
+def test_revealed_lines_state_the_schema_and_the_union_leakage():
+    """Vertical mining broadcasts each party's item ids (an item occurring once, never frequent, is seen
+    by the others); horizontal mining's union reveals sizes and duplicates: the reports say so."""
+    from anonymize.itemsets import TransactionDB
+    from mpc.channel import MemoryNetwork
+    from mpc.set_union import UNION_LEAKAGE
+    from parties.joint import mine_horizontal, mine_vertical
+
+    async def vertical():
+        net = MemoryNetwork(["a", "b"], timeout=10)
+        a = TransactionDB.from_transactions([[0], [0, 1], [0], [0, 1]])
+        b = TransactionDB.from_transactions([[2], [2], [2], [2, 9]])  # item 9 occurs once
+        return await asyncio.gather(
+            mine_vertical(net.channel("a"), a, min_support="0.5"), mine_vertical(net.channel("b"), b, min_support="0.5")
+        )
+
+    res_a, _ = asyncio.run(vertical())
+    assert all(9 not in items for items, _ in res_a.frequent)
+    assert any("every item id occurring in it at least once" in line for line in res_a.revealed)
+
+    async def horizontal():
+        net = MemoryNetwork(["a", "b"], timeout=10)
+        db = TransactionDB.from_transactions([[0, 1], [1], [0, 1]])
+        return await asyncio.gather(*(mine_horizontal(net.channel(p), db, min_support="0.5", n_items=2) for p in "ab"))
+
+    res_h, _ = asyncio.run(horizontal())
+    union_line = next(line for line in res_h.revealed if "locally large at some party" in line)
+    assert UNION_LEAKAGE in union_line and "other's exact number of locally large candidates" in union_line

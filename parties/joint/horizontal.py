@@ -57,7 +57,7 @@ from mpc.secure_sum import (
     secure_sum_threshold,
     threshold_leakage,
 )
-from mpc.set_union import secure_set_union
+from mpc.set_union import UNION_LEAKAGE, secure_set_union
 from parties.joint.common import (
     JointResult,
     LevelGuard,
@@ -214,14 +214,13 @@ def _revealed(parties, candidates: str, reveal_counts: bool, rules: bool) -> lis
     lines = [
         "all parties: the total number of transactions N (secure sum)"
         + ("; with two parties, N minus its own size is the other party's database size" if two else ""),
-        "all parties, per level: the set of candidates locally large at some party "
-        "(secure union; its merging party also learns how many are shared by each group of parties; "
-        "padded set sizes within a factor of two)"
+        f"all parties, per level: the set of candidates locally large at some party — {UNION_LEAKAGE}"
+        + ("; with these two parties, each learns the other's exact number of locally large candidates" if two else "")
         if candidates == "union"
         else "no secure union: every candidate of the public list goes to the threshold"
         if candidates == "all"
-        else f"levels with more than {AUTO_ALL_MAX} candidates: the union of locally large candidates (secure union, "
-        "as above); smaller levels: nothing beyond the threshold bits",
+        else f"levels with more than {AUTO_ALL_MAX} candidates: the union of locally large candidates — "
+        f"{UNION_LEAKAGE}; smaller levels: nothing beyond the threshold bits",
         f"all parties: which of those are globally frequent ({threshold})",
     ]
     if reveal_counts:

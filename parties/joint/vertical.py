@@ -218,7 +218,9 @@ async def mine_vertical(
     clk.add("rules", t)
     res.bytes_sent = ch.bytes_sent - b0
     res.revealed = [
-        "all parties: N and which party holds which item ids (the vertical schema)",
+        "all parties: N and which party holds which item ids (the vertical schema): each party's declared universe "
+        "(the universe array of a CSR .npz share), or for a FIMI .dat file every item id occurring in it at least "
+        "once — so the others learn that those items occur in its data, frequent or not",
         "all parties, per level: which single-owner candidates are frequent and their counts, announced by the "
         "owner (part of the output; the counts of its infrequent ones stay with it)",
         f"all parties, per level: which multi-owner candidates are frequent ({threshold_leakage(ch.parties)}, "
