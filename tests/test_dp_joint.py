@@ -131,11 +131,10 @@ def test_colluders_see_less_noise_unless_the_shares_are_sized_for_them():
 def test_truncation_keeps_a_uniform_m_subset_per_transaction():
     db = TransactionDB.from_transactions([list(range(10))])
     cand = np.array(list(combinations(range(10), 2)))  # 45 candidates, all contained
-    rng = np.random.default_rng(5)
     runs, m = 3000, 9
     kept = np.zeros(45)
-    for _ in range(runs):
-        c, truncated = clamped_counts(db, cand, m, rng)
+    for r in range(runs):
+        c, truncated = clamped_counts(db, cand, m, r.to_bytes(16, "little"))  # a fresh PRF key per run
         assert truncated == 1 and c.sum() == m and set(np.unique(c)) <= {0, 1}
         kept += c
     p = m / 45
@@ -154,7 +153,7 @@ def test_each_transaction_contributes_min_of_contained_and_m(txs, k, m, tiny_chu
     if tiny_chunks:
         dp_counts.CHUNK_CELLS, old = 64, dp_counts.CHUNK_CELLS
     try:
-        got, _ = clamped_counts(db, cand, m, np.random.default_rng(len(txs)))
+        got, _ = clamped_counts(db, cand, m, len(txs).to_bytes(16, "little"))
     finally:
         if tiny_chunks:
             dp_counts.CHUNK_CELLS = old
@@ -163,6 +162,21 @@ def test_each_transaction_contributes_min_of_contained_and_m(txs, k, m, tiny_chu
     assert got.sum() == sum(min(c, m) for c in contained)  # so one transaction moves the vector by <= m in L1
     if max(contained, default=0) <= m:
         assert np.array_equal(got, exact)
+
+
+@settings(max_examples=30, deadline=None)
+@given(txs_st, st.integers(1, 2), st.integers(1, 4))
+def test_adding_a_transaction_never_shifts_the_others_choices(txs, k, m):
+    """The choices are a keyed PRF of each transaction's index (issue 16, item 16): with one more
+    transaction at the end, the counts move by exactly its own truncated contribution — a 0/1 vector
+    of at most m ones. (With one sequential random stream, every later draw shifted.)"""
+    cand = np.array(list(combinations(range(8), k)))
+    key = b"k" * 16
+    dense = list(range(8))
+    before, _ = clamped_counts(TransactionDB.from_transactions(txs, items=dense), cand, m, key)
+    after, _ = clamped_counts(TransactionDB.from_transactions([*txs, dense], items=dense), cand, m, key)
+    diff = after - before
+    assert set(np.unique(diff)) <= {0, 1} and diff.sum() == min(len(cand), m)
 
 
 # --------------------------------------------------------------------------- ε-DP mining
@@ -292,3 +306,18 @@ def test_privacy_loss_against_a_coalition_is_worse_than_epsilon_and_within_the_b
     assert coalition_epsilon(Fraction(eps), 1, n, coalition, coalition) == eps  # shares sized for it: exactly ε
     full = nb_diff_pmf(1.0, alpha, support)  # the rest is a full DLap(α): the loss is exactly ε per unit
     assert math.isclose(float(np.max(np.abs(np.diff(np.log(full))))), eps, rel_tol=1e-6)
+
+
+def test_release_permutations_come_from_the_csprng():
+    """Release shuffles (ppdm anonymize, ppdm publish) use RandomSource().permutation: OS randomness."""
+    from scipy import stats
+
+    from anonymize.dp.randomness import RandomSource
+
+    src = RandomSource()
+    perms = np.array([src.permutation(5) for _ in range(6000)])
+    assert all(sorted(p) == list(range(5)) for p in perms[:50])
+    counts = np.bincount(perms[:, 0], minlength=5)  # the first position is uniform
+    assert stats.chisquare(counts).pvalue > 1e-4
+    seeded = RandomSource(7)
+    assert np.array_equal(seeded.permutation(100), RandomSource(7).permutation(100))  # tests may seed it

@@ -76,6 +76,17 @@ class RandomSource:
             bad = bad[out[bad] < threshold[bad]]
         return out % n
 
+    def permutation(self, n: int) -> np.ndarray:
+        """A uniformly random permutation of ``range(n)``: the order of ``n`` random 64-bit keys, drawn
+        again in the rare case (probability below n²/2⁶⁵) that two keys are equal. From the OS CSPRNG
+        by default, so a release's row order carries no state of a seeded generator."""
+        n = int(n)
+        while True:
+            keys = self.words(n)
+            order = np.argsort(keys, kind="stable")
+            if n < 2 or not (np.diff(keys[order]) == 0).any():
+                return order
+
     def uniform01(self, size: int) -> np.ndarray:
         """``size`` floats uniform on ``(0, 1)``: 53 random bits plus one half, never 0 or 1.
 

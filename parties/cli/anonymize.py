@@ -228,11 +228,9 @@ def shuffled_rows(df):
     release must not keep the input's row order, which would let a reader join two releases of the
     same table — or a release and any copy of the input — row by row (Sweeney's complementary
     release attack, IJUFKS 10(5), 2002, §4)."""
-    import secrets
+    from anonymize.dp.randomness import RandomSource
 
-    import numpy as np
-
-    perm = np.random.default_rng(secrets.randbits(128)).permutation(len(df))
+    perm = RandomSource().permutation(len(df))  # the OS CSPRNG, never a seeded generator's state
     return df.iloc[perm].reset_index(drop=True)
 
 

@@ -12,7 +12,10 @@ most ``m`` ones when one transaction is added or removed: L1 sensitivity ``min(m
 
 The random choice is made independently per transaction, so the argument holds for every fixed
 choice of the other transactions' subsets (the mechanism is a mixture of ε-DP mechanisms); the
-choice need not be secret. The price is bias: a candidate in a transaction with c > m contained
+choice need not be secret. It is derived from a keyed pseudorandom function of the transaction's
+index, the level and the candidate — AES-128 under a fresh per-job key, one block per
+transaction and four candidates (:func:`choice_keys`) — not drawn from one sequential stream, so
+adding or removing a transaction never shifts the choices made for the others. The price is bias: a candidate in a transaction with c > m contained
 candidates is counted with probability m/c, so truncated counts are lower than the true counts —
 reported as ``truncated_transactions`` (this party's number of truncated transactions stays
 local: only the sum over parties' noisy counts is ever revealed).
@@ -32,7 +35,7 @@ import numpy as np
 from anonymize.itemsets import TransactionDB, count_support, itemset_columns
 from anonymize.itemsets.bitset import unpack_columns
 
-__all__ = ["clamped_counts", "level_sensitivity", "CHUNK_CELLS"]
+__all__ = ["clamped_counts", "choice_keys", "level_sensitivity", "CHUNK_CELLS"]
 
 CHUNK_CELLS = 1 << 24  # candidates × transactions cells unpacked at once (16 MB of bools)
 
@@ -53,14 +56,34 @@ def _possible_containment(db: TransactionDB, cand: np.ndarray) -> np.ndarray:
     return table[f]
 
 
+def choice_keys(key: bytes, level: int, transactions: np.ndarray, n_candidates: int) -> np.ndarray:
+    """``(n_candidates, len(transactions))`` uniform 32-bit keys: AES-128 (the PRF) under ``key`` of the
+    blocks ``level ‖ transaction index ‖ candidate group`` (4 + 8 + 4 bytes, little-endian), four
+    candidates per block. The m smallest keys among a transaction's contained candidates are the ones
+    it counts towards."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    t = np.asarray(transactions, dtype=np.int64)
+    groups = -(-int(n_candidates) // 4)
+    blocks = np.zeros((t.size, groups, 4), dtype="<u4")
+    blocks[:, :, 0] = np.uint32(level)
+    blocks[:, :, 1] = (t & 0xFFFFFFFF).astype(np.uint32)[:, None]
+    blocks[:, :, 2] = (t >> 32).astype(np.uint32)[:, None]
+    blocks[:, :, 3] = np.arange(groups, dtype=np.uint32)[None, :]
+    enc = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
+    out = np.frombuffer(enc.update(blocks.tobytes()) + enc.finalize(), dtype="<u4")
+    return out.reshape(t.size, groups * 4)[:, : int(n_candidates)].T
+
+
 def clamped_counts(
-    db: TransactionDB, cand: np.ndarray, max_contributions: int | None, rng: np.random.Generator
+    db: TransactionDB, cand: np.ndarray, max_contributions: int | None, key: bytes, *, level: int | None = None
 ) -> tuple[np.ndarray, int]:
     """Counts of the candidates ``cand`` (one k-itemset per row) with each transaction's contribution
     truncated to at most ``max_contributions`` candidates, chosen uniformly at random (module docstring).
 
-    Returns ``(counts int64, number of truncated transactions)``. ``max_contributions=None`` (or
-    ≥ the number of candidates) is plain counting.
+    ``key``: 16 bytes, the job's PRF key for the choices; ``level`` (default: the itemset length)
+    separates the levels' choices. Returns ``(counts int64, number of truncated transactions)``.
+    ``max_contributions=None`` (or ≥ the number of candidates) is plain counting.
     """
     K = cand.shape[0]
     full = count_support(db, cand) if K else np.zeros(0, np.int64)
@@ -86,8 +109,10 @@ def clamped_counts(
             continue
         truncated += int(over.size)
         Mo = M[:, over]
-        keys = rng.random(Mo.shape)
-        keys[~Mo] = 2.0  # never chosen
+        lv = cand.shape[1] if level is None else level
+        # 32 PRF bits, then the candidate's index: distinct keys, so exactly m are kept
+        keys = (choice_keys(key, lv, heavy[64 * w0 + over], K).astype(np.int64) << 31) + np.arange(K)[:, None]
+        keys[~Mo] = np.iinfo(np.int64).max  # never chosen
         kth = np.partition(keys, m - 1, axis=0)[m - 1]  # the m-th smallest key of each transaction
         dropped += (Mo & (keys > kth)).sum(axis=1)
     return full - dropped, truncated

@@ -163,7 +163,7 @@ async def mine_horizontal_dp(
         raise ValueError("rules need the noisy counts: with epsilon, min_confidence cannot go with private counts")
     conf = None if min_confidence is None else confidence_ratio(min_confidence)
     src = rng if isinstance(rng, RandomSource) else RandomSource(rng)
-    trunc_rng = np.random.default_rng(np.frombuffer(src.bytes(32), dtype=np.uint32))  # truncation choices
+    trunc_key = src.bytes(16)  # the PRF key of this job's truncation choices (parties.joint.dp_counts)
     n = len(ch.parties)
     released: list[Fraction] = []
 
@@ -210,7 +210,7 @@ async def mine_horizontal_dp(
             level_guard(k, int(cand.shape[0]))  # raises (ValueError) before a level too large to count
         eps_k = left / (bound - k + 1)
         delta = level_sensitivity(cand.shape[0], m)
-        counts, _truncated = clamped_counts(db, cand, m, trunc_rng)  # how many were truncated stays here
+        counts, _truncated = clamped_counts(db, cand, m, trunc_key, level=k)  # how many were truncated stays here
         t = clk.add("local_counts", t)
         release(eps_k)
         y = noisy_inputs(counts, n, eps_k, delta, src, c)

@@ -28,13 +28,13 @@ value) are refused before anything runs (:func:`check_possible`).
 from __future__ import annotations
 
 import math
-import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...dp.randomness import RandomSource
 from ...errors import AnonymizeError
 from .. import metrics as M
 from .. import registry
@@ -440,7 +440,7 @@ def publish_with_policy(
         progress=progress,
     )
     if shuffle:
-        order = np.random.default_rng(secrets.randbits(128)).permutation(len(res.df))
+        order = RandomSource().permutation(len(res.df))  # the OS CSPRNG
         res.df = res.df.iloc[order].reset_index(drop=True)
     qis, sens = table.schema.qis, table.schema.sensitive
     measured = {
