@@ -64,16 +64,21 @@ class PhaseClock:
         return now
 
 
-async def check_all(ch: Channel, tag: str, problem: str | None) -> None:
+async def check_all(ch: Channel, tag: str, problem: str | None, *, anonymous: bool = False) -> None:
     """Raise on *every* party if any party reports a problem (one clear message).
 
     ``problem`` is a short text without private values (e.g. "its data has item
-    ids outside the agreed universe"); it is shown prefixed by the party name.
+    ids outside the agreed universe"); it is shown prefixed by the party name —
+    or, with ``anonymous``, as "some party ..." once, when which party it is would
+    itself be a disclosure (probing ``n_items`` would find every party's largest item id).
     """
     mine = (problem or "").encode()
     await broadcast(ch, f"check/{tag}", mine)
     got = await gather_from(ch, f"check/{tag}")
     got[ch.me] = mine
+    problems = [got[p].decode(errors="replace") for p in ch.parties if got[p]]
+    if problems and anonymous:
+        raise ProtocolError("; ".join(f"some party {x}" for x in dict.fromkeys(problems)))
     bad = [f"party {p} {got[p].decode(errors='replace')}" for p in ch.parties if got[p]]
     if bad:
         raise ProtocolError("; ".join(bad))

@@ -190,7 +190,10 @@ async def mine_horizontal_dp(
     )
     outside = db.items.size and (int(db.items.max()) >= n_items or int(db.items.min()) < 0)
     await check_all(
-        ch, "hdp/universe", f"has item ids outside the agreed universe 0..{n_items - 1}" if outside else None
+        ch,
+        "hdp/universe",
+        f"has item ids outside the agreed universe 0..{n_items - 1}" if outside else None,
+        anonymous=True,
     )
     eps_n = eps * N_SHARE
     release(eps_n)

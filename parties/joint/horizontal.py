@@ -143,7 +143,12 @@ async def mine_horizontal(
         max_len=max_len,
     )
     outside = db.items.size and (int(db.items.max()) >= n_items or int(db.items.min()) < 0)
-    await check_all(ch, "h/universe", f"has item ids outside the agreed universe 0..{n_items - 1}" if outside else None)
+    await check_all(
+        ch,
+        "h/universe",
+        f"has item ids outside the agreed universe 0..{n_items - 1}" if outside else None,
+        anonymous=True,
+    )
     n_local = db.n_transactions
     N = await _global_n(ch, n_local)
     res.rounds += 3
