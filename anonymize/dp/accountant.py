@@ -93,7 +93,8 @@ class BudgetAccountant:
     """The budget file at ``path``. Create it with :meth:`create`; answer through :meth:`spend`."""
 
     def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
+        # the real path: a ledger reached through a symlink is the same ledger, with the same lock
+        self.path = Path(os.path.realpath(path))
         self.lock_path = self.path.with_name(self.path.name + ".lock")
 
     # ------------------------------------------------------------------ locking and file I/O
@@ -103,7 +104,7 @@ class BudgetAccountant:
         if not d.is_dir():
             raise AnonymizeError(f"budget directory does not exist: {d}")
         try:
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)  # never through a link
         except OSError as e:
             raise AnonymizeError(f"cannot open the budget lock {self.lock_path}: {e.strerror}") from None
         try:
@@ -161,7 +162,7 @@ class BudgetAccountant:
         if composition == "advanced":
             if delta is None:
                 raise AnonymizeError("advanced composition needs a delta (e.g. 1e-6)")
-            d = as_epsilon(delta, "delta")
+            d = as_epsilon(delta, "delta", bounds=None)
             if not d < 1:
                 raise AnonymizeError(f"delta must be below 1, got {delta}")
         elif delta is not None:

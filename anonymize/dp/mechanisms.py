@@ -59,11 +59,17 @@ __all__ = ["DPAnswer", "as_epsilon", "prepare", "dp_answer", "noise_std", "DEFAU
 DEFAULT_GRANULARITY_BITS = 24
 
 
-def as_epsilon(x, what: str = "epsilon") -> Fraction:
+EPSILON_RANGE = (Fraction(1, 10**6), Fraction(10**12))
+"""The ε a mechanism or a budget accepts: below it the noise scale overflows a float (``1e-400``
+crashed the Laplace sampler after creating its budget file), above it a budget never runs out."""
+
+
+def as_epsilon(x, what: str = "epsilon", *, bounds: tuple[Fraction, Fraction] | None = EPSILON_RANGE) -> Fraction:
     """Parse ε (or another privacy parameter) as an exact positive rational.
 
     Strings are read as written (``"0.1"`` → 1/10, ``"1/3"``); floats by their shortest decimal
-    repr (0.1 → 1/10), so the accountant adds up exactly what the user typed.
+    repr (0.1 → 1/10), so the accountant adds up exactly what the user typed. ``bounds``: the
+    accepted range (default :data:`EPSILON_RANGE`; None for any positive value, e.g. δ).
     """
     try:
         if isinstance(x, Fraction):
@@ -84,6 +90,8 @@ def as_epsilon(x, what: str = "epsilon") -> Fraction:
         raise AnonymizeError(f"{what} must be a positive number, got {x!r}") from None
     if f <= 0:
         raise AnonymizeError(f"{what} must be positive, got {x}")
+    if bounds is not None and not bounds[0] <= f <= bounds[1]:
+        raise AnonymizeError(f"{what} must be between {float(bounds[0]):g} and {float(bounds[1]):g}, got {x}")
     return f
 
 
@@ -128,7 +136,7 @@ def _bounds(q: Query) -> tuple[Fraction, Fraction]:
 
 def _granularity(q: Query, col: pd.Series, lo: Fraction, hi: Fraction) -> Fraction:
     if "granularity" in q.options:
-        g = as_epsilon(q.options["granularity"], 'dp: "granularity"')
+        g = as_epsilon(q.options["granularity"], 'dp: "granularity"', bounds=None)
         return g
     m = max(abs(lo), abs(hi))
     if lo.denominator == 1 and hi.denominator == 1 and pd.api.types.is_integer_dtype(col):

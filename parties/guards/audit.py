@@ -93,7 +93,6 @@ What it does not prevent
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -114,6 +113,7 @@ from parties.guards.audit_state import (
     load_state,
     save_state,
 )
+from parties.guards.data_keys import canonical_data_keys
 from parties.guards.policy import ABSOLUTE_MIN_PARTIES, Guard, Policy, Refusal, SessionRequest, min_parties_for
 
 if TYPE_CHECKING:
@@ -543,24 +543,6 @@ class AuditGuard(Guard):
 
 def _same(s: AuditedSession, request: SessionRequest) -> bool:
     return s.session == request.session and s.analyst == request.analyst
-
-
-def canonical_data_keys(data: Mapping[str, Any]) -> dict[str, str]:
-    """``[data]`` key → the key its state is kept under: keys naming the same file share the smallest name."""
-    by_file: dict[str, list[str]] = {}
-    out: dict[str, str] = {}
-    for k, v in data.items():
-        if isinstance(v, (str, os.PathLike)):
-            by_file.setdefault(os.path.realpath(v), []).append(k)
-        else:
-            out[k] = k
-    for keys in by_file.values():
-        canon = min(keys)
-        if len(keys) > 1:
-            log.warning("[data] keys %s name the same file: audited as one (%r)", ", ".join(sorted(keys)), canon)
-        for k in keys:
-            out[k] = canon
-    return out
 
 
 def make_audit_guard(config: PartyConfig, known_jobs: Iterable[str]) -> AuditGuard | None:

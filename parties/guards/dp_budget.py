@@ -8,13 +8,16 @@ Configuration (``[dp]`` of ``party.toml``; without it, sessions asking for ``eps
     require = true               # sessions on private data must ask for epsilon (default true)
     scope = "key"                # "key": one budget per analyst and data key (default);
                                  # "party": one per analyst over all data keys
+    shared = false               # true: one budget for all analysts together (they may pool answers)
     [dp.analyst.auditor]         # per-analyst totals (override total_epsilon)
     total_epsilon = 0.5
     [dp.sensitivity]             # smallest sensitivity an analyst may claim for a secure_sum over
     vector = 10                  # an aggregated (1-D) vector [data] key; default 1
 
 Ledgers: one :class:`anonymize.dp.BudgetAccountant` file per analyst and data key
-(``<budget_dir>/<analyst>.<key>.json``; ``<analyst>.json`` with ``scope = "party"``), basic
+(``<budget_dir>/<analyst>.<key>.json``; ``<analyst>.json`` with ``scope = "party"``; with
+``shared = true`` the analyst part is ``all-analysts``; ``[data]`` keys naming the same file share
+one ledger, as they share one audit state), basic
 composition, written atomically under an exclusive ``flock``, so the budget survives restarts and
 two daemons (or two sessions) cannot spend the same ε. Changing ``total_epsilon`` for a ledger that
 exists is refused with one line (a budget is never silently reset or enlarged: the operator moves
@@ -57,6 +60,7 @@ from typing import Any
 from anonymize.dp import BudgetAccountant, BudgetExceeded, as_epsilon
 from anonymize.errors import AnonymizeError
 from mpc.errors import ProtocolError
+from parties.guards.data_keys import canonical_data_keys
 from parties.guards.policy import Guard, Refusal, SessionRequest
 from parties.jobs.registry import dp_job, dp_refusal_reason
 
@@ -91,9 +95,10 @@ class DPConfig:
     require: bool = True
     scope: str = "key"
     sensitivity: Mapping[str, int] = field(default_factory=dict)
+    shared: bool = False  # one budget for all analysts together
 
     def total_for(self, analyst: str) -> Fraction | None:
-        return self.analysts.get(analyst, self.total_epsilon)
+        return self.total_epsilon if self.shared else self.analysts.get(analyst, self.total_epsilon)
 
 
 def _eps(v: Any, key: str) -> Fraction:
@@ -111,11 +116,17 @@ def parse_dp(t: Any, base_dir: Path, analysts: Sequence[str]) -> DPConfig | None
         return None
     if not isinstance(t, Mapping):
         raise ValueError("dp must be a table [dp]")
-    extra = sorted(set(t) - {"total_epsilon", "budget_dir", "require", "scope", "analyst", "sensitivity"})
+    extra = sorted(set(t) - {"total_epsilon", "budget_dir", "require", "scope", "analyst", "sensitivity", "shared"})
     if extra:
         raise ValueError(
-            f"unknown key dp.{extra[0]} (allowed: analyst, budget_dir, require, scope, sensitivity, total_epsilon)"
+            f"unknown key dp.{extra[0]} "
+            "(allowed: analyst, budget_dir, require, scope, sensitivity, shared, total_epsilon)"
         )
+    shared = t.get("shared", False)
+    if not isinstance(shared, bool):
+        raise ValueError(f"dp.shared must be true or false, got {shared!r}")
+    if shared and "analyst" in t:
+        raise ValueError("dp.shared = true is one budget for all analysts: drop the [dp.analyst.NAME] tables")
     total = _eps(t["total_epsilon"], "dp.total_epsilon") if "total_epsilon" in t else None
     bd = t.get("budget_dir", "dp-budgets")
     if not isinstance(bd, str) or not bd:
@@ -146,7 +157,7 @@ def parse_dp(t: Any, base_dir: Path, analysts: Sequence[str]) -> DPConfig | None
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"dp.sensitivity.{k} must be a positive integer, got {v!r}")
         sens[k] = v
-    return DPConfig(budget_dir, total, per, require, scope, sens)
+    return DPConfig(budget_dir, total, per, require, scope, sens, shared)
 
 
 def _key_file(key: str) -> str:
@@ -213,13 +224,15 @@ class BudgetGuard(Guard):
 
     name = "dp"
 
-    def __init__(self, config: DPConfig | None, party: str):
+    def __init__(self, config: DPConfig | None, party: str, data: Mapping[str, Any] | None = None):
         self.config = config
         self.party = party
+        self.data_keys = canonical_data_keys(data or {})  # [data] keys naming one file share a ledger
 
     def _ledger(self, analyst: str, key: str, total: Fraction) -> BudgetAccountant:
         assert self.config is not None
-        name = f"{analyst}.json" if self.config.scope == "party" else f"{analyst}.{_key_file(key)}.json"
+        who = "all-analysts" if self.config.shared else analyst
+        name = f"{who}.json" if self.config.scope == "party" else f"{who}.{_key_file(key)}.json"
         path = self.config.budget_dir / name
         self.config.budget_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         return BudgetAccountant.create(path, total, exist_ok=True)
@@ -259,7 +272,8 @@ class BudgetGuard(Guard):
         with _CHARGES_LOCK:
             if (self.party, key) in _CHARGES:
                 return Refusal("dp.session", f"session {request.session} already holds a privacy charge here")
-        scopes = ["*"] if cfg.scope == "party" else list(dict.fromkeys(spec.keys(request.params)))
+        keys = (self.data_keys.get(k, k) for k in spec.keys(request.params))
+        scopes = ["*"] if cfg.scope == "party" else list(dict.fromkeys(keys))
         label = {"session": request.session, "job": job, "parties": list(request.parties), "admitted": time.time()}
         charged: list[BudgetAccountant] = []
         try:

@@ -145,7 +145,11 @@ class Daemon:
         #: the party's policy first, then ``guards`` (e.g. an auditor); append more before start().
         #: The privacy-budget guard (parties.guards.dp_budget, [dp]) comes after the policy: it charges
         #: epsilon at admission and gives back what a session did not release when it ends.
-        self.guards: list[SessionGuard] = [PolicyGuard(config.policy), BudgetGuard(config.dp, config.name), *guards]
+        self.guards: list[SessionGuard] = [
+            PolicyGuard(config.policy),
+            BudgetGuard(config.dp, config.name, config.data),
+            *guards,
+        ]
         self.sessions = SessionManager(self.me, self.limits)
         self.pool = PeerPool(self.creds, config.peers, max_streams=self.limits.max_peer_streams)
         self.server: grpc.aio.Server | None = None
