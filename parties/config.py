@@ -95,7 +95,8 @@ class Limits:
     max_message_bytes: int = 256 * MiB  # one protocol message (sum of its chunks)
     max_session_buffer_bytes: int = 1024 * MiB  # received but not yet consumed, per session
     session_timeout: float = 600.0  # upper bound on any job's run time (s)
-    max_sessions: int = 16  # sessions started by analysts and running at once
+    max_sessions: int = 32  # sessions started by analysts and running at once
+    max_sessions_per_analyst: int = 16  # of those, one analyst's (the others always find a slot)
     max_peer_pending_sessions: int = 16  # sessions one peer may open here before their job starts here
     max_peer_buffer_bytes: int = 2048 * MiB  # bytes one peer may have buffered here, all sessions together
     pending_ttl: float = 60.0  # early messages for a session not started here expire after this (s)
@@ -110,6 +111,7 @@ class Limits:
         "max_message_bytes",
         "max_session_buffer_bytes",
         "max_sessions",
+        "max_sessions_per_analyst",
         "max_peer_pending_sessions",
         "max_peer_buffer_bytes",
         "max_job_memory_bytes",

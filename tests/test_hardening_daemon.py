@@ -391,3 +391,52 @@ def test_revealed_lines_state_the_schema_and_the_union_leakage():
     res_h, _ = asyncio.run(horizontal())
     union_line = next(line for line in res_h.revealed if "locally large at some party" in line)
     assert UNION_LEAKAGE in union_line and "other's exact number of locally large candidates" in union_line
+
+
+@pytest.mark.daemons
+def test_a_large_message_costs_its_size_once(make_cluster):
+    """A peer's buffered message was assembled from its chunks and then joined: twice its size at the peak
+    (a 2 GiB buffer cap cost about 4 GiB). Now it is assembled in place."""
+    import grpc
+
+    from parties.proto.ppdm.v1 import party_pb2 as pb
+    from parties.proto.ppdm.v1 import party_pb2_grpc as pb_grpc
+    from parties.runtime.grpc_channel import CHUNK_BYTES
+
+    size = 192 << 20
+    cluster = make_cluster(["alice", "bob"], limits={"max_message_bytes": 256 << 20})
+    pid = cluster.procs["alice"].pid
+
+    def high_water() -> int:
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(line.split()[1]) << 10 for line in f if line.startswith("VmHWM:"))
+
+    def chunks():
+        yield pb.Chunk(
+            header=pb.MessageHeader(session="analyst/mem1", tag="t", total_length=size), data=bytes(CHUNK_BYTES)
+        )
+        for _ in range(CHUNK_BYTES, size, CHUNK_BYTES):
+            yield pb.Chunk(data=bytes(CHUNK_BYTES))
+
+    async def send():
+        opts = [("grpc.ssl_target_name_override", "alice")]
+        creds = cluster.credentials("bob").channel_credentials()
+        async with grpc.aio.secure_channel(cluster.party("alice").address, creds, options=opts) as ch:
+            return await pb_grpc.PartyStub(ch).Deliver(chunks(), timeout=120)
+
+    before = high_water()
+    assert run_sync(send()).received == size
+    grew = high_water() - before
+    assert grew < 1.5 * size, f"the daemon's peak grew by {grew / 2**20:.0f} MiB for a {size >> 20} MiB message"
+
+
+@pytest.mark.daemons
+def test_bench_mpc_over_one_party_is_one_clear_line(make_cluster):
+    from parties.analyst.client import PartyError
+
+    cluster = make_cluster(["alice", "bob"])
+    with pytest.raises(PartyError) as e:
+        cluster.run_job("bench.mpc", {"operation": "secure_sum", "size": 10, "seed": 1}, timeout=30, parties=["alice"])
+    assert "at least 2 parties" in str(e.value) and "internal" not in str(e.value).lower()
+    with pytest.raises(PartyError, match="unknown operation"):
+        cluster.run_job("bench.mpc", {"operation": "nope", "size": 10, "seed": 1}, timeout=30)

@@ -293,3 +293,15 @@ def test_ca_cli_one_line_errors(tmp_path, capsys):
     assert rc == 2 and "hexadecimal" in err
     rc, out, _ = cli(["ca", "fingerprint", "ca/ca.pem"], tmp_path, capsys)
     assert rc == 0 and out.startswith("sha256:") and len(out.strip()) == 7 + 32 * 3 - 1
+
+
+def test_a_key_other_users_can_read_is_refused(tmp_path):
+    """Issue 16 (low): a world-readable key was accepted without a word."""
+    from parties.identity.tls import create_ca, issue_cert
+
+    ca_cert, ca_key = create_ca(tmp_path / "ca")
+    cert, key = issue_cert(ca_cert, ca_key, "alice", tmp_path / "alice")
+    load_credentials(cert, key, ca_cert)  # 0600 as written
+    os.chmod(key, 0o644)
+    with pytest.raises(TLSError, match="accessible by other users .*chmod 600"):
+        load_credentials(cert, key, ca_cert)

@@ -125,3 +125,19 @@ def test_finish_is_idempotent_and_cancels_the_watchdog():
         assert dog.cancelled() and sm.active == 0 and sm.state_of("analyst/x") is SessionState.FAILED
 
     asyncio.run(main())
+
+
+def test_one_analyst_cannot_take_every_session_slot():
+    """Issue 16 (low): one analyst's sessions filled max_sessions and locked every other analyst out."""
+    from parties.runtime.mailbox import Busy
+
+    async def main():
+        sm = SessionManager("alice", Limits(max_sessions=4, max_sessions_per_analyst=2))
+        for i in range(2):
+            sm.start(f"greedy/s{i}", ["alice", "bob"], "j", 10, analyst="greedy")
+        with pytest.raises(Busy, match="max_sessions_per_analyst"):
+            sm.start("greedy/s2", ["alice", "bob"], "j", 10, analyst="greedy")
+        sm.start("other/s0", ["alice", "bob"], "j", 10, analyst="other")  # another analyst still gets a slot
+        assert sm.running == 3
+
+    asyncio.run(main())

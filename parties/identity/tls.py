@@ -414,6 +414,17 @@ class Credentials:
         )
 
 
+def check_key_mode(key: str | os.PathLike) -> None:
+    """Refuse a private key file that the group or other users may read or write (as ssh does):
+    whoever can read it can be this party, and a key accepted "without a word" stays exposed."""
+    try:
+        mode = os.stat(key).st_mode & 0o777
+    except OSError:
+        return  # read_file reports a missing or unreadable file in one line
+    if mode & 0o077:
+        raise TLSError(f"private key {key} is accessible by other users (mode {mode:04o}); run: chmod 600 {key}")
+
+
 def load_credentials(
     cert: str | os.PathLike,
     key: str | os.PathLike,
@@ -428,6 +439,7 @@ def load_credentials(
     credentials refuse peers whose certificates are (:meth:`Credentials.peer_refusal`).
     """
     cert_pem = read_file(cert, "certificate")
+    check_key_mode(key)
     key_pem = read_file(key, "private key")
     ca_pem = read_file(ca, "CA certificate")
     c = _load_cert(cert_pem, f"certificate {cert}")

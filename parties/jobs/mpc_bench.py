@@ -93,11 +93,15 @@ RUNNERS = {
 @job("bench.mpc", private_data=False)
 async def bench_mpc(ctx) -> dict:
     """Run one primitive on seeded inputs; params: operation, size, seed."""
-    op = ctx.params["operation"]
-    size = int(ctx.params["size"])
-    seed = int(ctx.params["seed"])
+    from parties.jobs.registry import JobError
+
+    op = ctx.param("operation", str)
+    size = ctx.param("size", int, min=1)
+    seed = ctx.param("seed", int, 0)
     if op not in RUNNERS:
-        raise ValueError(f"unknown operation {op!r}")
+        raise JobError(f"unknown operation {op!r} (known: {', '.join(sorted(RUNNERS))})")
+    if len(ctx.parties) < 2:
+        raise JobError("bench.mpc needs at least 2 parties: every primitive runs between parties")
     ch = ctx.ch
     me = ch.parties.index(ch.me)
     inp = inputs_for(op, seed, me, len(ch.parties), size)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from typing import cast
 
 import grpc
 
@@ -212,9 +213,13 @@ class GrpcChannel:
         self.bytes_sent += n
 
     async def recv(self, frm: str, tag: str) -> bytes:
+        """The next message ``tag`` from ``frm``. A message of several chunks comes as the bytearray it was
+        assembled in (no second copy); the protocols read payloads as buffers (``len``, slices,
+        ``memoryview``, ``np.frombuffer``), which bytes and bytearray serve alike."""
         self._check_peer(frm)
         try:
-            return await WaitCounter.timed(self.state, self._session.mailbox.get(frm, tag, self._session.remaining()))
+            got = self._session.mailbox.get(frm, tag, self._session.remaining())
+            return cast(bytes, await WaitCounter.timed(self.state, got))
         except TimeoutError:
             raise timeout_error(frm, tag, self._session.timeout) from None
 

@@ -90,7 +90,7 @@ class Mailbox:
         self.max_bytes = max_bytes
         self.max_messages = max_messages
         self.ledger = ledger if ledger is not None else PeerLedger()
-        self._msgs: dict[tuple[str, str], deque[bytes]] = {}
+        self._msgs: dict[tuple[str, str], deque[bytes | bytearray]] = {}
         self._waiters: dict[tuple[str, str], deque[asyncio.Future]] = {}
         self._reserved_by: dict[str, int] = {}
         self._buffered_by: dict[str, int] = {}
@@ -148,8 +148,10 @@ class Mailbox:
         self.ledger.refund(sender, n)
 
     # ---- delivery
-    def put(self, sender: str, tag: str, payload: bytes, reserved: int = 0) -> None:
-        """Deliver a message whose bytes were reserved (``reserved`` = the reservation, 0 if none)."""
+    def put(self, sender: str, tag: str, payload: bytes | bytearray, reserved: int = 0) -> None:
+        """Deliver a message whose bytes were reserved (``reserved`` = the reservation, 0 if none).
+
+        ``payload``: bytes, or for a message of several chunks the bytearray it was assembled in."""
         if reserved:
             self.release(reserved, sender)
         if self.error is not None:
@@ -168,7 +170,7 @@ class Mailbox:
         self.buffered_bytes += n
         self.count += 1
 
-    async def get(self, sender: str, tag: str, timeout: float | None) -> bytes:
+    async def get(self, sender: str, tag: str, timeout: float | None) -> bytes | bytearray:
         """The next message from ``sender`` with ``tag``; raises the session's error once it failed."""
         if self.error is not None:
             raise self.error

@@ -249,8 +249,12 @@ class PartyService(pb_grpc.PartyServicer):
             self.log.warning("Deliver from %s refused: %s", sender, e)
             await _drain(it, min(total, self.limits.max_message_bytes) - len(first.data))
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, str(e))
-        parts = [first.data]
         got = len(first.data)
+        # a message of several chunks is assembled in place: its peak is the message plus one chunk,
+        # not twice the message (the parts and their join) — a peer's buffer cap costs what it says
+        buf = bytearray(total) if s is not None and total > got else None
+        if buf is not None:
+            buf[:got] = first.data
         ok = False
         try:
             if got > total:
@@ -276,7 +280,8 @@ class PartyService(pb_grpc.PartyServicer):
                         grpc.StatusCode.INVALID_ARGUMENT, f"message longer than its announced {total} bytes"
                     )
                 if s is not None:
-                    parts.append(c.data)
+                    if buf is not None:
+                        buf[got - len(c.data) : got] = c.data
                     if s.error is not None:
                         await context.abort(grpc.StatusCode.ABORTED, str(s.error)[:300])
             if got != total:
@@ -292,7 +297,7 @@ class PartyService(pb_grpc.PartyServicer):
             if s is None:
                 self.log.debug("session %s: late message %r from %s dropped (session done)", h.session, h.tag, sender)
             else:
-                s.mailbox.put(sender, h.tag, parts[0] if len(parts) == 1 else b"".join(parts), reserved=total)
+                s.mailbox.put(sender, h.tag, first.data if buf is None else buf, reserved=total)
                 ok = True
                 self.log.debug("session %s: %r from %s, %d bytes", h.session, h.tag, sender, total)
         finally:

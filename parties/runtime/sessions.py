@@ -301,6 +301,16 @@ class SessionManager:
             raise SessionGone(str(s.error))
         if self.running >= self.limits.max_sessions:
             raise Busy(f"too many sessions at {self.me} ({self.limits.max_sessions}); try again later")
+        analyst = key.split("/", 1)[0]
+        theirs = sum(
+            1 for k, x in self.sessions.items() if x.state is not SessionState.PENDING and k.split("/", 1)[0] == analyst
+        )
+        cap = min(self.limits.max_sessions_per_analyst, self.limits.max_sessions)
+        if theirs >= cap:
+            raise Busy(
+                f"analyst {analyst!r} already runs {theirs} sessions at {self.me} (max_sessions_per_analyst); "
+                "try again later"
+            )
         if s is None:
             s = self._new(key, owner=None)
         else:

@@ -17,6 +17,7 @@ import asyncio
 import os
 import time
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from mpc.channel import Channel, ScopedChannel
 
@@ -75,6 +76,9 @@ class LinkShaper:
             await self._sleep(wait)
 
 
+T = TypeVar("T")
+
+
 class WaitCounter:
     """Receives that blocked (``waits``) and the seconds spent blocked, kept in ``ch.state``."""
 
@@ -85,7 +89,7 @@ class WaitCounter:
         return state.setdefault(WaitCounter.KEY, {"waits": 0, "wait_seconds": 0.0})
 
     @staticmethod
-    async def timed(state: dict, fut: Awaitable[bytes]) -> bytes:
+    async def timed(state: dict, fut: Awaitable[T]) -> T:
         t0 = time.perf_counter()
         out = await fut
         dt = time.perf_counter() - t0
