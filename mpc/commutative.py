@@ -81,7 +81,7 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from .errors import ProtocolError
-from .hash_to_curve import hash_to_edwards25519
+from .hash_to_curve import hash_to_montgomery_u
 
 __all__ = [
     "P256_ORDER",
@@ -374,17 +374,17 @@ def hash_items(items: Sequence[bytes], domain: bytes = DEFAULT_DST) -> np.ndarra
     (:data:`ED25519_ORDER`). The identity (probability ≈ 2⁻²⁵²) is re-hashed deterministically, so
     every party maps an item the same way.
     """
-    pts = []
+    us = []
     for it in items:
         msg = bytes(it)
-        pt = hash_to_edwards25519(msg, domain)
-        while pt == _ED_IDENTITY:  # pragma: no cover - probability 2^-252
+        u = hash_to_montgomery_u(msg, domain)
+        while u is None:  # pragma: no cover - the identity, probability 2^-252
             msg = hashlib.sha512(b"again/" + msg).digest()
-            pt = hash_to_edwards25519(msg, domain)
-        pts.append(pt)
-    if not pts:
+            u = hash_to_montgomery_u(msg, domain)
+        us.append(u.to_bytes(32, "little"))
+    if not us:
         return np.empty((0, ROW_BYTES), np.uint8)
-    return _as_rows(_edwards_to_montgomery(pts))
+    return _as_rows(b"".join(us))
 
 
 def check_subgroup_points(rows: np.ndarray) -> None:

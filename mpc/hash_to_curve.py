@@ -13,8 +13,9 @@ suite's ``_NU_`` encoding, or libsodium's ``crypto_core_ed25519_from_hash``) is 
 
 Checked against the RFC's test vectors (Appendix J.5.1) in ``tests/test_hash_to_curve.py``.
 Field arithmetic is GMP's (gmpy2): one modular exponentiation per map (the square root of
-§I.2 with the non-square test folded in); point addition and cofactor clearing are libsodium's
-(``crypto_core_ed25519_add``). Not constant time: the inputs hashed here are items a party
+§I.2 with the non-square test folded in); the point addition and the three doublings of the
+cofactor clearing use the extended-coordinate formulas of Hisil, Wong, Carter, Dawson
+("Twisted Edwards curves revisited", ASIACRYPT 2008), with one inversion at the end. Not constant time: the inputs hashed here are items a party
 already holds in the clear inside its own process, and timing reveals nothing to the peers
 beyond what the protocol sends.
 """
@@ -22,12 +23,17 @@ beyond what the protocol sends.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
 
 import gmpy2
-import nacl.bindings
 
-__all__ = ["P25519", "expand_message_xmd", "hash_to_field", "hash_to_edwards25519", "map_to_edwards25519"]
+__all__ = [
+    "P25519",
+    "expand_message_xmd",
+    "hash_to_edwards25519",
+    "hash_to_field",
+    "hash_to_montgomery_u",
+    "map_to_edwards25519",
+]
 
 P25519 = 2**255 - 19
 _P = gmpy2.mpz(P25519)
@@ -52,8 +58,10 @@ def expand_message_xmd(msg: bytes, dst: bytes, length: int) -> bytes:
     b0 = hashlib.sha512(bytes(128) + msg + length.to_bytes(2, "big") + b"\x00" + dst_prime).digest()
     b = hashlib.sha512(b0 + b"\x01" + dst_prime).digest()
     out = [b]
+    b0_int = int.from_bytes(b0, "big")
     for i in range(2, ell + 1):
-        b = hashlib.sha512(bytes(x ^ y for x, y in zip(b0, b)) + bytes([i]) + dst_prime).digest()
+        mixed = (b0_int ^ int.from_bytes(b, "big")).to_bytes(64, "big")
+        b = hashlib.sha512(mixed + bytes([i]) + dst_prime).digest()
         out.append(b)
     return b"".join(out)[:length]
 
@@ -64,9 +72,8 @@ def hash_to_field(msg: bytes, dst: bytes, count: int = 2) -> list[int]:
     return [int.from_bytes(uniform[48 * i : 48 * (i + 1)], "big") % P25519 for i in range(count)]
 
 
-def _sqrt_candidate(a):
-    """A square root of ``a`` if it has one, else None (p ≡ 5 mod 8: RFC 9380 §I.2)."""
-    r = gmpy2.powmod(a, _EXP, _P)
+def _sqrt_from(r, a):
+    """A square root of ``a`` from ``r = a^((p+3)/8)`` if ``a`` has one, else None (p ≡ 5 mod 8: RFC 9380 §I.2)."""
     r2 = r * r % _P
     if r2 == a:
         return r
@@ -82,14 +89,15 @@ def map_to_edwards25519(u: int) -> tuple[int, int]:
     tv = (1 + _Z * u * u) % _P
     x1 = (-_J * gmpy2.invert(tv, _P)) % _P if tv else (-_J) % _P
     gx1 = (x1 * x1 % _P * x1 + _J * x1 % _P * x1 + x1) % _P
-    y = _sqrt_candidate(gx1)
+    r1 = gmpy2.powmod(gx1, _EXP, _P)  # the one exponentiation of the map
+    y = _sqrt_from(r1, gx1)
     if y is not None:  # gx1 square: x = x1, y with sgn0(y) = 1
         s = x1
         if y % 2 == 0:
             y = (-y) % _P
     else:  # x = x2 = -x1 - J, gx2 = Z·u²·gx1: y = u·sqrt(Z·gx1), sgn0(y) = 0
         s = (-x1 - _J) % _P
-        r = _SQRT_Z_FACTOR * gmpy2.powmod(gx1, _EXP, _P) % _P  # (Z·gx1)^((p+3)/8)
+        r = _SQRT_Z_FACTOR * r1 % _P  # (Z·gx1)^((p+3)/8) = Z^((p+3)/8) · gx1^((p+3)/8)
         zg = _Z * gx1 % _P
         r2 = r * r % _P
         if r2 != zg:
@@ -106,6 +114,45 @@ def map_to_edwards25519(u: int) -> tuple[int, int]:
     return int(v), int(w)
 
 
+# edwards25519: -x² + y² = 1 + d·x²·y²; extended coordinates (X : Y : Z : T), x = X/Z, y = Y/Z, T = X·Y/Z
+_D2 = gmpy2.mpz(2 * (-121665 * pow(121666, -1, P25519)) % P25519)
+
+
+def _add(x1, y1, z1, t1, x2, y2, z2, t2):
+    """Point addition, a = −1 (Hisil, Wong, Carter, Dawson, "Twisted Edwards curves revisited",
+    ASIACRYPT 2008, add-2008-hwcd-3)."""
+    a = (y1 - x1) * (y2 - x2) % _P
+    b = (y1 + x1) * (y2 + x2) % _P
+    c = t1 * _D2 % _P * t2 % _P
+    d = 2 * z1 * z2 % _P
+    e, f, g, h = b - a, d - c, d + c, b + a
+    return e * f % _P, g * h % _P, f * g % _P, e * h % _P
+
+
+def _double(x1, y1, z1):
+    """Point doubling, a = −1 (same paper, dbl-2008-hwcd); T is not needed as input."""
+    a = x1 * x1 % _P
+    b = y1 * y1 % _P
+    c = 2 * z1 * z1 % _P
+    h = a + b
+    e = h - (x1 + y1) * (x1 + y1) % _P
+    g = a - b
+    f = c + g
+    return e * f % _P, g * h % _P, f * g % _P, e * h % _P
+
+
+def _hash_projective(msg: bytes, dst: bytes):
+    """``clear_cofactor(map(u0) + map(u1))`` in extended coordinates (RFC 9380 §3)."""
+    u0, u1 = hash_to_field(msg, dst, 2)
+    x0, y0 = map_to_edwards25519(u0)
+    x1, y1 = map_to_edwards25519(u1)
+    x0, y0, x1, y1 = gmpy2.mpz(x0), gmpy2.mpz(y0), gmpy2.mpz(x1), gmpy2.mpz(y1)
+    x, y, z, _ = _add(x0, y0, 1, x0 * y0 % _P, x1, y1, 1, x1 * y1 % _P)
+    for _ in range(3):  # clear_cofactor: [8]R
+        x, y, z, _ = _double(x, y, z)
+    return x, y, z
+
+
 def _encode(x: int, y: int) -> bytes:
     """Compressed edwards25519 encoding: y little-endian, the sign of x in bit 255."""
     return (y | ((x & 1) << 255)).to_bytes(32, "little")
@@ -113,16 +160,16 @@ def _encode(x: int, y: int) -> bytes:
 
 def hash_to_edwards25519(msg: bytes, dst: bytes) -> bytes:
     """``hash_to_curve`` of the suite (RFC 9380 §3, §8.5): a compressed point of the prime-order subgroup."""
-    u0, u1 = hash_to_field(msg, dst, 2)
-    add = nacl.bindings.crypto_core_ed25519_add
-    q0 = _encode(*map_to_edwards25519(u0))
-    q1 = _encode(*map_to_edwards25519(u1))
-    r = add(q0, q1)
-    r = add(r, r)  # clear_cofactor: [8]R by three doublings
-    r = add(r, r)
-    return add(r, r)
+    x, y, z = _hash_projective(msg, dst)
+    zi = gmpy2.invert(z, _P)
+    return _encode(int(x * zi % _P), int(y * zi % _P))
 
 
-def hash_many(items: Iterable[bytes], dst: bytes) -> list[bytes]:
-    """:func:`hash_to_edwards25519` of every item."""
-    return [hash_to_edwards25519(it, dst) for it in items]
+def hash_to_montgomery_u(msg: bytes, dst: bytes) -> int | None:
+    """The Curve25519 u-coordinate ``(1 + y)/(1 − y)`` (RFC 7748 §4.1) of :func:`hash_to_edwards25519`'s
+    point, straight from its projective form (one inversion); None for the identity."""
+    _, y, z = _hash_projective(msg, dst)
+    den = (z - y) % _P
+    if den == 0:
+        return None
+    return int((z + y) * gmpy2.invert(den, _P) % _P)
