@@ -334,24 +334,26 @@ LOW_ORDER_ENCODINGS = frozenset((u | top).to_bytes(32, "little") for u in _LOW_O
 _Y_MASK = (1 << 255) - 1
 
 
-def _edwards_to_montgomery(points: list[bytes]) -> bytes:
-    """Montgomery u = (1 + y)/(1 − y) mod p of compressed edwards25519 points (RFC 7748 §4.1), 32 bytes LE each.
-
-    One field inversion for the whole batch (Montgomery's trick: prefix
-    products, one ``pow``, then back-substitution), so the cost is a few
-    multiplications per point. Callers exclude the identity (y = 1).
-    """
+def _ratios(nums: list[int], dens: list[int]) -> list[int]:
+    """``nums[k] / dens[k] mod p`` for every k, with one field inversion for the whole batch
+    (Montgomery's trick: prefix products, one ``pow``, then back-substitution). No den may be 0."""
     p = _P25519
-    ys = [int.from_bytes(pt, "little") & _Y_MASK for pt in points]
-    den = [(1 - y) % p for y in ys]
-    prefix = [1] * (len(den) + 1)
-    for k, d in enumerate(den):
+    prefix = [1] * (len(dens) + 1)
+    for k, d in enumerate(dens):
         prefix[k + 1] = prefix[k] * d % p
     inv = pow(prefix[-1], p - 2, p)
-    us = [0] * len(den)
-    for k in range(len(den) - 1, -1, -1):
-        us[k] = (1 + ys[k]) * inv % p * prefix[k] % p
-        inv = inv * den[k] % p
+    out = [0] * len(dens)
+    for k in range(len(dens) - 1, -1, -1):
+        out[k] = nums[k] * inv % p * prefix[k] % p
+        inv = inv * dens[k] % p
+    return out
+
+
+def _edwards_to_montgomery(points: list[bytes]) -> bytes:
+    """Montgomery u = (1 + y)/(1 − y) mod p of compressed edwards25519 points (RFC 7748 §4.1), 32 bytes LE
+    each (:func:`_ratios`: a few multiplications per point). Callers exclude the identity (y = 1)."""
+    ys = [int.from_bytes(pt, "little") & _Y_MASK for pt in points]
+    us = _ratios([(1 + y) % _P25519 for y in ys], [(1 - y) % _P25519 for y in ys])
     return b"".join(u.to_bytes(32, "little") for u in us)
 
 
@@ -412,14 +414,7 @@ def check_subgroup_points(rows: np.ndarray) -> None:
     den = [(u + 1) % p for u in us]
     if not all(den):
         raise ProtocolError("received a low-order X25519 point (an honest party never sends one)")
-    prefix = [1] * (len(den) + 1)
-    for k, d in enumerate(den):
-        prefix[k + 1] = prefix[k] * d % p
-    inv = pow(prefix[-1], p - 2, p)
-    ys = [0] * len(den)
-    for k in range(len(den) - 1, -1, -1):
-        ys[k] = (us[k] - 1) * inv % p * prefix[k] % p
-        inv = inv * den[k] % p
+    ys = _ratios([(u - 1) % p for u in us], den)
     valid = nacl.bindings.crypto_core_ed25519_is_valid_point
     for y in ys:
         if not valid(y.to_bytes(32, "little")):

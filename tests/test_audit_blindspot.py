@@ -1,45 +1,18 @@
 """The pooled audit's blind spot (issue 16, item 1): sessions none of a new session's parties saw.
 
-Oracle: an exact rank computation written here (Gaussian elimination over fractions.Fraction, not
-the auditor's row spaces): after every admitted session, no unit vector lies in the row space of
+Oracle: an exact rank computation of the tests (Gaussian elimination over fractions.Fraction in
+tests/test_audit_guard.py, not the auditor's row spaces): after every admitted session, no unit vector lies in the row space of
 the admitted party sets. The deciders of a session know exactly the admitted sessions that share a
 party with it (the pooled views), as on real daemons.
 """
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from parties.guards.audit_blindspot import blind_spot_disclosures
-
-
-def rank(rows: list[list[int]]) -> int:
-    m = [[Fraction(x) for x in r] for r in rows]
-    r = 0
-    cols = len(m[0]) if m else 0
-    for c in range(cols):
-        piv = next((i for i in range(r, len(m)) if m[i][c] != 0), None)
-        if piv is None:
-            continue
-        m[r], m[piv] = m[piv], m[r]
-        for i in range(len(m)):
-            if i != r and m[i][c] != 0:
-                f = m[i][c] / m[r][c]
-                m[i] = [a - f * b for a, b in zip(m[i], m[r])]
-        r += 1
-    return r
-
-
-def determined(sets: list[frozenset[str]], parties: list[str]) -> list[str]:
-    """Parties whose input the sums over ``sets`` determine (exact: e_p in the row space)."""
-    rows = [[int(p in s) for p in parties] for s in sets]
-    if not rows:
-        return []
-    base = rank(rows)
-    return [p for p in parties if rank([*rows, [int(x == p) for x in parties]]) == base]
+from tests.test_audit_guard import determined
 
 
 def admit_sequence(requests, parties, m):
@@ -69,18 +42,18 @@ def sequences(draw):
 def test_no_sequence_of_admitted_sessions_determines_an_input(case):
     parties, m, requests = case
     admitted, _ = admit_sequence(requests, parties, m)
-    assert determined(admitted, parties) == [], (admitted, m)
+    assert determined(admitted, parties) == set(), (admitted, m)
 
 
 def test_the_six_and_five_party_attacks_are_refused():
     six = [frozenset(s) for s in ("abc", "abd", "abe", "abf", "acd", "bef")]
     admitted, refused = admit_sequence(six, list("abcdef"), 3)
-    assert refused and determined(admitted, list("abcdef")) == []
-    assert determined(six, list("abcdef")) == list("abcdef")  # all of them together solve every input
+    assert refused and determined(admitted, list("abcdef")) == set()
+    assert determined(six, list("abcdef")) == set("abcdef")  # all of them together solve every input
     five = [frozenset(s) for s in ("ab", "ac", "ad", "be", "cde")]
     admitted, refused = admit_sequence(five, list("abcde"), 2)
-    assert refused and determined(admitted, list("abcde")) == []
-    assert determined(five, list("abcde")) == list("abcde")
+    assert refused and determined(admitted, list("abcde")) == set()
+    assert determined(five, list("abcde")) == set("abcde")
 
 
 def test_harmless_sessions_are_admitted():
