@@ -3,7 +3,8 @@
 * :mod:`.daemon` — the process (server, signals, housekeeping, aborts sent to peers);
 * :mod:`.service` — the gRPC handlers (``Deliver``, ``StartJob``, ``Abort``, ``Health``);
 * :mod:`.sessions` and :mod:`.mailbox` — session state, per-peer buffers and their caps;
-* :mod:`.watchdog` — peer liveness during a session;
+* :mod:`.watchdog` — peer liveness during a session; :mod:`.streams` — reading message streams
+  (deadlines, idle cuts, draining a refused message); :mod:`.host` — what the servicer needs of its daemon;
 * :mod:`.grpc_channel` — the ``mpc`` Channel over gRPC between daemons, the per-peer channel pool;
 * :mod:`.shaping` — emulated WAN links (latency, bandwidth) and network-wait counters.
 

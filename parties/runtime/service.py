@@ -40,7 +40,7 @@ import functools
 import json
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from google.protobuf.message import DecodeError
@@ -52,6 +52,7 @@ from parties.guards.policy import SessionRequest, run_guards, withdraw_guards
 from parties.proto.ppdm.v1 import party_pb2 as pb
 from parties.proto.ppdm.v1 import party_pb2_grpc as pb_grpc
 from parties.runtime.grpc_channel import GrpcChannel
+from parties.runtime.host import DaemonHost
 from parties.runtime.sessions import (
     BufferFull,
     Busy,
@@ -65,42 +66,11 @@ from parties.runtime.sessions import (
     session_key,
     split_session_key,
 )
+from parties.runtime.streams import IDLE, TOO_SLOW, chunks_of, drain
 from parties.runtime.watchdog import Watchdog
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
-
-    from parties.config import Limits, PartyConfig
-    from parties.guards.policy import SessionGuard
-    from parties.identity.tls import Credentials
-    from parties.runtime.grpc_channel import PeerPool
-    from parties.runtime.sessions import SessionManager
-
-
-class DaemonHost(Protocol):
-    """What the servicer needs of the daemon that hosts it (:class:`parties.runtime.daemon.Daemon`).
-
-    A protocol type rather than an import of the daemon, which imports this module.
-    """
-
-    me: str
-    config: PartyConfig
-    limits: Limits
-    log: logging.Logger
-    creds: Credentials
-    sessions: SessionManager
-    pool: PeerPool
-
-    @property
-    def guards(self) -> Sequence[SessionGuard]: ...
-
-    def job_function(self, info: jobs_mod.JobInfo, request: SessionRequest) -> jobs_mod.JobFn: ...
-
-    async def ping(self, peer: str, sid: str) -> SessionState: ...
-
-    def refuse_session(self, key: str, parties: Iterable[str], reason: str) -> None: ...
-
-    def on_session_fail(self, s: Session, error: BaseException, source: str | None) -> None: ...
+    pass
 
 
 __all__ = ["DaemonHost", "PartyService", "VERSION"]
@@ -233,21 +203,21 @@ class PartyService(pb_grpc.PartyServicer):
             if s is not None:
                 s.mailbox.reserve(total, sender)
         except SessionGone as e:
-            await _drain(it, total - len(first.data))
+            await drain(it, total - len(first.data))
             await context.abort(grpc.StatusCode.ABORTED, e.reason[:300])
         except Busy as e:
             self.log.warning("session %r: message %r from %s refused: %s", h.session[:140], h.tag[:80], sender, e)
             if s is not None:
                 self.sessions.discard_if_empty(s)
-            await _drain(it, min(total, self.limits.max_message_bytes) - len(first.data))
+            await drain(it, min(total, self.limits.max_message_bytes) - len(first.data))
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
         except InvalidRequest as e:
             self.log.warning("Deliver from %s refused: %s", sender, e)
-            await _drain(it, min(total, self.limits.max_message_bytes) - len(first.data))
+            await drain(it, min(total, self.limits.max_message_bytes) - len(first.data))
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
         except Refused as e:
             self.log.warning("Deliver from %s refused: %s", sender, e)
-            await _drain(it, min(total, self.limits.max_message_bytes) - len(first.data))
+            await drain(it, min(total, self.limits.max_message_bytes) - len(first.data))
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, str(e))
         got = len(first.data)
         # a message of several chunks is assembled in place: its peak is the message plus one chunk,
@@ -261,16 +231,16 @@ class PartyService(pb_grpc.PartyServicer):
                 await context.abort(
                     grpc.StatusCode.INVALID_ARGUMENT, f"message longer than its announced {total} bytes"
                 )
-            async for c in _chunks_of(it, time.monotonic() + self.limits.session_timeout, idle):
+            async for c in chunks_of(it, time.monotonic() + self.limits.session_timeout, idle):
                 if c is None:
                     self.log.warning("session %s: malformed chunk from %s", h.session, sender)
                     await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "malformed chunk")
-                if c is _IDLE:
+                if c is IDLE:
                     self.log.warning("session %s: message from %s cut: no chunk for %.0f s", h.session, sender, idle)
                     await context.abort(
                         grpc.StatusCode.DEADLINE_EXCEEDED, f"no chunk for {idle:g} s (stream_idle_timeout)"
                     )
-                if c is _TOO_SLOW:
+                if c is TOO_SLOW:
                     await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "message took longer than session_timeout")
                 if c.HasField("header"):
                     await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "header repeated inside a message")
@@ -553,54 +523,6 @@ class PartyService(pb_grpc.PartyServicer):
             return out, json.dumps(out)
         except (TypeError, ValueError) as e:
             raise ProtocolError(f"job {s.job!r} returned a result that is not JSON ({e.__class__.__name__})") from None
-
-
-_TOO_SLOW = object()
-
-
-_IDLE = object()
-
-
-async def _chunks_of(it, deadline: float, idle: float | None = None):
-    """The remaining chunks of a Deliver stream; then ``None`` for an undecodable chunk,
-    ``_TOO_SLOW`` when the stream is still going at ``deadline`` (monotonic), ``_IDLE`` when
-    no chunk came for ``idle`` seconds."""
-    while True:
-        left = max(0.0, deadline - time.monotonic())
-        wait = left if idle is None else min(left, idle)
-        try:
-            async with asyncio.timeout(wait):
-                c = await it.__anext__()
-        except StopAsyncIteration:
-            return
-        except DecodeError:
-            yield None
-            return
-        except TimeoutError:
-            yield _TOO_SLOW if wait >= left else _IDLE
-            return
-        yield c
-
-
-DRAIN_SECONDS = 2.0  # how long a refused message's remaining chunks are read and dropped at most
-
-
-async def _drain(it, limit: int, seconds: float = DRAIN_SECONDS) -> None:
-    """Read and drop what the sender still streams of a message refused at its header.
-
-    Aborting while the client is still writing races with its writes: the client may then see
-    ``INTERNAL`` ("Internal error from Core") instead of the refusal's status. So the rest of the
-    announced message is read first — at most ``limit`` bytes (the announced length, itself capped by
-    ``max_message_bytes``) and ``seconds`` — and nothing of it is kept.
-    """
-    if limit <= 0:
-        return
-    async for c in _chunks_of(it, time.monotonic() + seconds):
-        if c is None or c is _TOO_SLOW or c is _IDLE:
-            return
-        limit -= len(c.data)
-        if limit < 0:
-            return
 
 
 def _as_protocol_error(e: BaseException, msg: str) -> ProtocolError:
