@@ -357,8 +357,6 @@ def _edwards_to_montgomery(points: list[bytes]) -> bytes:
     return b"".join(u.to_bytes(32, "little") for u in us)
 
 
-_ED_IDENTITY = (1).to_bytes(32, "little")
-
 HASH_TO_GROUP = "edwards25519_XMD:SHA-512_ELL2_RO_"
 """Which map :func:`hash_items` uses (RFC 9380's suite); protocols agree on it so that parties never mix two maps."""
 

@@ -103,7 +103,7 @@ def _twist_u() -> bytes:
 
 
 def test_received_points_must_be_canonical_on_the_curve_and_of_prime_order():
-    from mpc.commutative import LOW_ORDER_ENCODINGS, DHHash, check_subgroup_points, hash_items
+    from mpc.commutative import DEFAULT_DST, LOW_ORDER_ENCODINGS, DHHash, check_subgroup_points, hash_items
     from mpc.errors import ProtocolError
 
     honest = hash_items([b"a", b"b", b"c"])
@@ -115,7 +115,7 @@ def test_received_points_must_be_canonical_on_the_curve_and_of_prime_order():
     u = int.from_bytes(bytes(honest[0]), "little")
     torsion = _mont(
         nacl.bindings.crypto_core_ed25519_add(
-            hash_to_edwards25519(b"a", b"ppdm/dh-hash/v4/edwards25519_XMD:SHA-512_ELL2_RO_"),
+            hash_to_edwards25519(b"a", DEFAULT_DST),
             bytes.fromhex("c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a"),  # order 8
         )
     )

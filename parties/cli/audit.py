@@ -281,6 +281,22 @@ def _cmd_query(args) -> int:
     return 0 if kind == "answer" else EXIT_DENIED
 
 
+def _column_flags(p) -> None:
+    """``--public`` and ``--filterable``: which columns queries may filter on (anonymize.audit.table)."""
+    p.add_argument(
+        "--public",
+        metavar="COL[,COL]",
+        help="numeric columns whose values are public (identifiers, ages): queries may filter on them; every "
+        "other numeric column is audited, and predicates on it are denied unless --filterable lists it",
+    )
+    p.add_argument(
+        "--filterable",
+        metavar="COL[,COL]",
+        help="audited columns queries may still filter on; a count filtered on one is audited as a sum of "
+        "its predicate's indicators over the rows the public predicates select",
+    )
+
+
 def register(sub) -> None:
     p = sub.add_parser(
         "audit",
@@ -296,18 +312,7 @@ def register(sub) -> None:
     c.add_argument("--table", required=True, metavar="IN.csv", help="the private table (CSV or Parquet)")
     c.add_argument("--auditor", required=True, metavar="NAME", help=names)
     c.add_argument("--offline", action="store_true", help="every query was answered: report what each disclosed")
-    c.add_argument(
-        "--public",
-        metavar="COL[,COL]",
-        help="numeric columns whose values are public (identifiers, ages): queries may filter on them; every "
-        "other numeric column is audited, and predicates on it are denied unless --filterable lists it",
-    )
-    c.add_argument(
-        "--filterable",
-        metavar="COL[,COL]",
-        help="audited columns queries may still filter on; a count filtered on one is audited as a sum of "
-        "its predicate's indicators over the rows the public predicates select",
-    )
+    _column_flags(c)
     c.add_argument("--sep", help="CSV delimiter (default: sniffed)")
     c.add_argument("--json", action="store_true", help="machine-readable output")
     c.set_defaults(func=_cmd_check)
@@ -318,18 +323,7 @@ def register(sub) -> None:
     s.add_argument("--config", required=True, metavar="party.toml", help="identity, CA, listen address, analysts")
     s.add_argument("--listen", metavar="HOST:PORT", help="listen here instead of the config's [party] listen")
     s.add_argument("--log", metavar="PATH", help="audit log (default: audit-<table>.jsonl next to the config)")
-    s.add_argument(
-        "--public",
-        metavar="COL[,COL]",
-        help="numeric columns whose values are public (identifiers, ages): queries may filter on them; every "
-        "other numeric column is audited, and predicates on it are denied unless --filterable lists it",
-    )
-    s.add_argument(
-        "--filterable",
-        metavar="COL[,COL]",
-        help="audited columns queries may still filter on; a count filtered on one is audited as a sum of "
-        "its predicate's indicators over the rows the public predicates select",
-    )
+    _column_flags(s)
     s.add_argument("--sep", help="CSV delimiter (default: sniffed)")
     s.add_argument("--log-level", default="INFO")
     s.set_defaults(func=_cmd_serve)
