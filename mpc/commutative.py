@@ -419,6 +419,37 @@ def check_subgroup_points(rows: np.ndarray) -> None:
             raise ProtocolError("received an X25519 point outside the prime-order subgroup of Curve25519")
 
 
+def check_curve_points(rows: np.ndarray) -> None:
+    """Refuse received X25519 u-coordinates that are non-canonical or not on Curve25519 (on its twist).
+
+    The cheaper check for values a party only ever applies its *clamped* key to (:class:`DHHash`):
+    the clamped scalar is a multiple of the cofactor 8, so ``X25519(a, P + T) = X25519(a, P)`` for
+    any small-order ``T`` — a torsion component carries no bit of the key into the reply and the
+    reply lies in the prime-order subgroup (the reason RFC 7748 clamps) — and a point of small
+    order gives the all-zero output, which :meth:`DHHash.apply` refuses. What remains is the twist
+    (a different group): ``u³ + 486662u² + u`` must be a square mod p (one Jacobi symbol, GMP).
+    Values a party compares or passes on without applying its key need
+    :func:`check_subgroup_points` instead.
+    """
+    if len(rows) == 0:
+        return
+    top = rows[:, 31]
+    if (top & 0x80).any():
+        raise ProtocolError("received a non-canonical X25519 point (bit 255 set)")
+    at_least_p = (top == 0x7F) & (rows[:, 1:31] == 0xFF).all(axis=1) & (rows[:, 0] >= 0xED)
+    if at_least_p.any():
+        raise ProtocolError("received a non-canonical X25519 point (u >= 2^255 - 19)")
+    import gmpy2
+
+    p = gmpy2.mpz(_P25519)
+    blob = np.ascontiguousarray(rows, np.uint8).tobytes()
+    jac = gmpy2.jacobi
+    for o in range(0, len(blob), 32):
+        u = gmpy2.mpz(int.from_bytes(blob[o : o + 32], "little"))
+        if jac((u * u * u + 486662 * u * u + u) % p, p) == -1:
+            raise ProtocolError("received an X25519 point on the twist of Curve25519 (an honest party never sends one)")
+
+
 class DHHash:
     """Commutative, non-invertible keyed hash ``u ↦ X25519(a, u)`` on 32-byte rows (libsodium).
 
@@ -435,6 +466,12 @@ class DHHash:
     def apply_received(self, rows: np.ndarray) -> np.ndarray:
         """:meth:`apply` to rows another party sent, each first checked (:func:`check_subgroup_points`)."""
         check_subgroup_points(rows)
+        return self.apply(rows)
+
+    def apply_received_clamped(self, rows: np.ndarray) -> np.ndarray:
+        """:meth:`apply` to received rows checked by :func:`check_curve_points` (enough for values this
+        key is applied to and that nobody compares unkeyed, see there)."""
+        check_curve_points(rows)
         return self.apply(rows)
 
     def apply(self, rows: np.ndarray) -> np.ndarray:

@@ -17,6 +17,10 @@ Example::
 
     [data]                         # free-form: each string is a path (made absolute)
     transactions = "alice.dat"
+    [data.sales]                   # a table where it lives: see parties.sources.spec
+    path = "sales/*.parquet"
+    transaction = "basket_id"
+    item = "sku"
 
     [limits]                       # all optional
     max_message_bytes = 268435456
@@ -57,6 +61,7 @@ from parties.identity.tls import (
     validate_name,
     write_public,
 )
+from parties.sources.spec import SourceError, parse_source
 
 __all__ = [
     "ConfigError",
@@ -248,7 +253,15 @@ def parse_config(doc: Mapping[str, Any], base_dir: Path | str = ".", file: str =
     data_t = doc.get("data", {})
     if not isinstance(data_t, Mapping):
         raise ConfigError(f"{file}: data must be a table [data]")
-    data = {k: (str(_path(base, v)) if isinstance(v, str) else v) for k, v in data_t.items()}
+    data: dict[str, Any] = {}
+    for k, v in data_t.items():
+        if isinstance(v, Mapping):  # [data.KEY]: a table where it lives (parties.sources.spec)
+            try:
+                data[k] = parse_source(k, v, base, file)
+            except SourceError as e:
+                raise ConfigError(str(e)) from None
+        else:
+            data[k] = str(_path(base, v)) if isinstance(v, str) else v
 
     limits_t = doc.get("limits", {})
     if not isinstance(limits_t, Mapping):

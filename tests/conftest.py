@@ -31,3 +31,16 @@ def make_cluster():
     yield make
     for c in made:
         c.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL server on loopback for the whole test session (tests/pg_server.py); skips without one."""
+    from pg_server import SKIP_REASON, PostgresServer, find_bindir
+
+    bindir = find_bindir()
+    if bindir is None:
+        pytest.skip(SKIP_REASON)
+    server = PostgresServer(bindir).start()
+    yield server
+    server.stop()

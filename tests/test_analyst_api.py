@@ -32,12 +32,23 @@ def test_params_serialize_to_the_job_params() -> None:
         "n_items": 120,
         "reveal_counts": True,
         "candidates": "union",
+        "data": "transactions",
     }
     d = HorizontalMining(min_support="0.3", max_len=2, n_items=5, dp=DPOptions(epsilon="1/2", colluders=1))
     assert d.candidates == "all"  # the only mode with epsilon
     assert d.to_params()["epsilon"] == "1/2" and d.to_params()["colluders"] == 1
     v = VerticalMining(min_support="0.5", counting="encrypted")
-    assert v.to_params() == {"min_support": "0.5", "min_confidence": None, "max_len": None, "counting": "encrypted"}
+    assert v.to_params() == {
+        "min_support": "0.5",
+        "min_confidence": None,
+        "max_len": None,
+        "counting": "encrypted",
+        "data": "transactions",
+    }
+    # named items: no numeric universe needed; a public catalog or the secure union of locally large names
+    assert "n_items" not in HorizontalMining(min_support="0.3").to_params()
+    assert HorizontalMining(min_support="0.3", catalog=("milk", 7)).to_params()["catalog"] == ["milk", 7]
+    assert VerticalMining(min_support="0.3", align="psi", data="crm").to_params()["align"] == "psi"
     assert (h.job, v.job) == ("mine.horizontal", "mine.vertical")
 
 
@@ -52,7 +63,11 @@ def test_params_serialize_to_the_job_params() -> None:
         (lambda: HorizontalMining(min_support="0.3", candidates="some"), "candidates"),
         (lambda: HorizontalMining(min_support="0.3", dp=DPOptions(epsilon="1")), "max_len"),
         (lambda: HorizontalMining(min_support="0.3", max_len=2, candidates="union", dp=DPOptions("1")), "candidates"),
-        (lambda: HorizontalMining(min_support="0.3").to_params(), "n_items"),
+        (lambda: HorizontalMining(min_support="0.3", catalog=("a", "a")), "catalog"),
+        (lambda: HorizontalMining(min_support="0.3", catalog=()), "catalog"),
+        (lambda: HorizontalMining(min_support="0.3", catalog=("a",), n_items=3), "catalog"),
+        (lambda: HorizontalMining(min_support="0.3", data="../etc"), "data"),
+        (lambda: VerticalMining(min_support="0.3", align="magic"), "align"),
         (lambda: VerticalMining(min_support="0.3", counting="magic"), "counting"),
         (lambda: DPOptions(epsilon="-1"), "epsilon"),
         (lambda: DPOptions(epsilon="1", max_contributions=0), "max_contributions"),

@@ -22,6 +22,7 @@ from parties.analyst.api import (
     mine,
     mine_centralized,
     mine_local,
+    mine_local_sources,
     run,
 )
 from parties.analyst.params import (
@@ -47,5 +48,6 @@ __all__ = [
     "mine",
     "mine_centralized",
     "mine_local",
+    "mine_local_sources",
     "run",
 ]

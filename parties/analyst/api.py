@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +43,7 @@ __all__ = [
     "mine",
     "mine_centralized",
     "mine_local",
+    "mine_local_sources",
     "merge_replies",
     "run",
 ]
@@ -115,8 +116,14 @@ def mine(
     return merge_replies(out, params.split, time.perf_counter() - t0)
 
 
-def mine_centralized(db, min_support: str, min_confidence: str | None = None) -> MiningResult:
-    """Mine ``db`` (a :class:`parties.joint.partition.Transactions`) in this process; the joint jobs' shape."""
+def mine_centralized(
+    db, min_support: str, min_confidence: str | None = None, names: list | None = None
+) -> MiningResult:
+    """Mine ``db`` (a :class:`anonymize.itemsets.TransactionDB`) in this process; the joint jobs' shape.
+
+    ``names[i]`` names the item at position ``i`` of ``db.items`` (text or integers); without it
+    the item ids are the names.
+    """
     from anonymize.itemsets import association_rules, frequent_itemsets
     from parties.ratio import exact_ratio
 
@@ -125,15 +132,20 @@ def mine_centralized(db, min_support: str, min_confidence: str | None = None) ->
     t1 = time.perf_counter()
     rules = association_rules(fi, exact_ratio(min_confidence, "min confidence")) if min_confidence is not None else None
     t2 = time.perf_counter()
+    pos = {int(v): i for i, v in enumerate(db.items)} if names is not None else {}
+
+    def named(items) -> list:
+        return list(items) if names is None else [names[pos[int(x)]] for x in items]
+
     return {
         "transactions": fi.n_transactions,
-        "itemsets": [{"items": list(i), "count": int(c)} for i, c in fi],
+        "itemsets": [{"items": named(i), "count": int(c)} for i, c in fi],
         "rules": []
         if rules is None
         else [
             {
-                "antecedent": list(r.antecedent),
-                "consequent": list(r.consequent),
+                "antecedent": named(r.antecedent),
+                "consequent": named(r.consequent),
                 "support": r.count,  # int and float already (AssociationRules columns .tolist())
                 "confidence": r.confidence,
             }
@@ -236,6 +248,60 @@ def mine_local(
                     follower.join()
                     follower.flush()
     return merge_replies(out, split, wall)
+
+
+def mine_local_sources(
+    sources: Sequence[Any],
+    params: HorizontalMining | VerticalMining,
+    *,
+    progress: bool = True,
+    timeout: float = 3600,
+    link_shape: tuple[float, float | None] | None = None,
+) -> MiningResult:
+    """One local daemon per source (:class:`parties.sources.TableSource`), each reading its own table; mine.
+
+    The newcomer's path: ``ppdm mine --local --split vertical bank.csv insurer.csv --transaction
+    customer_id --item product``. Each daemon's ``[data]`` names its source as the job's data key;
+    sessions of two parties are allowed (the analyst holds all the files here).
+    """
+    from parties.analyst.local_cluster import LocalCluster
+
+    if len(sources) < 2:
+        raise AnalystError("a local cluster needs at least 2 parties: give one data source per party")
+    key = params.data
+    data = {f"p{i}": {key: src.to_table()} for i, src in enumerate(sources)}
+    dp = getattr(params, "dp", None)
+    budget = {"total_epsilon": dp.epsilon} if dp is not None else None
+    job_params = params.to_params()
+    with tempfile.TemporaryDirectory(prefix="ppdm-mine-") as d:
+        if progress:
+            print(
+                f"starting {len(sources)} party daemons on loopback (mTLS, fresh certificates); "
+                f"{params.split} job, one data source each",
+                file=sys.stderr,
+                flush=True,
+            )
+        with LocalCluster(
+            len(sources),
+            workdir=Path(d) / "cluster",
+            data=data,
+            link_shape=link_shape,
+            policy={"min_parties": 2},
+            dp=budget,
+        ) as cluster:
+            follower = _LogFollower(cluster, "p0") if progress else None
+            if follower:
+                follower.start()
+            try:
+                t0 = time.perf_counter()
+                out = cluster.run_job(params.job, job_params, timeout=timeout)
+                wall = time.perf_counter() - t0
+            finally:
+                if follower:
+                    follower.stop.set()
+                    follower.join()
+                    follower.flush()
+    return merge_replies(out, params.split, wall)
 
 
 def merge_replies(out: Mapping[str, dict[str, Any]], split: str, wall: float) -> MiningResult:

@@ -33,6 +33,7 @@ __all__ = [
 
 CANDIDATE_MODES = ("union", "all", "auto")
 COUNTING_MODES = ("auto", "product", "encrypted")
+ALIGN_MODES = ("private-id", "psi")  # keyed vertical jobs (parties.joint.keyed); none: keyed data uses private-id
 
 
 class JobParamError(ValueError):
@@ -108,8 +109,11 @@ class MiningParams:
     min_support: str
     min_confidence: str | None = None
     max_len: int | None = None
+    data: str = "transactions"  # the [data] key every party reads (a path or a [data.KEY] table)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.data, str) or not self.data or not self.data.replace("_", "").replace("-", "").isalnum():
+            raise JobParamError("data", f"must be a [data] key (letters, digits, _ and -), got {self.data!r}")
         object.__setattr__(self, "min_support", check_threshold(self.min_support, "min_support"))
         if self.min_confidence is not None:
             mc = check_threshold(self.min_confidence, "min_confidence", allow_zero=True)
@@ -119,15 +123,21 @@ class MiningParams:
 
     def to_params(self) -> dict[str, Any]:
         """The JSON ``params`` of ``StartJob``."""
-        return {"min_support": self.min_support, "min_confidence": self.min_confidence, "max_len": self.max_len}
+        return {
+            "min_support": self.min_support,
+            "min_confidence": self.min_confidence,
+            "max_len": self.max_len,
+            "data": self.data,
+        }
 
 
 @dataclass(frozen=True)
 class HorizontalMining(MiningParams):
     """``mine.horizontal``: same items, different transactions (Kantarcioglu–Clifton; ε-DP with ``dp``).
 
-    ``n_items``: the agreed item universe ``0..n_items-1`` (required on daemons; a local cluster
-    takes it from the file). ``candidates``: ``"union"`` (secure union of locally large itemsets),
+    ``n_items``: an agreed integer universe ``0..n_items-1``, or ``catalog``: a public list of item
+    names; with neither, the parties agree on the names locally frequent somewhere by secure union
+    (:mod:`parties.joint.named`). ``candidates``: ``"union"`` (secure union of locally large itemsets),
     ``"all"`` (every public candidate; the only mode with ``dp``) or ``"auto"``; None picks
     ``"all"`` with ``dp`` and ``"union"`` without. ``reveal_counts`` False: decisions by secure
     comparisons only, counts come back as null.
@@ -137,6 +147,7 @@ class HorizontalMining(MiningParams):
     split: ClassVar[str] = "horizontal"
 
     n_items: int | None = None
+    catalog: tuple[str | int, ...] | None = None
     reveal_counts: bool = True
     candidates: str | None = None
     dp: DPOptions | None = field(default=None)
@@ -145,6 +156,15 @@ class HorizontalMining(MiningParams):
         super().__post_init__()
         if self.n_items is not None:
             _positive_int(self.n_items, "n_items")
+        if self.catalog is not None:
+            cat = tuple(self.catalog)
+            if not cat or not all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in cat):
+                raise JobParamError("catalog", "must be a non-empty list of item names (text or integers)")
+            if len(set(cat)) != len(cat):
+                raise JobParamError("catalog", "names an item twice")
+            if self.n_items is not None:
+                raise JobParamError("catalog", "and n_items both number the items: give one")
+            object.__setattr__(self, "catalog", cat)
         if self.candidates is None:
             object.__setattr__(self, "candidates", "all" if self.dp else "union")
         if self.candidates not in CANDIDATE_MODES:
@@ -168,10 +188,12 @@ class HorizontalMining(MiningParams):
         return replace(self, n_items=n_items)
 
     def to_params(self) -> dict[str, Any]:
-        if self.n_items is None:
-            raise JobParamError("n_items", "(the agreed item universe 0..N-1) is required for a horizontal job")
         out = super().to_params()
-        out.update(n_items=self.n_items, reveal_counts=self.reveal_counts, candidates=self.candidates)
+        out.update(reveal_counts=self.reveal_counts, candidates=self.candidates)
+        if self.n_items is not None:
+            out["n_items"] = self.n_items
+        if self.catalog is not None:
+            out["catalog"] = list(self.catalog)
         if self.dp is not None:
             out.update(self.dp.to_params())
         return out
@@ -181,6 +203,9 @@ class HorizontalMining(MiningParams):
 class VerticalMining(MiningParams):
     """``mine.vertical``: same transactions, different items (Vaidya–Clifton with secure products).
 
+    ``align``: for keyed tables, how records are matched — ``"private-id"`` (the default for keyed
+    data: the union's rows, no party learns which of its records the others hold) or ``"psi"``
+    (the common keys, revealed to the parties); files without keys are aligned by position.
     ``counting``: how candidates whose items two or more parties own are counted — ``"product"``
     (OT-batched Gilboa products), ``"encrypted"`` (LWE-encrypted columns) or ``"auto"`` (per level,
     by estimated cost).
@@ -190,13 +215,18 @@ class VerticalMining(MiningParams):
     split: ClassVar[str] = "vertical"
 
     counting: str = "auto"
+    align: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.counting not in COUNTING_MODES:
             raise JobParamError("counting", f"must be one of {', '.join(COUNTING_MODES)}, got {self.counting!r}")
+        if self.align is not None and self.align not in ALIGN_MODES:
+            raise JobParamError("align", f"must be one of {', '.join(ALIGN_MODES)}, got {self.align!r}")
 
     def to_params(self) -> dict[str, Any]:
         out = super().to_params()
         out["counting"] = self.counting
+        if self.align is not None:
+            out["align"] = self.align
         return out

@@ -19,6 +19,7 @@ charges ε to the analyst's budget (:mod:`parties.guards.dp_budget`).
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from parties.cli.common import CLIError
@@ -37,7 +38,29 @@ FLAGS = {
     "epsilon": "--epsilon",
     "max_contributions": "--max-contributions",
     "colluders": "--colluders",
+    "catalog": "--catalog",
+    "align": "--align",
+    "data": "--data",
 }
+
+
+def _catalog(path: str | None) -> tuple | None:
+    """The item names of a catalog file: one per line (blank lines skipped); all-integer lines are integers."""
+    if path is None:
+        return None
+    try:
+        lines = [ln.strip() for ln in Path(path).read_text(encoding="utf-8").splitlines()]
+    except FileNotFoundError:
+        raise CLIError(f"cannot read catalog {path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise CLIError(f"cannot read catalog {path}: {getattr(e, 'strerror', None) or e}") from None
+    names = [ln for ln in lines if ln]
+    if not names:
+        raise CLIError(f"catalog {path} names no item")
+    try:
+        return tuple(int(x) for x in names)
+    except ValueError:
+        return tuple(names)
 
 
 def _check_support(x: str, what: str, allow_zero: bool = False) -> str:
@@ -65,11 +88,20 @@ def _job_params(args, ms: str, mc: str | None, dp: dict | None):
                 min_confidence=mc,
                 max_len=args.max_len,
                 n_items=args.n_items,
+                catalog=_catalog(args.catalog),
                 reveal_counts=not args.private_counts,
                 candidates=args.candidates,
                 dp=None if dp is None else DPOptions(**dp),
+                data=args.data,
             )
-        return VerticalMining(min_support=ms, min_confidence=mc, max_len=args.max_len, counting=args.counting)
+        return VerticalMining(
+            min_support=ms,
+            min_confidence=mc,
+            max_len=args.max_len,
+            counting=args.counting,
+            align=args.align,
+            data=args.data,
+        )
     except JobParamError as e:
         raise CLIError(f"{FLAGS.get(e.field, e.field)} {e.detail}") from None
 
@@ -168,12 +200,34 @@ def _dp_args(args) -> dict | None:
     }
 
 
-def _cmd(args) -> int:
-    dp = _dp_args(args)
-    if args.candidates is None:
-        args.candidates = "all" if dp else "union"
-    ms = _check_support(args.min_support, "--min-support")
-    mc = _check_support(args.min_confidence, "--min-confidence", allow_zero=True) if args.min_confidence else None
+def _sources(args) -> list:
+    """The data sources of a local run (centralized or ``--local``), one per FILE or one database query."""
+    from parties.sources import SourceError, source_from_flags
+
+    files = list(args.files or [])
+    try:
+        if args.duckdb or args.postgresql:
+            if files:
+                raise CLIError("give either FILEs or --duckdb/--postgresql, not both")
+            return [
+                source_from_flags(
+                    None,
+                    duckdb=args.duckdb,
+                    postgresql=args.postgresql,
+                    password_file=args.password_file,
+                    query=args.query,
+                    transaction=args.transaction,
+                    item=args.item,
+                )
+            ]
+        if args.query or args.password_file:
+            raise CLIError("--query and --password-file go with --duckdb or --postgresql")
+        return [source_from_flags(f, transaction=args.transaction, item=args.item, key=Path(f).name) for f in files]
+    except SourceError as e:
+        raise CLIError(str(e)) from None
+
+
+def _check_flags(args, dp) -> None:
     if args.max_len is not None and args.max_len < 1:
         raise CLIError("--max-len must be at least 1")
     if args.output and not Path(args.output).resolve().parent.is_dir():
@@ -182,13 +236,35 @@ def _cmd(args) -> int:
         raise CLIError("--candidates applies to joint horizontal jobs (--split horizontal)")
     if args.private_counts and args.split != "horizontal":
         raise CLIError("--private-counts applies to joint horizontal jobs (--split horizontal)")
-    if args.parties and args.local:
+    if args.parties and args.local is not None:
         raise CLIError("give either --parties or --local, not both")
     if args.counting != "auto" and args.split != "vertical":
         raise CLIError("--counting applies to joint vertical jobs (--split vertical)")
+    if args.align and args.split != "vertical":
+        raise CLIError("--align applies to joint vertical jobs (--split vertical)")
+    if (args.catalog or args.n_items) and args.split == "vertical":
+        raise CLIError("--catalog/--n-items number a horizontal job's items; a vertical job's items are its schema")
+    if args.catalog and args.n_items:
+        raise CLIError("give either --catalog or --n-items, not both")
+    if args.data != "transactions" and not args.parties:
+        raise CLIError("--data names a [data] key of the parties' configs: use it with --parties")
+    if dp and args.parties and not (args.catalog or args.n_items):
+        raise CLIError(
+            "--epsilon needs the items named publicly: --catalog FILE or --n-items N (the secure union of "
+            "locally frequent items is not differentially private)"
+        )
+
+
+def _cmd(args) -> int:
+    dp = _dp_args(args)
+    if args.candidates is None:
+        args.candidates = "all" if dp else "union"
+    ms = _check_support(args.min_support, "--min-support")
+    mc = _check_support(args.min_confidence, "--min-confidence", allow_zero=True) if args.min_confidence else None
+    _check_flags(args, dp)
     shape = None
     if args.rtt_ms is not None or args.mbit is not None:
-        if not args.local:
+        if args.local is None:
             raise CLIError("--rtt-ms/--mbit emulate a WAN between local daemons: use them with --local")
         if (args.rtt_ms or 0) < 0 or (args.mbit is not None and args.mbit <= 0):
             raise CLIError("--rtt-ms must be >= 0 and --mbit > 0")
@@ -196,43 +272,26 @@ def _cmd(args) -> int:
     if args.parties:
         if not args.split:
             raise CLIError("--split horizontal|vertical is required with --parties")
-        if args.file:
-            raise CLIError("with --parties each party reads its own data; give no FILE")
+        if args.files or args.duckdb or args.postgresql:
+            raise CLIError("with --parties each party reads its own data ([data] in its party.toml); give no FILE")
         from parties.analyst.api import AnalystConfig, AnalystError, mine
 
         try:
             cfg = AnalystConfig.load(args.parties)
         except AnalystError as e:
             raise CLIError(str(e)) from None
-        if args.split == "horizontal" and args.n_items is None:
-            raise CLIError("--n-items (the agreed item universe 0..N-1) is required for a horizontal job")
         res = mine(_job_params(args, ms, mc, dp), cfg)
     else:
-        if not args.file:
-            raise CLIError("give a transactions FILE (.dat or .npz), or --parties ANALYST.toml")
-        if not Path(args.file).is_file():
-            raise CLIError(f"cannot read {args.file}: no such file")
-        if args.local:
-            if args.local < 2:
-                raise CLIError("--local needs at least 2 parties")
-            if not args.split:
-                raise CLIError("--split horizontal|vertical is required with --local")
-            params = _job_params(args, ms, mc, dp)
-            from parties.analyst.api import AnalystError, mine_local
-
-            try:
-                res = mine_local(args.file, params, args.local, progress=not args.json, link_shape=shape)
-            except AnalystError as e:
-                raise CLIError(str(e)) from None
-        else:
-            from parties.analyst.api import mine_centralized
-            from parties.joint.partition import load_transactions
-
-            try:
-                db = load_transactions(args.file)
-            except ValueError as e:
-                raise CLIError(str(e)) from None
-            res = mine_centralized(db, ms, mc)
+        if not (args.files or args.duckdb or args.postgresql):
+            raise CLIError(
+                "give the data: a FILE (.dat, .npz, .csv, .parquet), --duckdb DB or --postgresql URL with --query; "
+                "or --parties ANALYST.toml"
+            )
+        for f in args.files or []:
+            if not any(c in f for c in "*?[") and not Path(f).is_file():
+                raise CLIError(f"cannot read {f}: no such file")
+        sources = _sources(args)
+        res = _run_local(args, sources, ms, mc, dp, shape) if args.local is not None else _centralized(sources, ms, mc)
     text = json.dumps(res) if args.json else format_human(res)
     if args.output:
         from anonymize.publish.io import atomic_write_text
@@ -240,6 +299,44 @@ def _cmd(args) -> int:
         atomic_write_text(args.output, json.dumps(res))
     print(text)
     return 0
+
+
+def _centralized(sources: list, ms: str, mc: str | None) -> dict:
+    if len(sources) != 1:
+        raise CLIError("one data source to mine locally (several FILEs go with --local, one per party)")
+    from parties.analyst.api import mine_centralized
+    from parties.sources import SourceError, load_source
+
+    try:
+        kt = load_source(sources[0], progress=lambda line: print(line, file=sys.stderr, flush=True))
+    except SourceError as e:
+        raise CLIError(e.full()) from None
+    return mine_centralized(kt.db, ms, mc, names=kt.names)
+
+
+def _run_local(args, sources: list, ms: str, mc: str | None, dp, shape) -> dict:
+    if not args.split:
+        raise CLIError("--split horizontal|vertical is required with --local")
+    params = _job_params(args, ms, mc, dp)
+    from parties.analyst.api import AnalystError, mine_local, mine_local_sources
+
+    try:
+        if len(sources) == 1:
+            src = sources[0]
+            if src.kind != "legacy":
+                raise CLIError(
+                    "--local with one keyed table: give one table per party (e.g. bank.csv insurer.csv); "
+                    "a single FIMI .dat or CSR .npz file is split among --local N parties"
+                )
+            n = args.local or 0
+            if n < 2:
+                raise CLIError("--local N needs N >= 2 to split one file among N parties")
+            return mine_local(src.location, params, n, progress=not args.json, link_shape=shape)
+        if args.local not in (0, len(sources)):
+            raise CLIError(f"--local {args.local} but {len(sources)} data sources: give one source per party")
+        return mine_local_sources(sources, params, progress=not args.json, link_shape=shape)
+    except AnalystError as e:
+        raise CLIError(str(e)) from None
 
 
 def register(sub) -> None:
@@ -251,7 +348,38 @@ def register(sub) -> None:
         "horizontal or vertical split of the file jointly; --parties runs the joint "
         "job on real daemons.",
     )
-    p.add_argument("file", nargs="?", help="transactions: FIMI .dat (or CSR .npz)")
+    p.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="the data: FIMI .dat, CSR .npz, or CSV/Parquet with --transaction/--item (one row per key and "
+        "item); with --local, one FILE per party (or one .dat/.npz split among --local N parties)",
+    )
+    p.add_argument("--transaction", metavar="COL", help="keyed tables: the key column (basket id, customer id)")
+    p.add_argument("--item", metavar="COL", help="keyed tables: the item column (text or integers)")
+    p.add_argument("--duckdb", metavar="DB", help="read from this DuckDB database file with --query")
+    p.add_argument("--postgresql", metavar="URL", help="read from PostgreSQL (postgresql://user@host/db) with --query")
+    p.add_argument("--password-file", metavar="FILE", help="with --postgresql: a file holding the password (mode 600)")
+    p.add_argument("--query", metavar="SQL", help="with --duckdb/--postgresql: the rows (key and item columns)")
+    p.add_argument(
+        "--data",
+        default="transactions",
+        metavar="KEY",
+        help="with --parties: the [data] key each party reads (a path or a [data.KEY] table; default transactions)",
+    )
+    p.add_argument(
+        "--align",
+        choices=["private-id", "psi"],
+        help="keyed vertical jobs: 'private-id' (default: rows are the union of the parties' records; no party "
+        "learns which of its records the others hold; reveals the union and intersection sizes) or 'psi' "
+        "(a private set intersection that reveals the common keys to the parties)",
+    )
+    p.add_argument(
+        "--catalog",
+        metavar="FILE",
+        help="horizontal jobs: a public list of item names (one per line) the parties count; default: the "
+        "names locally frequent at some party, agreed by secure union",
+    )
     p.add_argument(
         "--min-support",
         default="0.1",
@@ -259,14 +387,23 @@ def register(sub) -> None:
         "frequent iff count >= ceil(min_support * N), computed exactly",
     )
     p.add_argument("--min-confidence", help="also derive rules with at least this confidence")
-    p.add_argument("--local", type=int, metavar="N", help="start N local party daemons and mine jointly")
+    p.add_argument(
+        "--local",
+        type=int,
+        nargs="?",
+        const=0,
+        metavar="N",
+        help="start local party daemons and mine jointly: one per FILE, or N sharing one .dat/.npz file",
+    )
     p.add_argument("--split", choices=["horizontal", "vertical"], help="how the data is partitioned")
     p.add_argument(
         "--parties",
         metavar="ANALYST.toml",
         help="analyst config: [analyst] cert/key/ca and [parties.NAME] address, in protocol order",
     )
-    p.add_argument("--n-items", type=int, help="horizontal jobs on --parties: the item universe 0..N-1")
+    p.add_argument(
+        "--n-items", type=int, help="horizontal jobs: an agreed integer item universe 0..N-1 (instead of names)"
+    )
     p.add_argument("--max-len", type=int, help="longest itemset to look for")
     p.add_argument(
         "--private-counts",

@@ -140,12 +140,17 @@ def _secure_sum_key(params: Mapping[str, Any]) -> str | None:
     return k if isinstance(k, str) else None
 
 
+def _mining_key(params: Mapping[str, Any]) -> str | None:
+    k = params.get("data", "transactions")
+    return k if isinstance(k, str) else None
+
+
 #: How a job's params name the ``[data]`` key it reads (``None``: it will fail before reading anything).
 #: A job not listed here is audited with one state for all its sessions (:data:`ALL_DATA`).
 DATA_KEY_OF: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
     "secure_sum": _secure_sum_key,
-    "mine.horizontal": lambda params: "transactions",
-    "mine.vertical": lambda params: "transactions",
+    "mine.horizontal": lambda params: _mining_key(params),
+    "mine.vertical": lambda params: _mining_key(params),
 }
 
 

@@ -19,6 +19,8 @@ def canonical_data_keys(data: Mapping[str, Any]) -> dict[str, str]:
     for k, v in data.items():
         if isinstance(v, (str, os.PathLike)):
             by_file.setdefault(os.path.realpath(v), []).append(k)
+        elif callable(getattr(v, "identity", None)):  # a [data.KEY] table (parties.sources.spec.TableSource)
+            by_file.setdefault(v.identity(), []).append(k)
         else:
             out[k] = k
     for keys in by_file.values():

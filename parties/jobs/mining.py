@@ -16,18 +16,26 @@ at admission (:mod:`parties.guards.dp_budget`); ``mine.vertical`` refuses ``epsi
 
 from __future__ import annotations
 
+import asyncio
 import os
 import resource
 import sys
 import time
 
+import numpy as np
+
+from anonymize.itemsets import TransactionDB
+from mpc.channel import agree
 from parties.jobs.registry import DPJobSpec, JobContext, JobError, job, refuse_dp_job, register_dp_job
 from parties.joint import JointResult, check_all, mine_horizontal, mine_vertical
+from parties.joint.common import support_ratio
 from parties.joint.dp_mining import check_dp_params, mine_horizontal_dp
 from parties.joint.dp_sum import check_colluders
+from parties.joint.keyed import ALIGN_MODES, align_private_id, align_psi
 from parties.joint.memory import estimate_file_bytes, estimate_job_bytes, level_bytes
-from parties.joint.partition import load_transactions
+from parties.joint.named import agree_universe, renumber, vertical_schema
 from parties.runtime.shaping import WaitCounter
+from parties.sources import KeyedTransactions, SourceError, load_source
 
 __all__ = ["result_json"]
 
@@ -85,19 +93,28 @@ def peak_rss_bytes() -> int:
     return int(peak) if sys.platform == "darwin" else int(peak) * 1024  # bytes on macOS, KiB on Linux
 
 
-def result_json(res: JointResult, with_result: bool) -> dict:
-    """The JSON of a mining result: itemsets ``{items, count}`` and rules, plus ``protocol``."""
+def _named(items, names: list | None) -> list:
+    return [int(i) for i in items] if names is None else [names[int(i)] for i in items]
+
+
+def result_json(res: JointResult, with_result: bool, names: list | None = None) -> dict:
+    """The JSON of a mining result: itemsets ``{items, count}`` and rules, plus ``protocol``.
+
+    ``names[i]`` names item id ``i`` (text or integers); without it the ids are the names.
+    """
     out: dict = {"transactions": res.frequent.n_transactions, "protocol": res.protocol()}
     if res.dp is not None:
         out["dp"] = res.dp
     if with_result:
-        out["itemsets"] = [{"items": list(items), "count": int(c) if c >= 0 else None} for items, c in res.frequent]
+        out["itemsets"] = [
+            {"items": _named(items, names), "count": int(c) if c >= 0 else None} for items, c in res.frequent
+        ]
         out["rules"] = []
         if res.rules is not None:
             out["rules"] = [
                 {
-                    "antecedent": list(r.antecedent),
-                    "consequent": list(r.consequent),
+                    "antecedent": _named(r.antecedent, names),
+                    "consequent": _named(r.consequent, names),
                     "support": None if r.count is None else int(r.count),
                     "confidence": None if r.confidence is None else float(r.confidence),
                 }
@@ -106,40 +123,103 @@ def result_json(res: JointResult, with_result: bool) -> dict:
     return out
 
 
-def _common(ctx: JobContext):
+def _thresholds(ctx: JobContext):
     ms = ctx.params.get("min_support")
     if not isinstance(ms, (str, int, float)) or isinstance(ms, bool):
         raise JobError("parameter 'min_support' must be a decimal string or number")
-    mc = ctx.params.get("min_confidence")
-    max_len = ctx.params.get("max_len")
-    path = ctx.data_path("transactions")
-    limit = _memory_limit(ctx)
-    if estimate_file_bytes(path, os.path.getsize(path)) > limit:
-        raise JobError(
-            f"party {ctx.name!r}: loading its transactions would need about "
-            f"{estimate_file_bytes(path, os.path.getsize(path)) / 2**20:,.0f} MiB, over its [limits] "
-            f"max_job_memory_bytes ({limit / 2**20:,.0f} MiB)"
-        )
-    try:
-        db = load_transactions(path)
-    except ValueError as e:
-        raise JobError(f"party {ctx.name!r} cannot read its transactions file") from e
     report_to = ctx.params.get("report_to", ctx.parties[0])
-    return ms, mc, max_len, db, report_to == ctx.name
+    return ms, ctx.params.get("min_confidence"), ctx.params.get("max_len"), report_to == ctx.name
+
+
+async def _load(ctx: JobContext) -> KeyedTransactions:
+    """This party's ``[data] <params.data>`` (default ``transactions``), read off the event loop.
+
+    Any problem (a missing column, NULL keys, a failing query, an unreachable database, a wrong
+    password file, over the memory limit) is one line naming the party and the data key, raised on
+    every party of the session (so the session ends everywhere, with the same message).
+    """
+    key = ctx.param("data", str, "transactions")
+    limit = _memory_limit(ctx)
+    problem, kt = None, None
+    try:
+        src = ctx.data_source(key)
+        if src.kind == "legacy":
+            size = os.path.getsize(src.location) if os.path.exists(src.location) else 0
+            need = estimate_file_bytes(src.location, size)
+            if need > limit:
+                raise JobError(
+                    f"loading data {key!r} would need about {need / 2**20:,.0f} MiB, over its [limits] "
+                    f"max_job_memory_bytes ({limit / 2**20:,.0f} MiB)"
+                )
+        kt = await asyncio.to_thread(load_source, src, memory_limit=limit // 2, progress=_progress(ctx))
+    except SourceError as e:  # str(e) is for the peers; the details stay in this party's log
+        ctx.log.warning("session %s cannot read data %r: %s", ctx.session, key, e.full())
+        problem = str(e)
+    except JobError as e:
+        problem = str(e).removeprefix(f"party {ctx.name!r}: ").removeprefix(f"party {ctx.name!r} ")
+    await check_all(ctx.ch, "data", problem)
+    assert kt is not None
+    return kt
 
 
 def _progress(ctx: JobContext):
     return lambda line: ctx.log.info("session %s %s", ctx.session, line)
 
 
+def _finish(ctx: JobContext, res: JointResult, report: bool, names: list | None, t0: float) -> dict:
+    out = result_json(res, report, names)
+    out["seconds"] = time.perf_counter() - t0
+    out["network"] = dict(WaitCounter.of(ctx.ch.state))
+    out["peak_rss_bytes"] = peak_rss_bytes()
+    return out
+
+
+async def _horizontal_universe(
+    ctx: JobContext, kt: KeyedTransactions, ms
+) -> tuple[TransactionDB, int, list | None, list[str]]:
+    """The horizontal job's item numbering: ``(db over 0..n-1, n, names or None, revealed)`` (parties.joint.named)."""
+    n_items = ctx.params.get("n_items")
+    catalog = ctx.params.get("catalog")
+    if n_items is not None and catalog is not None:
+        raise JobError("give either n_items or catalog, not both")
+    if n_items is not None:
+        n_items = ctx.param("n_items", int, min=1)
+        if kt.names is None:  # integer ids over the agreed universe 0..n_items-1 (checked by the protocol)
+            return kt.db, n_items, None, []
+        if kt.item_kind != "int":
+            raise JobError(f"party {ctx.name!r}: n_items numbers integer items; its items are text (omit n_items)")
+        db, _ = renumber(kt.db, kt.item_names(), list(range(n_items)))
+        return db, n_items, None, []
+    if catalog is not None:
+        if (
+            not isinstance(catalog, list)
+            or not catalog
+            or not all(isinstance(x, (int, str)) and not isinstance(x, bool) for x in catalog)
+        ):
+            raise JobError("parameter 'catalog' must be a non-empty list of item names (text or integers)")
+    if "epsilon" in ctx.params and catalog is None:
+        raise JobError(
+            "with epsilon, name the items publicly (a catalog, or n_items): the secure union of locally "
+            "frequent items is not differentially private"
+        )
+    try:
+        db, universe, revealed = await agree_universe(
+            ctx.ch, kt.db, kt.item_names(), kt.item_kind, min_support=support_ratio(ms), catalog=catalog
+        )
+    except ValueError as e:
+        raise JobError(str(e)) from None
+    return db, len(universe), universe, revealed
+
+
 @job("mine.horizontal")
 async def mine_horizontal_job(ctx: JobContext) -> dict:
-    """Kantarcioglu–Clifton mining of horizontally partitioned data; params min_support, n_items, ..."""
-    ms, mc, max_len, db, report = _common(ctx)
-    n_items = ctx.param("n_items", int, min=1)
+    """Kantarcioglu–Clifton mining of horizontally partitioned data; params min_support, data, n_items|catalog, ..."""
+    ms, mc, max_len, report = _thresholds(ctx)
+    kt = await _load(ctx)
+    db, n_items, names, agreed = await _horizontal_universe(ctx, kt, ms)
     await _check_memory(ctx, estimate_job_bytes(db, "horizontal", n_items=n_items))
     if "epsilon" in ctx.params:
-        return await _mine_horizontal_dp_job(ctx, ms, mc, max_len, db, report, n_items)
+        return await _mine_horizontal_dp_job(ctx, ms, mc, max_len, db, report, n_items, names)
     t0 = time.perf_counter()
     try:
         res = await mine_horizontal(
@@ -156,20 +236,52 @@ async def mine_horizontal_job(ctx: JobContext) -> dict:
         )
     except ValueError as e:  # bad thresholds: same message on every party, nothing private
         raise JobError(str(e)) from None
-    out = result_json(res, report)
-    out["seconds"] = time.perf_counter() - t0
-    out["network"] = dict(WaitCounter.of(ctx.ch.state))
-    out["peak_rss_bytes"] = peak_rss_bytes()
-    return out
+    res.revealed = agreed + res.revealed
+    return _finish(ctx, res, report, names, t0)
+
+
+async def _vertical_layout(ctx: JobContext, kt: KeyedTransactions):
+    """Keyed data: the public schema and the private alignment; ``(db, names, required, n_counted, revealed)``."""
+    align = ctx.param("align", str, None) if ctx.params.get("align") is not None else None
+    if align is not None and align not in ALIGN_MODES:
+        raise JobError(f"parameter 'align' must be one of {', '.join(ALIGN_MODES)}, got {align!r}")
+    keyed = kt.keyed
+    if keyed and align is None:
+        align = "private-id"
+    await check_all(
+        ctx.ch,
+        "v/keyed",
+        None
+        if keyed or align is None
+        else f"holds data without keys (a FIMI/CSR file), which --align {align} cannot align; use a keyed table",
+    )
+    await agree(ctx.ch, "v/keyed", keyed=keyed, align=align)
+    if kt.key_digests is None:
+        return kt.db, None, None, None, []
+    offsets, names = await vertical_schema(ctx.ch, kt.item_names(), kt.item_kind)
+    me = ctx.parties.index(ctx.name)
+    m = len(kt.item_names())
+    own = offsets[me] + np.arange(m, dtype=np.int64)
+    if align == "private-id":
+        presence = len(names) + me
+        db, n_counted, revealed = await align_private_id(
+            ctx.ch, kt.db, kt.key_digests, offset=offsets[me], presence=presence, universe=np.append(own, presence)
+        )
+        required = len(names) + np.arange(len(ctx.parties), dtype=np.int64)
+        return db, names, required, n_counted, revealed
+    db, n_counted, revealed = await align_psi(ctx.ch, kt.db, kt.key_digests, offset=offsets[me], universe=own)
+    return db, names, None, n_counted, revealed
 
 
 @job("mine.vertical", sum_style=False)
 async def mine_vertical_job(ctx: JobContext) -> dict:
-    """Vaidya–Clifton mining of vertically partitioned data; params min_support, counting, ..."""
-    ms, mc, max_len, db, report = _common(ctx)
+    """Vaidya–Clifton mining of vertically partitioned data; params min_support, data, align, counting, ..."""
+    ms, mc, max_len, report = _thresholds(ctx)
     counting = ctx.param("counting", str, "auto")
-    await _check_memory(ctx, estimate_job_bytes(db, "vertical"))
+    kt = await _load(ctx)
     t0 = time.perf_counter()
+    db, names, required, n_counted, revealed = await _vertical_layout(ctx, kt)
+    await _check_memory(ctx, estimate_job_bytes(db, "vertical"))
     try:
         res = await mine_vertical(
             ctx.ch,
@@ -180,17 +292,20 @@ async def mine_vertical_job(ctx: JobContext) -> dict:
             counting=counting,
             progress=_progress(ctx),
             level_guard=_level_guard(ctx, db, "vertical"),
+            required=required,
+            n_counted=n_counted,
         )
     except ValueError as e:
         raise JobError(str(e)) from None
-    out = result_json(res, report)
-    out["seconds"] = time.perf_counter() - t0
-    out["network"] = dict(WaitCounter.of(ctx.ch.state))
-    out["peak_rss_bytes"] = peak_rss_bytes()
-    return out
+    res.revealed = revealed + res.revealed
+    if required is not None:
+        res.phases = {"alignment": time.perf_counter() - t0 - sum(res.phases.values()), **res.phases}
+    return _finish(ctx, res, report, names, t0)
 
 
-async def _mine_horizontal_dp_job(ctx: JobContext, ms, mc, max_len, db, report: bool, n_items: int) -> dict:
+async def _mine_horizontal_dp_job(
+    ctx: JobContext, ms, mc, max_len, db, report: bool, n_items: int, names: list | None
+) -> dict:
     """``mine.horizontal`` with ``epsilon``: ε-DP mining (:mod:`parties.joint.dp_mining`), budget charged at admission."""
     from anonymize.dp import as_epsilon
 
@@ -215,7 +330,7 @@ async def _mine_horizontal_dp_job(ctx: JobContext, ms, mc, max_len, db, report: 
         )
     except ValueError as e:
         raise JobError(str(e)) from None
-    out = result_json(res, report)
+    out = result_json(res, report, names)
     out["seconds"] = time.perf_counter() - t0
     out["network"] = dict(WaitCounter.of(ctx.ch.state))
     return out
@@ -231,7 +346,9 @@ def _check_dp_mining(params, n_parties: int, cfg) -> None:
         raise ValueError("rules need the noisy counts: with epsilon, min_confidence cannot go with private counts")
 
 
-register_dp_job(DPJobSpec("mine.horizontal", keys=lambda p: ["transactions"], check=_check_dp_mining))
+register_dp_job(
+    DPJobSpec("mine.horizontal", keys=lambda p: [str(p.get("data", "transactions"))], check=_check_dp_mining)
+)
 refuse_dp_job(
     "mine.vertical",
     "no party sees a whole transaction, so what one transaction adds to a level's counts cannot be bounded "

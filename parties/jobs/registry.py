@@ -128,6 +128,21 @@ class JobContext:
             raise JobError(f"party {self.name!r}: data file for {key!r} does not exist")
         return p
 
+    def data_source(self, key: str) -> Any:
+        """The ``[data] <key>`` of this party as a :class:`parties.sources.TableSource` (clear JobError if missing)."""
+        from parties.sources import SourceError, parse_source
+
+        data = getattr(self.config, "data", None) or {}
+        v = data.get(key)
+        if v is None:
+            raise JobError(f"party {self.name!r} has no [data] {key} in its config")
+        if isinstance(v, str):
+            try:
+                return parse_source(key, v, Path(v).parent)
+            except SourceError as e:
+                raise JobError(f"party {self.name!r}: {e}") from None
+        return v
+
     def param(self, key: str, kind: type | tuple[type, ...], default: Any = ..., *, min: float | None = None) -> Any:
         """A checked parameter: ``kind`` (e.g. ``int``), optional default and lower bound."""
         if key not in self.params:

@@ -144,12 +144,20 @@ async def mine_vertical(
     counting: str = "auto",
     progress: ProgressFn | None = None,
     level_guard: LevelGuard | None = None,
+    required: np.ndarray | None = None,
+    n_counted: int | None = None,
 ) -> JointResult:
     """Vaidya–Clifton joint mining of vertically partitioned data (see module docstring).
 
     ``db`` holds this party's items (ids disjoint from every other party's) for
     all N transactions, in the agreed transaction order. Any number of parties.
     ``counting``: ``"auto"`` (default), ``"product"`` or ``"encrypted"`` (two-owner candidates).
+
+    ``required`` (public item ids, one per party, e.g. the presence columns of a keyed
+    alignment, :mod:`parties.joint.keyed`) are appended to every candidate when it is counted
+    and never mined themselves: supports count the rows where all of them are set, and every
+    candidate becomes a product over the owners of the required items. ``n_counted`` is then
+    the number of such rows (the support's denominator and the output's N).
     """
     if counting not in COUNTING:
         raise ValueError(f"counting must be one of {', '.join(COUNTING)} (got {counting!r})")
@@ -160,11 +168,15 @@ async def mine_vertical(
     b0 = ch.bytes_sent
     t = time.perf_counter()
     N = db.n_transactions
+    req = np.zeros(0, np.int64) if required is None else np.unique(np.asarray(required, np.int64))
+    n_out = N if n_counted is None else int(n_counted)
     await agree(
         ch,
         "v/params",
         min_support=str(s),
         transactions=int(N),
+        counted=n_out,
+        required=req.tolist(),
         min_confidence=None if min_confidence is None else str(min_confidence),
         max_len=max_len,
         counting=counting,
@@ -185,17 +197,20 @@ async def mine_vertical(
     owner_of = np.full(int(universe.max()) + 1 if universe.size else 0, -1, dtype=np.int64)
     for pi, p in enumerate(ch.parties):
         owner_of[owned[p]] = pi
-    min_count = min_count_for(s, N)
+    if req.size and (req.max() >= owner_of.size or (owner_of[req] < 0).any()):
+        raise ProtocolError("a required item is held by no party")
+    min_count = min_count_for(s, n_out)
     res.rounds += 3
     t = clk.add("setup", t)
     levels: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     paths_used: set[str] = set()
-    cand = universe.reshape(-1, 1)
+    cand = np.setdiff1d(universe, req).reshape(-1, 1)
     k = 1
-    while cand.shape[0] and N > 0 and (max_len is None or k <= max_len):
+    while cand.shape[0] and n_out > 0 and (max_len is None or k <= max_len):
         if level_guard is not None:
             level_guard(k, int(cand.shape[0]))  # raises (ValueError) before a level too large to count
-        F, glob, info = await _count_level(ch, db, cand, owner_of[cand], N, min_count, counting, k, clk)
+        counted = np.hstack([cand, np.broadcast_to(req, (cand.shape[0], req.size))]) if req.size else cand
+        F, glob, info = await _count_level(ch, db, counted, owner_of[counted], N, min_count, counting, k, clk)
         paths_used.update(info["paths"])
         res.rounds += info["rounds"]
         res.levels.append({"k": k, "candidates": int(cand.shape[0]), **info["sizes"], "frequent": int(F.size)})
@@ -212,7 +227,7 @@ async def mine_vertical(
         cand = apriori_gen(cand[F])
         k += 1
         t = clk.add("candidates", t)
-    res.frequent = FrequentItemsets(levels, N, min_count)
+    res.frequent = FrequentItemsets(levels, n_out, min_count)
     if min_confidence is not None:
         res.rules = association_rules(res.frequent, min_confidence)
     clk.add("rules", t)
@@ -222,7 +237,10 @@ async def mine_vertical(
         "(the universe array of a CSR .npz share), or for a FIMI .dat file every item id occurring in it at least "
         "once — so the others learn that those items occur in its data, frequent or not",
         "all parties, per level: which single-owner candidates are frequent and their counts, announced by the "
-        "owner (part of the output; the counts of its infrequent ones stay with it)",
+        "owner (part of the output; the counts of its infrequent ones stay with it)"
+        if not req.size
+        else "no single-owner candidate: the required (presence) items of every party are part of every "
+        f"candidate, so all are counted by secure products over the {len(ch.parties)} parties",
         f"all parties, per level: which multi-owner candidates are frequent ({threshold_leakage(ch.parties)}, "
         "on shared counts)",
         "all parties: the global counts of the frequent itemsets (the output; secure sum)",

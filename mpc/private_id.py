@@ -1,0 +1,210 @@
+"""Private-ID among N ≥ 2 parties: pseudonymous ids over the union of keyed records, no membership.
+
+Model and assumptions
+---------------------
+Semi-honest parties that do not collude; authenticated pairwise channels.
+``ch.parties`` is the ring; its first party is the *merger*. Security rests on
+DDH in the prime-order subgroup of Curve25519 with keys hashed into it by
+RFC 9380's random-oracle suite (:func:`mpc.commutative.hash_items`), and the
+clamped X25519 scalars of :class:`mpc.commutative.DHHash` (commutative keyed
+hashing, no inverse needed). Every received point is checked to lie in that
+group: on Curve25519, not its twist, canonically encoded
+(:func:`mpc.commutative.check_curve_points`; the clamped keys clear any
+small-order component, so that is enough for values a key is applied to).
+
+What it computes
+----------------
+P. Buddhavarapu, A. Knox, P. Mohassel, S. Sengupta, E. Taubeneck,
+V. Vlaskin, "Private Matching for Compute", Cryptology ePrint Archive
+2020/599: every party learns a pseudonymous identifier for each of its own
+records and the list of identifiers of the *union* of all parties' records —
+so the parties can lay their columns over one common row space — but not
+which of its records the others hold. Identifiers are
+``id(x) = H(x)^(k₀…k_{N−1}·s₀…s_{N−1})`` (two keys per party: ``k`` for
+matching, ``s`` for identifiers), 32 bytes.
+
+Construction (the two-key structure of Private-ID; the N-party ring of
+J. Vaidya, C. Clifton, "Secure set intersection cardinality with
+application to association rule mining", J. Computer Security 13(4), 2005):
+
+1. *Matching form, shuffled.* Each party hashes its keys into the group,
+   applies ``k`` and sends them, permuted, around the ring; every party applies
+   its ``k`` and permutes again (:func:`mpc.ring.ring_pass`). Each set ends
+   fully keyed, ``H(x)^K``, and permuted by every party; all go to the merger.
+2. *Own identifiers, in a private order.* Each party ``j`` sends its
+   ``H(x)^(k_j)`` values in a private random order ``π_j`` around the ring;
+   every other party applies its ``k`` and its ``s`` and passes them on *in
+   order*; back at ``j``, it applies ``s_j`` and undoes ``π_j``: the
+   identifiers of its records, in its own order. ``j`` applies the last key, so
+   no other party ever holds ``j``'s identifiers.
+3. *Union.* The merger de-duplicates the matching forms, counts the records
+   held by every party, applies ``s₀`` and permutes; the batch goes once around
+   the ring, every party applying its ``s`` and permuting; the last party sorts
+   the identifiers and sends the union to everyone, with the size of the full
+   intersection.
+
+Work per party (n records each, union U): n hashes into the group, N·n + 2(N−1)·n + |U|
+X25519 operations and the subgroup check of every received point.
+
+What each party learns (beyond its own input)
+---------------------------------------------
+* Everyone: every party's number of records, the union's size |U| and the number of
+  records all parties hold, |∩|; the union's identifiers (pseudonyms: random-looking
+  32-byte strings), and the identifiers of its own records.
+* The merger: how many records each group of parties has in common (|∩_T| for every
+  subset T), as in Vaidya–Clifton's intersection cardinality — not which.
+* Never: which of a party's own records another party holds (its identifiers are all
+  in the union, which carries no party labels), nor any other party's keys. With two
+  parties, the sizes give each party the other's number of records and |∩|, nothing more.
+* The identifier forms a party handles before its own last key could only be compared
+  with values that carry the same keys; step 2 keeps every set in its owner's private
+  random order and the union is permuted at every hop, so no comparison links a row to a
+  record (module tests inspect each party's view).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from dataclasses import dataclass
+
+import numpy as np
+
+from .channel import Channel, agree, recv_array, scoped, send_array
+from .commutative import (
+    HASH_TO_GROUP,
+    ROW_BYTES,
+    DHHash,
+    check_curve_points,
+    check_rows,
+    hash_items,
+    run_rows,
+    shuffle_rows,
+    unique_rows,
+)
+from .errors import ProtocolError
+from .ring import ring_pass
+
+__all__ = ["PrivateIdResult", "private_id", "PRIVATE_ID_LEAKAGE"]
+
+PRIVATE_ID_LEAKAGE = (
+    "Private-ID (Buddhavarapu et al. 2020, on the Vaidya–Clifton ring): every party learns each party's "
+    "number of records, the union's size and the number of records held by all parties, and pseudonymous "
+    "identifiers for its own records and for the union; the first party also learns how many records each "
+    "group of parties has in common; no party learns which of its records another party holds"
+)
+
+_DOMAIN = b"ppdm/private-id/v1/edwards25519_XMD:SHA-512_ELL2_RO_"
+
+
+@dataclass(frozen=True)
+class PrivateIdResult:
+    """One party's output: ``own[r]`` is the identifier of its ``r``-th record; ``union`` sorted."""
+
+    own: np.ndarray  # (n, 32) uint8, in the caller's record order
+    union: np.ndarray  # (|U|, 32) uint8, sorted bytewise, identical on every party
+    intersection: int  # records held by every party
+    sizes: dict[str, int]  # every party's number of records
+
+    def rows(self) -> np.ndarray:
+        """Row of each own record in the union (the common row space), as int64."""
+        u = np.ascontiguousarray(self.union).view(np.dtype((np.void, ROW_BYTES))).ravel()
+        o = np.ascontiguousarray(self.own).view(np.dtype((np.void, ROW_BYTES))).ravel()
+        pos = np.searchsorted(u, o)
+        if o.size and (u.size == 0 or (pos >= u.size).any() or not np.array_equal(u[np.minimum(pos, u.size - 1)], o)):
+            raise ProtocolError("an own identifier is missing from the union (a party deviated from the protocol)")
+        return pos.astype(np.int64)
+
+
+def _permutation(n: int) -> np.ndarray:
+    keys = np.frombuffer(secrets.token_bytes(8 * n), dtype="<u8") if n else np.zeros(0, "<u8")
+    return np.argsort(keys, kind="stable")
+
+
+async def private_id(ch: Channel, items: list[bytes], *, tag: str = "pid") -> PrivateIdResult:
+    """Private-ID over ``ch.parties`` (module docstring): identifiers for ``items`` and the union's.
+
+    ``items`` are this party's record keys as bytes, distinct (a repeated key raises
+    ``ValueError`` before anything is sent). Every party must call it with the same ``tag``.
+    """
+    if len(ch.parties) < 2:
+        raise ProtocolError("private_id needs at least 2 parties")
+    if len(set(items)) != len(items):
+        raise ValueError("private_id: record keys must be distinct")
+    sc = scoped(ch, tag)
+    parties, n_par = sc.parties, len(sc.parties)
+    me = parties.index(sc.me)
+    nxt, prv = parties[(me + 1) % n_par], parties[(me - 1) % n_par]
+    await agree(sc, "params", parties=n_par, hash=HASH_TO_GROUP, proto="private-id/v1")
+    k, s = DHHash(), DHHash()
+    hashed = await run_rows(lambda chunk: k.apply(hash_items(chunk, _DOMAIN)), items)  # H(x)^k, record order
+    n = len(items)
+    pi = _permutation(n)
+
+    async def matching() -> tuple[int, np.ndarray]:
+        return await ring_pass(sc, shuffle_rows(hashed), k.apply_received_clamped, "match")
+
+    async def own_ids() -> np.ndarray:
+        """Step 2: my set around the ring in order π; the others' sets through me, in their order."""
+        await send_array(sc, nxt, f"own/{me}/0", hashed[pi])
+        for r in range(1, n_par):
+            j = (me - r) % n_par  # the set that reaches me in this round
+            got = check_rows(await recv_array(sc, prv, f"own/{j}/{r - 1}"), "identifier batch")
+            out = await run_rows(lambda c: s.apply(k.apply_received_clamped(c)), got)
+            await send_array(sc, nxt, f"own/{j}/{r}", out)
+        back = check_rows(await recv_array(sc, prv, f"own/{me}/{n_par - 1}"), "identifier batch")
+        if len(back) != n:
+            raise ProtocolError(f"{prv} returned {len(back)} identifiers for {n} records")
+        ids = await run_rows(s.apply_received_clamped, back)
+        own = np.empty_like(ids)
+        own[pi] = ids
+        return own
+
+    (j_held, full), own = await asyncio.gather(matching(), own_ids())
+    # step 3: the merger de-duplicates, counts the common records, and starts the union pass
+    merger = parties[0]
+    if sc.me != merger:
+        await send_array(sc, merger, f"full/{j_held}", full)
+        sizes = None
+    else:
+        sets = {j_held: full}
+        for j in range(n_par):
+            if j != j_held:
+                sets[j] = check_rows(await recv_array(sc, parties[(j - 1) % n_par], f"full/{j}"), "matching set")
+                check_curve_points(sets[j])
+        stacked = np.concatenate([unique_rows(sets[j]) for j in range(n_par)])
+        uniq, counts = np.unique(stacked.view(np.dtype((np.void, ROW_BYTES))).ravel(), return_counts=True)
+        common = int(np.count_nonzero(counts == n_par))
+        sizes = np.array([len(sets[j]) for j in range(n_par)] + [common], np.int64)
+        union = uniq.view(np.uint8).reshape(-1, ROW_BYTES)
+        await send_array(sc, nxt, "union/0", shuffle_rows(await run_rows(s.apply, union)))
+    if me != 0:
+        got = check_rows(await recv_array(sc, prv, f"union/{me - 1}"), "union batch")
+        cur = shuffle_rows(await run_rows(s.apply_received_clamped, got))
+        if me < n_par - 1:
+            await send_array(sc, nxt, f"union/{me}", cur)
+    if me == n_par - 1:
+        final = unique_rows(cur)
+        if len(final) != len(cur):
+            raise ProtocolError("the union batch holds repeated identifiers (a party deviated from the protocol)")
+        if sizes is None:
+            sizes = (await recv_array(sc, merger, "sizes")).astype(np.int64)
+        for p in parties[:-1]:
+            await send_array(sc, p, "union/final", final)
+            if p != merger:
+                await send_array(sc, p, "sizes", sizes)
+    else:
+        if sizes is not None:  # the merger
+            await send_array(sc, parties[-1], "sizes", sizes)
+        else:
+            sizes = await recv_array(sc, parties[-1], "sizes")
+        final = check_rows(await recv_array(sc, parties[-1], "union/final"), "union")
+        check_curve_points(final)
+    assert sizes is not None
+    if sizes.shape != (n_par + 1,) or sizes.dtype != np.int64:
+        raise ProtocolError("malformed size announcement")
+    if int(sizes[me]) != n:
+        raise ProtocolError("the merger saw a different number of my records than I sent")
+    res = PrivateIdResult(own, final, int(sizes[-1]), {p: int(sizes[i]) for i, p in enumerate(parties)})
+    res.rows()  # every own identifier is in the union
+    return res

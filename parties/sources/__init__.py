@@ -1,0 +1,16 @@
+"""A party's tables where they live: files (CSV, Parquet, FIMI, CSR), DuckDB and PostgreSQL.
+
+* :mod:`parties.sources.spec` — what a ``[data.KEY]`` table of ``party.toml`` (or the flags of
+  local ``ppdm mine``) says: :class:`TableSource`, validated once, one line per mistake.
+* :mod:`parties.sources.reader` — the rows of a source as a stream of Arrow record batches
+  (DuckDB for files and SQL, the ADBC PostgreSQL driver for PostgreSQL).
+* :mod:`parties.sources.transactions` — one row per (transaction key, item) turned into a
+  :class:`~anonymize.itemsets.TransactionDB` with item names and key digests
+  (:class:`KeyedTransactions`), the encoding done inside DuckDB so memory does not grow with
+  the number of lines beyond the compact result.
+"""
+
+from parties.sources.spec import SourceError, TableSource, parse_source, source_from_flags
+from parties.sources.transactions import KeyedTransactions, load_source
+
+__all__ = ["KeyedTransactions", "SourceError", "TableSource", "load_source", "parse_source", "source_from_flags"]

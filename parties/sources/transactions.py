@@ -1,0 +1,198 @@
+"""A party's (key, item) rows as a transaction database with item names and key digests.
+
+The encoding runs inside an embedded DuckDB connection that spills to disk beyond its memory
+limit: distinct (key, item) pairs, a dense rank of the keys (the records, in key order) and of
+the items (in name order), then the item codes ordered by record, fetched as Arrow batches
+straight into preallocated numpy arrays. What this process keeps is the compact CSR of
+:class:`~anonymize.itemsets.TransactionDB` (4 bytes per distinct line), the item names and one
+32-byte digest per key (for private alignment) — never the lines themselves.
+
+Rules (stated in ``docs/data-sources.md``):
+
+* duplicate (key, item) rows count once;
+* a row whose item is NULL makes its key a record without items (it still counts in N);
+* a NULL key is an error;
+* integer item columns stay integers; any other item type is read as text;
+* keys are compared as text (``CAST(key AS VARCHAR)``), so 42 and "42" are the same customer.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from anonymize.itemsets import TransactionDB
+from parties.sources.reader import duckdb_connection, one_line, source_relation
+from parties.sources.spec import SourceError, TableSource
+
+__all__ = ["KeyedTransactions", "load_source", "item_kind_of"]
+
+_INT_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "HUGEINT"}
+BATCH_ROWS = 1 << 20
+
+
+@dataclass
+class KeyedTransactions:
+    """Transactions (records) with named items.
+
+    ``db`` holds item ids ``0..m-1``; ``names[c]`` is item ``c``'s name (``str`` or ``int``,
+    ascending), or None for a legacy FIMI/CSR file whose integer ids are their own names.
+    ``key_digests`` is an ``(N, 32)`` uint8 array, SHA-256 of each record's key as text, in
+    record order (None for legacy files, which have no keys). ``lines`` is the number of
+    distinct (key, item) rows read.
+    """
+
+    db: TransactionDB
+    names: list[Any] | None = None
+    key_digests: np.ndarray | None = None
+    item_kind: str = "int"  # "int" or "text"
+    lines: int = 0
+
+    @property
+    def keyed(self) -> bool:
+        return self.key_digests is not None
+
+    def item_names(self) -> list[Any]:
+        """The name of every item id of ``db`` (legacy files: the ids themselves)."""
+        return [int(x) for x in self.db.items] if self.names is None else list(self.names)
+
+
+def item_kind_of(duck_type: str) -> str:
+    """``"int"`` for DuckDB's integer types, else ``"text"``."""
+    return "int" if duck_type.upper() in _INT_TYPES else "text"
+
+
+def load_source(
+    src: TableSource,
+    *,
+    memory_limit: int | None = None,
+    progress: Callable[[str], None] | None = None,
+    who: str = "",
+) -> KeyedTransactions:
+    """Read ``src`` into :class:`KeyedTransactions` (see the module docstring for the rules).
+
+    ``memory_limit`` bounds DuckDB's memory (bytes; it spills to a private temporary directory
+    beyond it). ``progress`` gets a few public lines (rows read, seconds). ``who`` (a party name)
+    prefixes every error. Raises :class:`SourceError` (one line) on any problem.
+    """
+    prefix = f"party {who!r}, " if who else ""
+    if src.kind == "legacy":
+        from parties.joint.partition import load_transactions
+
+        try:
+            return KeyedTransactions(load_transactions(src.location))
+        except ValueError as e:
+            raise SourceError(f"{prefix}data {src.key!r}: cannot read its file", str(e)) from None
+    try:
+        return _load_keyed(src, memory_limit, progress)
+    except SourceError as e:
+        raise SourceError(f"{prefix}{e}", e.detail) from None
+
+
+def _load_keyed(src: TableSource, memory_limit: int | None, progress) -> KeyedTransactions:
+    import duckdb
+
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="ppdm-duckdb-") as tmp, duckdb_connection(memory_limit, tmp) as con:
+        try:
+            with source_relation(con, src) as rel:
+                kinds = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {rel})").fetchall())
+                item_kind = item_kind_of(str(kinds["i"]))
+                item_expr = "i" if item_kind == "int" else "CAST(i AS VARCHAR)"
+                # one scan of the source (a PostgreSQL stream can be read once): the distinct lines
+                con.execute(
+                    f"CREATE TEMP TABLE ppdm_lines AS SELECT DISTINCT CAST(k AS VARCHAR) AS k, {item_expr} AS i "
+                    f"FROM {rel}"
+                )
+        except duckdb.Error as e:
+            raise SourceError(
+                f"data {src.key!r}: reading its rows failed", f"{src.describe()}: {one_line(e)}"
+            ) from None
+        try:
+            return _encode(con, src, item_kind, progress, t0)
+        except duckdb.Error as e:
+            raise SourceError(
+                f"data {src.key!r}: encoding its rows failed", f"{src.describe()}: {one_line(e)}"
+            ) from None
+
+
+def _encode(con, src: TableSource, item_kind: str, progress, t0: float) -> KeyedTransactions:
+    nulls = _scalar(con, "SELECT count(*) FROM ppdm_lines WHERE k IS NULL")
+    if nulls:
+        raise SourceError(
+            f"data {src.key!r}: rows with a NULL key ({src.transaction!r}); every row needs one",
+            f"{nulls:,} distinct rows in {src.describe()}",
+        )
+    con.execute(
+        "CREATE TEMP TABLE ppdm_keys AS SELECT k, (row_number() OVER (ORDER BY k) - 1)::BIGINT AS t "
+        "FROM (SELECT DISTINCT k FROM ppdm_lines)"
+    )
+    con.execute(
+        "CREATE TEMP TABLE ppdm_items AS SELECT i, (row_number() OVER (ORDER BY i) - 1)::INTEGER AS c "
+        "FROM (SELECT DISTINCT i FROM ppdm_lines WHERE i IS NOT NULL)"
+    )
+    n = int(_scalar(con, "SELECT count(*) FROM ppdm_keys"))
+    m = int(_scalar(con, "SELECT count(*) FROM ppdm_items"))
+    nnz = int(_scalar(con, "SELECT count(*) FROM ppdm_lines WHERE i IS NOT NULL"))
+    if progress:
+        progress(
+            f"data {src.key}: {nnz:,} distinct lines, {n:,} records, {m:,} items ({time.perf_counter() - t0:.1f} s)"
+        )
+    names_tab = con.sql("SELECT i FROM ppdm_items ORDER BY c").to_arrow_table()
+    names = names_tab.column(0).to_pylist()
+    lengths = np.zeros(n, np.int64)
+    _fill(
+        con,
+        "SELECT t, count(i) AS c FROM ppdm_keys LEFT JOIN ppdm_lines USING (k) GROUP BY t",
+        lambda b: lengths.__setitem__(b.column(0).to_numpy(), b.column(1).to_numpy()),
+    )
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    indices = np.empty(nnz, np.int32)
+    at = [0]
+
+    def put(b) -> None:
+        col = b.column(0).to_numpy()
+        indices[at[0] : at[0] + col.size] = col
+        at[0] += col.size
+
+    _fill(
+        con,
+        "SELECT c FROM ppdm_lines JOIN ppdm_keys USING (k) JOIN ppdm_items USING (i) ORDER BY t, c",
+        put,
+    )
+    if at[0] != nnz:  # pragma: no cover - DuckDB returned fewer rows than it counted
+        raise SourceError(f"data {src.key!r}: read {at[0]} of {nnz} lines")
+    digests = np.empty((n, 32), np.uint8)
+    at[0] = 0
+
+    def put_digest(b) -> None:
+        col = b.column(0)
+        wide = str(col.type).startswith("large_")
+        raw = np.frombuffer(col.buffers()[2], np.uint8)  # 32-byte blobs, contiguous in the data buffer
+        offs = np.frombuffer(col.buffers()[1], np.int64 if wide else np.int32)[col.offset : col.offset + len(col) + 1]
+        blk = raw[offs[0] : offs[-1]].reshape(-1, 32)
+        digests[at[0] : at[0] + blk.shape[0]] = blk
+        at[0] += blk.shape[0]
+
+    _fill(con, "SELECT unhex(sha256(k)) FROM ppdm_keys ORDER BY t", put_digest)
+    db = TransactionDB(n, np.arange(m, dtype=np.int64), indptr, indices)
+    if progress:
+        progress(f"data {src.key}: encoded in {time.perf_counter() - t0:.1f} s")
+    return KeyedTransactions(db, names, digests, item_kind, nnz)
+
+
+def _scalar(con, sql: str) -> Any:
+    return con.execute(sql).fetchall()[0][0]
+
+
+def _fill(con, sql: str, sink: Callable[[Any], None]) -> None:
+    reader = con.sql(sql).to_arrow_reader(BATCH_ROWS)
+    for batch in reader:
+        if batch.num_rows:
+            sink(batch)
