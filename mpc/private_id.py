@@ -8,9 +8,10 @@ DDH in the prime-order subgroup of Curve25519 with keys hashed into it by
 RFC 9380's random-oracle suite (:func:`mpc.commutative.hash_items`), and the
 clamped X25519 scalars of :class:`mpc.commutative.DHHash` (commutative keyed
 hashing, no inverse needed). Every received point is checked to lie in that
-group: on Curve25519, not its twist, canonically encoded
-(:func:`mpc.commutative.check_curve_points`; the clamped keys clear any
-small-order component, so that is enough for values a key is applied to).
+group where it matters: canonically encoded wherever a key is applied (the
+clamped keys clear any small-order component and Curve25519 is twist-secure),
+and on Curve25519, not its twist, wherever values are compared (the merger's
+sets, the union; :func:`mpc.commutative.check_curve_points`).
 
 What it computes
 ----------------
@@ -167,6 +168,7 @@ async def private_id(ch: Channel, items: list[bytes], *, tag: str = "pid") -> Pr
         await send_array(sc, merger, f"full/{j_held}", full)
         sizes = None
     else:
+        check_curve_points(full)  # keyed here from a peer's values: compared below
         sets = {j_held: full}
         for j in range(n_par):
             if j != j_held:

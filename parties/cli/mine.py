@@ -1,11 +1,15 @@
 """``ppdm mine``: frequent itemsets and association rules — centralized, or jointly between daemons.
 
-* ``ppdm mine FILE.dat`` — mine the file locally (centralized).
+* ``ppdm mine FILE`` — mine one table locally (centralized): FIMI ``.dat``, CSR ``.npz``, or
+  CSV/Parquet with ``--transaction COL --item COL``; or ``--duckdb DB`` / ``--postgresql URL``
+  (``--password-file``) with ``--query SQL`` (docs/data-sources.md).
 * ``ppdm mine --local N --split horizontal|vertical FILE.dat`` — partition the
   file, start N local daemons with fresh certificates, mine jointly, compare
   nothing, shut them down. For trying the protocols on one machine.
-* ``ppdm mine --parties ANALYST.toml --split horizontal|vertical`` — run the
-  joint job on real daemons; each reads its own ``[data] transactions``.
+* ``ppdm mine --local --split horizontal|vertical A.csv B.csv ... --transaction COL --item COL`` —
+  one local daemon per keyed table (vertical: aligned by ``--align private-id`` (default) or ``psi``).
+* ``ppdm mine --parties ANALYST.toml --split horizontal|vertical [--data KEY]`` — run the
+  joint job on real daemons; each reads its own ``[data] KEY`` (default ``transactions``).
 
 ``--json`` prints ``{"transactions", "itemsets": [{"items", "count"}], "rules":
 [{"antecedent", "consequent", "support", "confidence"}], "protocol": {...}}``.
@@ -173,7 +177,7 @@ def _dp_args(args) -> dict | None:
         as_epsilon(args.epsilon, "--epsilon")
     except ValueError as e:
         raise CLIError(str(e)) from None
-    if not (args.parties or args.local):
+    if not (args.parties or args.local is not None):
         raise CLIError("--epsilon applies to joint jobs (--local or --parties); for one table use ppdm dp")
     if args.split == "vertical":
         raise CLIError(
@@ -255,7 +259,19 @@ def _check_flags(args, dp) -> None:
         )
 
 
+def _local_count(args) -> None:
+    """``--local [N]``: a count, or (``--local a.csv b.csv``) the first FILE taken by the optional N."""
+    if args.local is None or isinstance(args.local, int):
+        return
+    if args.local.strip().isdigit():
+        args.local = int(args.local)
+    else:
+        args.files = [args.local, *(args.files or [])]
+        args.local = 0
+
+
 def _cmd(args) -> int:
+    _local_count(args)
     dp = _dp_args(args)
     if args.candidates is None:
         args.candidates = "all" if dp else "union"
@@ -332,6 +348,11 @@ def _run_local(args, sources: list, ms: str, mc: str | None, dp, shape) -> dict:
             if n < 2:
                 raise CLIError("--local N needs N >= 2 to split one file among N parties")
             return mine_local(src.location, params, n, progress=not args.json, link_shape=shape)
+        if dp and not (args.catalog or args.n_items):
+            raise CLIError(
+                "--epsilon on keyed tables needs the items named publicly: --catalog FILE or --n-items N (the "
+                "secure union of locally frequent items is not differentially private)"
+            )
         if args.local not in (0, len(sources)):
             raise CLIError(f"--local {args.local} but {len(sources)} data sources: give one source per party")
         return mine_local_sources(sources, params, progress=not args.json, link_shape=shape)
@@ -389,9 +410,8 @@ def register(sub) -> None:
     p.add_argument("--min-confidence", help="also derive rules with at least this confidence")
     p.add_argument(
         "--local",
-        type=int,
         nargs="?",
-        const=0,
+        const="0",
         metavar="N",
         help="start local party daemons and mine jointly: one per FILE, or N sharing one .dat/.npz file",
     )
