@@ -233,3 +233,68 @@ def test_mushroom_as_text_items_over_three_daemons_matches_the_reference(tmp_pat
     want = {frozenset(f"item-{i:03d}" for i in items): int(c) for items, c in fi}
     assert len(want) == 565
     assert {frozenset(x["items"]): x["count"] for x in res["itemsets"]} == want
+
+
+@pytest.mark.daemons
+def test_bad_sources_end_the_session_everywhere_and_the_daemons_serve_the_next_job(make_cluster, tmp_path, pg_server):
+    """Item 5: a missing column, NULL keys, a failing query, a wrong password file — one line naming the
+    party and data key, on every party; no session left behind; the next job runs."""
+    import time as _time
+
+    from parties.analyst.client import PartyError, health, run_sync
+
+    write_table(tmp_path / "a.csv", {1: {"tea"}, 2: {"tea", "milk"}, 3: {"milk"}})
+    write_table(tmp_path / "b.csv", {2: {"jam"}, 3: {"jam"}, 4: {"rye"}})
+    (tmp_path / "nullkey.csv").write_text("cid,product\n1,jam\n,rye\n")
+    pg_server.execute("DROP TABLE IF EXISTS shop_lines", "CREATE TABLE shop_lines (cid int, product text)",
+                      "INSERT INTO shop_lines VALUES (2, 'jam'), (3, 'jam'), (4, 'rye')")  # fmt: skip
+    good_pw = pg_server.password_file(tmp_path / "good.pass")
+    bad_pw = pg_server.password_file(tmp_path / "bad.pass", "not-the-password")
+
+    def table(**kw):
+        return {"transaction": "cid", "item": "product", **kw}
+
+    data = {
+        "alice": {"crm": table(path=str(tmp_path / "a.csv"))},
+        "bob": {
+            "crm": table(path=str(tmp_path / "b.csv")),
+            "nocol": {"path": str(tmp_path / "b.csv"), "transaction": "cid", "item": "sku"},
+            "nullkey": table(path=str(tmp_path / "nullkey.csv")),
+            "pgbad": table(
+                postgresql=pg_server.url, password_file=str(bad_pw), query="SELECT cid, product FROM shop_lines"
+            ),
+            "pgquery": table(postgresql=pg_server.url, password_file=str(good_pw), query="SELECT * FROM nope"),
+            "pg": table(
+                postgresql=pg_server.url, password_file=str(good_pw), query="SELECT cid, product FROM shop_lines"
+            ),
+        },
+    }
+    # alice reads the same key names from her own file
+    for k in ("nocol", "nullkey", "pgbad", "pgquery", "pg"):
+        data["alice"][k] = table(path=str(tmp_path / "a.csv"))
+    c = make_cluster(["alice", "bob"], data=data, policy={"min_parties": 2})
+    expect = {
+        "nocol": "party bob data 'nocol': no column 'sku'",
+        "nullkey": "party bob data 'nullkey': rows with a NULL key ('cid'); every row needs one",
+        "pgbad": "party bob data 'pgbad': cannot connect to its PostgreSQL server",
+        "pgquery": "party bob data 'pgquery': its query failed",
+    }
+    for key, msg in expect.items():
+        with pytest.raises(PartyError) as e:
+            c.run_job("mine.vertical", {"min_support": "0.5", "data": key}, timeout=60)
+        assert msg in str(e.value) and "\n" not in str(e.value) and "not-the-password" not in str(e.value)
+    deadline = _time.monotonic() + 10
+    while True:
+        active = {p.name: run_sync(health(p, c.creds)).active_sessions for p in c.peers}
+        if not any(active.values()) or _time.monotonic() > deadline:
+            break
+        _time.sleep(0.2)
+    assert active == {"alice": 0, "bob": 0}
+    assert "not-the-password" not in c.log("bob") + c.log("alice")
+    out = c.run_job("mine.vertical", {"min_support": "0.5", "data": "pg"}, timeout=120)
+    rep = next(v for v in out.values() if "itemsets" in v)
+    # inner join of alice's a.csv and bob's PostgreSQL rows: customers 2 and 3
+    assert rep["transactions"] == 2
+    assert {frozenset(x["items"]): x["count"] for x in rep["itemsets"]} == brute_force(
+        [{"tea", "milk", "jam"}, {"milk", "jam"}], "0.5"
+    )

@@ -1,6 +1,6 @@
 """Regenerate the small keyed example tables (synthetic, seeded): a bank and an insurer, two retailers.
 
-    python examples/make_keyed_examples.py
+    python examples/bank-insurer/make_tables.py
 
 * ``bank-insurer/bank.csv`` and ``insurer.csv``: one row per (customer_id, product). The two
   customer bases overlap partly (about 60% of each); a customer with a mortgage tends to hold
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # examples/
 
 
 def _write(path: Path, header: tuple[str, str], rows: list[tuple]) -> None:
@@ -70,3 +70,4 @@ if __name__ == "__main__":
     rng = np.random.default_rng(20261126)
     bank_insurer(rng)
     two_retailers(rng)
+    print(f"wrote {HERE / 'bank-insurer'}/{{bank,insurer}}.csv and {HERE / 'two-retailers'}/{{north,south}}.csv")
