@@ -28,24 +28,25 @@ Construction (the two-key structure of Private-ID; the N-party ring of
 J. Vaidya, C. Clifton, "Secure set intersection cardinality with
 application to association rule mining", J. Computer Security 13(4), 2005):
 
-1. *Matching form, shuffled.* Each party hashes its keys into the group,
-   applies ``k`` and sends them, permuted, around the ring; every party applies
-   its ``k`` and permutes again (:func:`mpc.ring.ring_pass`). Each set ends
-   fully keyed, ``H(x)^K``, and permuted by every party; all go to the merger.
-2. *Own identifiers, in a private order.* Each party ``j`` sends its
-   ``H(x)^(k_j)`` values in a private random order ``π_j`` around the ring;
-   every other party applies its ``k`` and its ``s`` and passes them on *in
-   order*; back at ``j``, it applies ``s_j`` and undoes ``π_j``: the
-   identifiers of its records, in its own order. ``j`` applies the last key, so
-   no other party ever holds ``j``'s identifiers.
+1. *Pass A, keys ``k``, forwards.* Each party ``j`` sends its ``H(x)^(k_j)``
+   values in a private random order ``π_j`` around the ring; every other party
+   applies its ``k`` and passes them on *in order*. The last one, ``j − 1``,
+   holds the matching form ``H(x)^K`` of ``j``'s records (in ``π_j`` order,
+   which it cannot link to any record) and sends a permuted copy to the merger.
+2. *Pass B, keys ``s``, backwards.* From ``j − 1`` the same array goes back
+   round the ring (``j − 2``, …, ``j + 1``), every party applying its ``s``; at
+   ``j``, which applies ``s_j`` and undoes ``π_j``: the identifiers of its
+   records, in its own order. ``j`` applies the last key, so no other party
+   ever holds ``j``'s identifiers. (For two parties this is Private-ID's own
+   message flow: each applies both its keys to the other's values once.)
 3. *Union.* The merger de-duplicates the matching forms, counts the records
    held by every party, applies ``s₀`` and permutes; the batch goes once around
    the ring, every party applying its ``s`` and permuting; the last party sorts
    the identifiers and sends the union to everyone, with the size of the full
    intersection.
 
-Work per party (n records each, union U): n hashes into the group, N·n + 2(N−1)·n + |U|
-X25519 operations and the subgroup check of every received point.
+Work per party (n records each, union U): n hashes into the group, 2n + 2(N−1)·n + |U|
+X25519 operations (two parties, half shared: 5.5n).
 
 What each party learns (beyond its own input)
 ---------------------------------------------
@@ -57,10 +58,14 @@ What each party learns (beyond its own input)
 * Never: which of a party's own records another party holds (its identifiers are all
   in the union, which carries no party labels), nor any other party's keys. With two
   parties, the sizes give each party the other's number of records and |∩|, nothing more.
-* The identifier forms a party handles before its own last key could only be compared
-  with values that carry the same keys; step 2 keeps every set in its owner's private
-  random order and the union is permuted at every hop, so no comparison links a row to a
-  record (module tests inspect each party's view).
+* The forms a party handles could only be compared with values that carry the same keys.
+  The matching forms ``H^K`` of a set are held in order only by the last party of its
+  pass A, in the owner's private random order; the merger gets them permuted (when the
+  merger is that last party, it learns which *positions* of a random order it cannot
+  invert are shared — nothing about a record). No pass-B form ``H^(K·s_S)`` equals a
+  union form ``H^(K·s_0…s_i)`` at the same party except at the merger for the set of
+  party 1, which it already knows as above; the union is permuted at every hop and
+  published sorted. ``tests/test_private_id.py`` inspects a party's view.
 """
 
 from __future__ import annotations
@@ -84,7 +89,6 @@ from .commutative import (
     unique_rows,
 )
 from .errors import ProtocolError
-from .ring import ring_pass
 
 __all__ = ["PrivateIdResult", "private_id", "PRIVATE_ID_LEAKAGE"]
 
@@ -142,30 +146,46 @@ async def private_id(ch: Channel, items: list[bytes], *, tag: str = "pid") -> Pr
     n = len(items)
     pi = _permutation(n)
 
-    async def matching() -> tuple[int, np.ndarray]:
-        return await ring_pass(sc, shuffle_rows(hashed), k.apply_received_clamped, "match")
+    j_last = (me + 1) % n_par  # the set whose k-pass ends at me: I hand its matching form to the merger
+    held: dict[str, np.ndarray] = {}
+
+    async def through_me(j: int) -> None:
+        """Party ``j``'s set passing through me: ``k`` in pass A (forwards), ``s`` in pass B (backwards)."""
+        r = (me - j) % n_par  # my hop in pass A
+        cur = await run_rows(
+            k.apply_received_clamped, check_rows(await recv_array(sc, prv, f"A/{j}/{r - 1}"), "identifier batch")
+        )
+        if r < n_par - 1:
+            await send_array(sc, nxt, f"A/{j}/{r}", cur)
+            cur = check_rows(await recv_array(sc, nxt, f"B/{j}/{(me + 1) % n_par}"), "identifier batch")
+            cur = await run_rows(s.apply_received_clamped, cur)
+        else:  # the matching form H(x)^K of j's set, in j's private order: a permuted copy to the merger
+            if sc.me == parties[0]:
+                held["full"] = shuffle_rows(cur)
+            else:
+                await send_array(sc, parties[0], f"full/{j}", shuffle_rows(cur))
+            cur = await run_rows(s.apply, cur)
+        await send_array(sc, prv, f"B/{j}/{me}", cur)
 
     async def own_ids() -> np.ndarray:
-        """Step 2: my set around the ring in order π; the others' sets through me, in their order."""
-        await send_array(sc, nxt, f"own/{me}/0", hashed[pi])
-        for r in range(1, n_par):
-            j = (me - r) % n_par  # the set that reaches me in this round
-            got = check_rows(await recv_array(sc, prv, f"own/{j}/{r - 1}"), "identifier batch")
-            out = await run_rows(lambda c: s.apply(k.apply_received_clamped(c)), got)
-            await send_array(sc, nxt, f"own/{j}/{r}", out)
-        back = check_rows(await recv_array(sc, prv, f"own/{me}/{n_par - 1}"), "identifier batch")
+        """Steps 1-2: my set forwards with every k, backwards with every other s, then my s, in order π."""
+        await send_array(sc, nxt, f"A/{me}/0", hashed[pi])
+        back = check_rows(await recv_array(sc, nxt, f"B/{me}/{(me + 1) % n_par}"), "identifier batch")
         if len(back) != n:
-            raise ProtocolError(f"{prv} returned {len(back)} identifiers for {n} records")
+            raise ProtocolError(f"{nxt} returned {len(back)} identifiers for {n} records")
         ids = await run_rows(s.apply_received_clamped, back)
         own = np.empty_like(ids)
         own[pi] = ids
         return own
 
-    (j_held, full), own = await asyncio.gather(matching(), own_ids())
+    own, *_ = await asyncio.gather(own_ids(), *(through_me(j) for j in range(n_par) if j != me))
+    if sc.me == parties[0]:
+        j_held, full = j_last, held["full"]
+    else:
+        j_held, full = j_last, np.empty((0, ROW_BYTES), np.uint8)
     # step 3: the merger de-duplicates, counts the common records, and starts the union pass
     merger = parties[0]
     if sc.me != merger:
-        await send_array(sc, merger, f"full/{j_held}", full)
         sizes = None
     else:
         check_curve_points(full)  # keyed here from a peer's values: compared below

@@ -106,7 +106,7 @@ def test_a_received_point_off_the_curve_ends_the_session() -> None:
         real_send = evil.send
 
         async def send(to, tag, data):
-            if "match" in tag:  # replace the first point of the matching batch with a twist point (u = 2)
+            if "/A/" in tag:  # replace the first point of its pass-A batch with a twist point (u = 2)
                 from mpc.channel import pack_arrays, unpack_arrays
 
                 (arr,) = unpack_arrays(data)

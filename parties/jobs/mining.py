@@ -298,7 +298,7 @@ async def mine_vertical_job(ctx: JobContext) -> dict:
     except ValueError as e:
         raise JobError(str(e)) from None
     res.revealed = revealed + res.revealed
-    if required is not None:
+    if names is not None:  # keyed: the schema and the private alignment came first
         res.phases = {"alignment": time.perf_counter() - t0 - sum(res.phases.values()), **res.phases}
     return _finish(ctx, res, report, names, t0)
 
