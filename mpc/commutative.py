@@ -419,20 +419,17 @@ def check_subgroup_points(rows: np.ndarray) -> None:
             raise ProtocolError("received an X25519 point outside the prime-order subgroup of Curve25519")
 
 
-def check_curve_points(rows: np.ndarray, *, twist: bool = True) -> None:
-    """Refuse received X25519 u-coordinates that are non-canonical or (``twist``) on the twist of Curve25519.
+def check_canonical_points(rows: np.ndarray) -> None:
+    """Refuse received X25519 u-coordinates that are not canonically encoded (bit 255, ``u ≥ p``).
 
-    The cheaper check for values a party applies its *clamped* key to (:class:`DHHash`): the
-    clamped scalar is a multiple of the cofactor 8, so ``X25519(a, P + T) = X25519(a, P)`` for any
-    small-order ``T`` — a torsion component carries no bit of the key into the reply and the reply
-    lies in the prime-order subgroup (the reason RFC 7748 clamps) — and a point of small order
-    gives the all-zero output, which :meth:`DHHash.apply` refuses. Curve25519 is twist-secure (its
-    twist has order 4·p′ with p′ prime; D. J. Bernstein, "Curve25519: new Diffie-Hellman speed
-    records", PKC 2006), so a twist point gets a reply that says nothing useful about the key
-    either: ``twist=False`` checks only the canonical encoding. Where received values are
-    *compared* (de-duplicated, matched), ``twist=True`` also requires ``u³ + 486662u² + u`` to be
-    a square mod p (one Jacobi symbol each, GMP). Values compared without any key applied need
-    the full :func:`check_subgroup_points`.
+    Enough for values a party only applies its *clamped* key to (:class:`DHHash`) and then compares
+    or passes on: the clamped scalar is a multiple of the cofactor 8, so ``X25519(a, P + T) =
+    X25519(a, P)`` for any small-order ``T`` — a torsion component carries no bit of the key into
+    the reply (the reason RFC 7748 clamps) — a point of small order gives the all-zero output,
+    which :meth:`DHHash.apply` refuses, and Curve25519 is twist-secure (its twist has order 4·p′,
+    p′ prime; D. J. Bernstein, "Curve25519: new Diffie-Hellman speed records", PKC 2006), so a
+    twist point's reply says nothing useful about the key either. Values compared *without* any
+    key of the receiver's applied need the full :func:`check_subgroup_points`.
     """
     if len(rows) == 0:
         return
@@ -442,17 +439,6 @@ def check_curve_points(rows: np.ndarray, *, twist: bool = True) -> None:
     at_least_p = (top == 0x7F) & (rows[:, 1:31] == 0xFF).all(axis=1) & (rows[:, 0] >= 0xED)
     if at_least_p.any():
         raise ProtocolError("received a non-canonical X25519 point (u >= 2^255 - 19)")
-    if not twist:
-        return
-    import gmpy2
-
-    p = gmpy2.mpz(_P25519)
-    blob = np.ascontiguousarray(rows, np.uint8).tobytes()
-    jac = gmpy2.jacobi
-    for o in range(0, len(blob), 32):
-        u = gmpy2.mpz(int.from_bytes(blob[o : o + 32], "little"))
-        if jac((u * u * u + 486662 * u * u + u) % p, p) == -1:
-            raise ProtocolError("received an X25519 point on the twist of Curve25519 (an honest party never sends one)")
 
 
 class DHHash:
@@ -474,9 +460,9 @@ class DHHash:
         return self.apply(rows)
 
     def apply_received_clamped(self, rows: np.ndarray) -> np.ndarray:
-        """:meth:`apply` to received rows whose encoding is checked (:func:`check_curve_points` with
-        ``twist=False``: enough for values this clamped key is applied to, see there)."""
-        check_curve_points(rows, twist=False)
+        """:meth:`apply` to received rows whose encoding is checked (:func:`check_canonical_points`:
+        enough for values this clamped key is applied to, see there)."""
+        check_canonical_points(rows)
         return self.apply(rows)
 
     def apply(self, rows: np.ndarray) -> np.ndarray:

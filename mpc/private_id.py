@@ -8,10 +8,9 @@ DDH in the prime-order subgroup of Curve25519 with keys hashed into it by
 RFC 9380's random-oracle suite (:func:`mpc.commutative.hash_items`), and the
 clamped X25519 scalars of :class:`mpc.commutative.DHHash` (commutative keyed
 hashing, no inverse needed). Every received point is checked to lie in that
-group where it matters: canonically encoded wherever a key is applied (the
-clamped keys clear any small-order component and Curve25519 is twist-secure),
-and on Curve25519, not its twist, wherever values are compared (the merger's
-sets, the union; :func:`mpc.commutative.check_curve_points`).
+encoding: every received value has a key of the receiver applied before
+anything is compared, and the clamped keys clear any small-order component
+while Curve25519 is twist-secure (:func:`mpc.commutative.check_canonical_points`).
 
 What it computes
 ----------------
@@ -81,7 +80,7 @@ from .commutative import (
     HASH_TO_GROUP,
     ROW_BYTES,
     DHHash,
-    check_curve_points,
+    check_canonical_points,
     check_rows,
     hash_items,
     run_rows,
@@ -89,6 +88,7 @@ from .commutative import (
     unique_rows,
 )
 from .errors import ProtocolError
+from .ring import recv_batch_stream, stream_batch
 
 __all__ = ["PrivateIdResult", "private_id", "PRIVATE_ID_LEAKAGE"]
 
@@ -148,13 +148,14 @@ async def private_id(ch: Channel, items: list[bytes], *, tag: str = "pid") -> Pr
 
     j_last = (me + 1) % n_par  # the set whose k-pass ends at me: I hand its matching form to the merger
     held: dict[str, np.ndarray] = {}
+    seen = {me: n}  # every set's size passes through every party in pass A (public)
 
     async def through_me(j: int) -> None:
         """Party ``j``'s set passing through me: ``k`` in pass A (forwards), ``s`` in pass B (backwards)."""
         r = (me - j) % n_par  # my hop in pass A
-        cur = await run_rows(
-            k.apply_received_clamped, check_rows(await recv_array(sc, prv, f"A/{j}/{r - 1}"), "identifier batch")
-        )
+        got = check_rows(await recv_array(sc, prv, f"A/{j}/{r - 1}"), "identifier batch")
+        seen[j] = len(got)
+        cur = await run_rows(k.apply_received_clamped, got)
         if r < n_par - 1:
             await send_array(sc, nxt, f"A/{j}/{r}", cur)
             cur = check_rows(await recv_array(sc, nxt, f"B/{j}/{(me + 1) % n_par}"), "identifier batch")
@@ -188,23 +189,24 @@ async def private_id(ch: Channel, items: list[bytes], *, tag: str = "pid") -> Pr
     if sc.me != merger:
         sizes = None
     else:
-        check_curve_points(full)  # keyed here from a peer's values: compared below
         sets = {j_held: full}
         for j in range(n_par):
             if j != j_held:
                 sets[j] = check_rows(await recv_array(sc, parties[(j - 1) % n_par], f"full/{j}"), "matching set")
-                check_curve_points(sets[j])
+                check_canonical_points(sets[j])
         stacked = np.concatenate([unique_rows(sets[j]) for j in range(n_par)])
         uniq, counts = np.unique(stacked.view(np.dtype((np.void, ROW_BYTES))).ravel(), return_counts=True)
         common = int(np.count_nonzero(counts == n_par))
         sizes = np.array([len(sets[j]) for j in range(n_par)] + [common], np.int64)
         union = uniq.view(np.uint8).reshape(-1, ROW_BYTES)
-        await send_array(sc, nxt, "union/0", shuffle_rows(await run_rows(s.apply, union)))
+        # permuted as a whole, then keyed and sent chunk by chunk: the next party works on chunk c
+        # while this one keys chunk c + 1 (mpc.ring.stream_batch)
+        await stream_batch(sc, nxt, "union/0", union, s.apply)
     if me != 0:
-        got = check_rows(await recv_array(sc, prv, f"union/{me - 1}"), "union batch")
-        cur = shuffle_rows(await run_rows(s.apply_received_clamped, got))
+        bound = sum(seen.values())
+        cur = await recv_batch_stream(sc, prv, f"union/{me - 1}", bound, s.apply_received_clamped)
         if me < n_par - 1:
-            await send_array(sc, nxt, f"union/{me}", cur)
+            await stream_batch(sc, nxt, f"union/{me}", cur)  # permuted as a whole before the first chunk
     if me == n_par - 1:
         final = unique_rows(cur)
         if len(final) != len(cur):
@@ -221,7 +223,7 @@ async def private_id(ch: Channel, items: list[bytes], *, tag: str = "pid") -> Pr
         else:
             sizes = await recv_array(sc, parties[-1], "sizes")
         final = check_rows(await recv_array(sc, parties[-1], "union/final"), "union")
-        check_curve_points(final)
+        check_canonical_points(final)
     assert sizes is not None
     if sizes.shape != (n_par + 1,) or sizes.dtype != np.int64:
         raise ProtocolError("malformed size announcement")

@@ -11,6 +11,8 @@ Subpackages, by concern:
   named in an analyst config or on a local cluster;
 * :mod:`.services` — ``ppdm audit serve`` (the query-auditing service);
 * :mod:`.jobs` — the job registry and the built-in jobs the daemon runs;
+* :mod:`.sources` — a party's tables where they live (CSV, Parquet, DuckDB, PostgreSQL) read
+  into transactions with item names and key digests;
 * :mod:`.joint` — joint mining over an ``mpc`` Channel, free of the runtime;
 * :mod:`.cli` — the ``ppdm`` command, one module per verb group (nothing imports it);
 * :mod:`.proto` — generated gRPC code (from ``protos/``, :mod:`.gen_proto`).

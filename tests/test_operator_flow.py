@@ -125,3 +125,53 @@ def test_init_analyst_serve_mine(tmp_path):
             os.killpg(p.pid, signal.SIGTERM)
         for p in procs:
             p.wait(timeout=10)
+
+
+@pytest.mark.daemons
+def test_operator_flow_with_keyed_tables_both_splits(tmp_path):
+    """Issue 17's operator: keyed CSV tables named once at init; the same daemons run a vertical job
+    (customers aligned by Private-ID) and, on the retailers' tables, a horizontal one — no --n-items, no
+    restart, no script; rules print with the items' names."""
+    ex = REPO / "examples"
+    pa, pb = free_port(), free_port()
+    for name, port, other, oport, crm, shop in (
+        ("bank", pa, "insurer", pb, ex / "bank-insurer" / "bank.csv", ex / "two-retailers" / "north.csv"),
+        ("insurer", pb, "bank", pa, ex / "bank-insurer" / "insurer.csv", ex / "two-retailers" / "south.csv"),
+    ):
+        run(["party", "init", "--name", name, "--listen", f"127.0.0.1:{port}", "--peer", f"{other}=127.0.0.1:{oport}",
+             "--data", f"crm={crm}", "--data-columns", "crm=customer_id,product",
+             "--data", f"shop={shop}", "--data-columns", "shop=basket_id,sku", "--min-parties", "2"], tmp_path)  # fmt: skip
+    run(["party", "analyst", "--party", f"bank=127.0.0.1:{pa}", "--party", f"insurer=127.0.0.1:{pb}"], tmp_path)
+    procs = [
+        subprocess.Popen(
+            PPDM + ["party", "serve", "--config", f"{n}/party.toml"],
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        for n in ("bank", "insurer")
+    ]
+    try:
+        deadline = time.monotonic() + 30
+        while subprocess.run(PPDM + ["party", "status", "--config", "bank/party.toml", "--json"], cwd=tmp_path,
+                             capture_output=True).returncode != 0:  # fmt: skip
+            assert time.monotonic() < deadline
+            time.sleep(0.3)
+        v = run(["mine", "--parties", "analyst/analyst.toml", "--data", "crm", "--split", "vertical",
+                 "--min-support", "0.05", "--min-confidence", "0.9"], tmp_path)  # fmt: skip
+        assert "{car_loan, credit_card} -> {car}" in v.stdout and "Private-ID" in v.stdout
+        local = run(["mine", "--local", "--split", "vertical", ex / "bank-insurer" / "bank.csv",
+                     ex / "bank-insurer" / "insurer.csv", "--transaction", "customer_id", "--item", "product",
+                     "--min-support", "0.05", "--json"], tmp_path)  # fmt: skip
+        joint = run(["mine", "--parties", "analyst/analyst.toml", "--data", "crm", "--split", "vertical",
+                     "--min-support", "0.05", "--json"], tmp_path)  # fmt: skip
+        assert json.loads(joint.stdout)["itemsets"] == json.loads(local.stdout)["itemsets"]
+        h = json.loads(run(["mine", "--parties", "analyst/analyst.toml", "--data", "shop", "--split", "horizontal",
+                            "--min-support", "0.1", "--json"], tmp_path).stdout)  # fmt: skip
+        assert h["transactions"] == 1600 and {"bread", "butter"} in [set(i["items"]) for i in h["itemsets"]]
+    finally:
+        for p in procs:
+            os.killpg(p.pid, signal.SIGTERM)
+        for p in procs:
+            p.wait(timeout=10)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from parties.cli.common import CLIError
 
@@ -97,6 +98,14 @@ def register(sub) -> None:
         metavar="KEY=PATH",
         help="a local data path, relative to where this command runs (repeatable)",
     )
+    i.add_argument(
+        "--data-columns",
+        action="append",
+        default=[],
+        metavar="KEY=TRANSACTION,ITEM",
+        help="the key and item columns of --data KEY (a CSV/Parquet table, one row per key and item): "
+        "written as [data.KEY] (docs/data-sources.md)",
+    )
     i.add_argument("--min-parties", type=int, metavar="N", help="policy: parties a sum-style session needs (default 3)")
     i.add_argument(
         "--min-support-floor",
@@ -142,7 +151,7 @@ def register(sub) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
-def _data_paths(specs: list[str]) -> dict[str, str]:
+def _data_paths(specs: list[str]) -> dict[str, Any]:
     """``--data KEY=PATH``: each PATH resolved against the directory the command runs in."""
     data = {}
     for spec in specs:
@@ -151,6 +160,19 @@ def _data_paths(specs: list[str]) -> dict[str, str]:
         if not path.exists():
             print(f"note: --data {k}: {path} does not exist yet", file=sys.stderr)
         data[k] = str(path)
+    return data
+
+
+def _data_tables(data: dict[str, Any], specs: list[str]) -> dict[str, Any]:
+    """``--data-columns KEY=TRANSACTION,ITEM``: the keyed table ``[data.KEY]`` (docs/data-sources.md)."""
+    for spec in specs:
+        k, v = _kv(spec, "--data-columns")
+        cols = [c.strip() for c in v.split(",")]
+        if len(cols) != 2 or not all(cols):
+            raise CLIError(f"--data-columns {spec}: expected KEY=TRANSACTION_COLUMN,ITEM_COLUMN")
+        if k not in data:
+            raise CLIError(f"--data-columns {k}: give its file with --data {k}=PATH")
+        data[k] = {"path": data[k], "transaction": cols[0], "item": cols[1]}
     return data
 
 
@@ -238,7 +260,7 @@ def cmd_init(args) -> int:
             raise CLIError(f"--min-parties must be at least 2, got {args.min_parties}")
         policy = _init_policy(args.min_parties, args.min_support_floor)
         peers = dict(_kv(x, "--peer") for x in args.peer)
-        data = _data_paths(args.data)
+        data = _data_tables(_data_paths(args.data), args.data_columns)
         pins = _pins(args.pin)
         unknown = sorted(set(pins) - set(peers))
         if unknown:

@@ -78,6 +78,10 @@ async def align_private_id(
             f"{res.intersection:,}",
             "counting: every candidate includes every party's presence column (records held by all), so every "
             "count is a secure product over all parties and no single-owner count is announced",
+            "the output itself: a frequent itemset of one party's own items comes with its count among the common "
+            "records; set against its own count, that tells the party how many of its records holding those items "
+            "are common — all of them when the two are equal (inherent in mining the inner join; the minimum "
+            "support bounds how small such a group can be)",
         ],
     )
 
