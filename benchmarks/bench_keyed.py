@@ -64,14 +64,20 @@ def keyed_parquet(path: Path, ids: np.ndarray, products: list[str], seed: int) -
     )
 
 
-def run(parties: int, data: list[dict], job: str, params: dict, timeout: float = 3600) -> tuple[float, dict]:
+def run(
+    parties: int, data: list[dict], job: str, params: dict, timeout: float = 3600, memory: int | None = 8 << 30
+) -> tuple[float, dict]:
+    """One job on fresh daemons; ``memory`` is their ``[limits] max_job_memory_bytes`` (None: the default)."""
+    limits: dict = {"session_timeout": timeout}
+    if memory:
+        limits["max_job_memory_bytes"] = memory
     with tempfile.TemporaryDirectory(prefix="ppdm-bench-") as d:
         with LocalCluster(
             parties,
             workdir=Path(d),
             data={f"p{i}": x for i, x in enumerate(data)},
             policy={"min_parties": 2},
-            limits={"session_timeout": timeout, "max_job_memory_bytes": 8 << 30},
+            limits=limits,
         ) as c:
             t0 = time.perf_counter()
             out = c.run_job(job, params, timeout=timeout)
@@ -202,7 +208,7 @@ def cmd_sources(args) -> None:
                 if not data[kind]:
                     continue
                 extra = {"n_items": int(skus.size)} if kind == "npz" else {"data": "lines"}
-                wall, out = run(3, data[kind], "mine.horizontal", {**params, **extra})
+                wall, out = run(3, data[kind], "mine.horizontal", {**params, **extra}, memory=None)  # default 2 GiB
                 base = base or wall
                 rss = ", ".join(f"{v['peak_rss_bytes'] / 2**20:,.0f}" for v in out.values())
                 n_its = len(next(v for v in out.values() if "itemsets" in v)["itemsets"])

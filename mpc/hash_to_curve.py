@@ -33,6 +33,7 @@ __all__ = [
     "hash_to_field",
     "hash_to_montgomery_u",
     "map_to_edwards25519",
+    "map_to_edwards25519_affine",
 ]
 
 P25519 = 2**255 - 19
@@ -82,9 +83,9 @@ def _sqrt_from(r, a):
     return None
 
 
-def map_to_edwards25519(u: int) -> tuple[int, int]:
+def map_to_edwards25519(u: int):
     """Elligator 2 to Curve25519 (RFC 9380 §6.7.1, sign per §G.2.1), then the rational map to
-    edwards25519 (§6.8.2): the affine point ``(x, y)``."""
+    edwards25519 (§6.8.2): the point in extended coordinates ``(X : Y : Z : T)``."""
     u = gmpy2.mpz(u)
     tv = (1 + _Z * u * u) % _P
     x1 = (-_J * gmpy2.invert(tv, _P)) % _P if tv else (-_J) % _P
@@ -105,13 +106,26 @@ def map_to_edwards25519(u: int) -> tuple[int, int]:
         y = u * r % _P
         if y % 2 == 1:
             y = (-y) % _P
-    t = y
-    # rational map (s, t) -> (v, w) = (sqrt(-486664)·s/t, (s − 1)/(s + 1)); exceptional cases -> identity
-    if t == 0 or (s + 1) % _P == 0:
-        return 0, 1
-    v = _C1 * s % _P * gmpy2.invert(t, _P) % _P
-    w = (s - 1) * gmpy2.invert(s + 1, _P) % _P
-    return int(v), int(w)
+    return _rational_map(s, y)
+
+
+def _rational_map(s, t):
+    """(s, t) on Curve25519 -> the edwards25519 point (v, w) = (sqrt(-486664)·s/t, (s − 1)/(s + 1))
+    in extended coordinates ``(X : Y : Z : T)`` with no inversion (RFC 9380 §6.8.2; the exceptional
+    cases t = 0 or s = −1 map to the identity)."""
+    sp1 = (s + 1) % _P
+    if t == 0 or sp1 == 0:
+        return gmpy2.mpz(0), gmpy2.mpz(1), gmpy2.mpz(1), gmpy2.mpz(0)
+    x, y, z = _C1 * s % _P * sp1 % _P, (s - 1) * t % _P, t * sp1 % _P  # v = x/z, w = y/z
+    return x * z % _P, y * z % _P, z * z % _P, x * y % _P  # scaled by z, so that T = X·Y/Z
+
+
+def map_to_edwards25519_affine(u: int) -> tuple[int, int]:
+    """:func:`map_to_edwards25519` as an affine point ``(x, y)`` (two inversions; tests and callers
+    that want coordinates)."""
+    x, y, z, _ = map_to_edwards25519(u)
+    zi = gmpy2.invert(z, _P)
+    return int(x * zi % _P), int(y * zi % _P)
 
 
 # edwards25519: -x² + y² = 1 + d·x²·y²; extended coordinates (X : Y : Z : T), x = X/Z, y = Y/Z, T = X·Y/Z
@@ -144,10 +158,7 @@ def _double(x1, y1, z1):
 def _hash_projective(msg: bytes, dst: bytes):
     """``clear_cofactor(map(u0) + map(u1))`` in extended coordinates (RFC 9380 §3)."""
     u0, u1 = hash_to_field(msg, dst, 2)
-    x0, y0 = map_to_edwards25519(u0)
-    x1, y1 = map_to_edwards25519(u1)
-    x0, y0, x1, y1 = gmpy2.mpz(x0), gmpy2.mpz(y0), gmpy2.mpz(x1), gmpy2.mpz(y1)
-    x, y, z, _ = _add(x0, y0, 1, x0 * y0 % _P, x1, y1, 1, x1 * y1 % _P)
+    x, y, z, _ = _add(*map_to_edwards25519(u0), *map_to_edwards25519(u1))
     for _ in range(3):  # clear_cofactor: [8]R
         x, y, z, _ = _double(x, y, z)
     return x, y, z

@@ -88,8 +88,8 @@ keyed_tables = st.lists(st.sets(st.sampled_from(ITEMS[:3]), max_size=3), min_siz
 @settings(
     max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
-@given(st.data(), st.integers(2, 3), st.sampled_from(["0.2", "0.5", "1"]))
-def test_vertical_private_id_equals_the_inner_join(tmp_path, data, n_parties, minsup) -> None:
+@given(st.data(), st.integers(2, 3), st.sampled_from(["0.2", "0.5", "1"]), st.sampled_from(["private-id", "psi"]))
+def test_vertical_keyed_equals_the_inner_join(tmp_path, data, n_parties, minsup, align) -> None:
     tables = []
     for p in range(n_parties):
         keys = data.draw(st.sets(st.integers(0, 20), min_size=1, max_size=12))
@@ -97,14 +97,15 @@ def test_vertical_private_id_equals_the_inner_join(tmp_path, data, n_parties, mi
         tables.append(
             {k: {f"{p}{x}" for x in data.draw(keyed_tables.map(lambda s: s[0] if s else set()))} for k in keys}
         )
-    res = run_job(mine_vertical_job, tables, {"min_support": minsup}, tmp_path)
+    res = run_job(mine_vertical_job, tables, {"min_support": minsup, "align": align}, tmp_path)
     want = brute_force(inner_join(tables), minsup)
     assert got(res) == want
     rep = next(r for r in res.values() if "itemsets" in r)
     assert rep["transactions"] == len(set(tables[0]).intersection(*map(set, tables[1:])))
 
 
-def test_vertical_three_parties_private_id_mlxtend(tmp_path) -> None:
+@pytest.mark.parametrize("align", ["private-id", "psi"])
+def test_vertical_three_parties_mlxtend(tmp_path, align) -> None:
     from mlxtend.frequent_patterns import apriori
 
     rng = np.random.default_rng(3)
@@ -112,7 +113,7 @@ def test_vertical_three_parties_private_id_mlxtend(tmp_path) -> None:
     for items in (["a", "b", "c"], ["d", "e"], ["f", "g", "h"]):
         keys = rng.choice(300, size=200, replace=False)
         tables.append({int(k): {x for x in items if rng.random() < 0.5} for k in keys})
-    res = run_job(mine_vertical_job, tables, {"min_support": "0.1", "min_confidence": "0.5"}, tmp_path)
+    res = run_job(mine_vertical_job, tables, {"min_support": "0.1", "min_confidence": "0.5", "align": align}, tmp_path)
     rows = inner_join(tables)
     oh = pd.DataFrame([{x: (x in t) for x in "abcdefgh"} for t in rows])
     fi = apriori(oh, min_support=0.1, use_colnames=True)
@@ -121,8 +122,11 @@ def test_vertical_three_parties_private_id_mlxtend(tmp_path) -> None:
     assert got(res) == {k: v for k, v in want.items() if v >= need}
     rep = next(r for r in res.values() if "itemsets" in r)
     revealed = " ".join(rep["protocol"]["revealed"])
-    assert "no party learns which of its records another party holds" in revealed
-    assert "no single-owner candidate" in revealed
+    if align == "private-id":
+        assert "no party learns which of its records another party holds" in revealed
+        assert "no single-owner candidate" in revealed
+    else:
+        assert "each party learns which of its records the others hold" in revealed
 
 
 def test_vertical_single_owner_counts_are_never_announced_with_private_id(tmp_path) -> None:
