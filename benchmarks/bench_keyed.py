@@ -17,7 +17,7 @@ directory (seeded; nothing is stored in the repository):
   the whole keyed job (``--align private-id`` and ``psi``) against the alignment time plus the
   *unkeyed* vertical job on the same counts (CSR ``.npz`` shares of the inner join, aligned by
   position). Target: keyed ≤ 2 × (alignment + unkeyed).
-* ``sources`` — three parties, each reading ``--lines`` basket lines (text SKUs) for a
+* ``sources`` — three parties, each reading ``--lines`` basket lines (10 per basket, 500 text SKUs, Zipf-skewed) for a
   horizontal job from Parquet, from PostgreSQL (a server this script starts, as in the tests)
   and from the same data as ``.npz``: wall time and peak RSS of each daemon. Targets: peak RSS
   ≤ 1.5 GB per daemon, time ≤ 2 × the ``.npz`` run.
@@ -158,7 +158,7 @@ def cmd_sources(args) -> None:
     from parties.joint.partition import save_npz
 
     lines = args.lines
-    skus = np.array([f"sku-{i:05d}" for i in range(2000)], dtype=object)
+    skus = np.array([f"sku-{i:05d}" for i in range(500)], dtype=object)
     with tempfile.TemporaryDirectory(prefix="ppdm-lines-") as d:
         server = None
         if not args.no_postgresql:

@@ -302,3 +302,23 @@ def test_bad_sources_end_the_session_everywhere_and_the_daemons_serve_the_next_j
     assert {frozenset(x["items"]): x["count"] for x in rep["itemsets"]} == brute_force(
         [{"tea", "milk", "jam"}, {"milk", "jam"}], "0.5"
     )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sets(st.sampled_from(ITEMS), max_size=5), max_size=12),
+    st.lists(st.sampled_from(ITEMS + ["kiwi"]), unique=True, max_size=7),
+)
+def test_renumber_maps_names_exactly(transactions, universe) -> None:
+    """Renumbering a party's items into an agreed universe (any order; items outside dropped)."""
+    from anonymize.itemsets import TransactionDB
+    from parties.joint.named import renumber
+
+    names = sorted(set().union(*transactions)) if transactions else []
+    db = TransactionDB.from_transactions([[names.index(x) for x in t] for t in transactions], items=range(len(names)))
+    out, dropped = renumber(db, names, universe)
+    assert dropped == len(set(names) - set(universe))
+    assert out.n_transactions == len(transactions) and list(out.items) == list(range(len(universe)))
+    for t, s in enumerate(transactions):
+        row = out.indices[out.indptr[t] : out.indptr[t + 1]]
+        assert list(row) == sorted(row) and {universe[i] for i in row} == s & set(universe)

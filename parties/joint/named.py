@@ -106,18 +106,34 @@ def sort_names(names: Sequence[Any]) -> list[Any]:
 def renumber(db: TransactionDB, names: Sequence[Any], universe: Sequence[Any]) -> tuple[TransactionDB, int]:
     """``db`` (``names[i]`` names ``db.items[i]``) over the ids of ``universe``; items outside are dropped.
 
-    Returns the new database (item universe ``0..len(universe)-1``) and how many of its items were dropped.
+    Returns the new database (item universe ``0..len(universe)-1``) and how many of its items were
+    dropped. When the kept names keep their order (both sorted the same way, the usual case) the CSR
+    is filtered in place of a re-sort: 4 bytes per line more, not a copy of the lines.
     """
     index = {n: i for i, n in enumerate(universe)}
     pos = np.array([index.get(n, -1) for n in names], dtype=np.int64) if len(names) else np.zeros(0, np.int64)
-    new = pos[db.indices] if db.indices.size else np.zeros(0, np.int64)
-    keep = new >= 0
-    lengths = np.diff(db.indptr)
-    tx = np.repeat(np.arange(db.n_transactions), lengths)
-    indptr = np.zeros(db.n_transactions + 1, np.int64)
-    np.cumsum(np.bincount(tx[keep], minlength=db.n_transactions), out=indptr[1:])
-    out = TransactionDB.from_csr(indptr, new[keep], items=np.arange(len(universe), dtype=np.int64))
-    return out, int(np.count_nonzero(pos < 0))
+    dropped = int(np.count_nonzero(pos < 0))
+    universe_ids = np.arange(len(universe), dtype=np.int64)
+    kept = pos[pos >= 0]
+    if kept.size and kept.size > 1 and not (np.diff(kept) > 0).all():
+        new = pos[db.indices]
+        keep = new >= 0
+        lengths = np.diff(db.indptr)
+        tx = np.repeat(np.arange(db.n_transactions), lengths)
+        indptr = np.zeros(db.n_transactions + 1, np.int64)
+        np.cumsum(np.bincount(tx[keep], minlength=db.n_transactions), out=indptr[1:])
+        return TransactionDB.from_csr(indptr, new[keep], items=universe_ids), dropped
+    code = pos.astype(np.int32)
+    new32 = code[db.indices] if db.indices.size else np.zeros(0, np.int32)
+    if dropped:
+        keep = new32 >= 0
+        before = np.zeros(db.indices.size + 1, np.int64)
+        np.cumsum(keep, out=before[1:])
+        indptr = before[db.indptr]
+        new32 = new32[keep]
+    else:
+        indptr = db.indptr
+    return TransactionDB(db.n_transactions, universe_ids, indptr, new32), dropped
 
 
 async def agree_universe(
