@@ -44,10 +44,11 @@ def as_sets(kt) -> list[set]:
 
 
 def check(kt, rows: pd.DataFrame, key: str = "k", item: str = "i") -> None:
+    """Records come in any fixed order: compare them as key digest -> item set."""
     keys, per = expected(rows, key, item)
     assert kt.db.n_transactions == len(keys)
-    assert as_sets(kt) == [per[k] for k in keys]
-    assert [bytes(d) for d in kt.key_digests] == [hashlib.sha256(k.encode()).digest() for k in keys]
+    by_digest = {hashlib.sha256(k.encode()).digest(): per[k] for k in keys}
+    assert dict(zip((bytes(d) for d in kt.key_digests), as_sets(kt))) == by_digest
     assert kt.names == sorted(kt.names, key=lambda x: (isinstance(x, str), x))
 
 
@@ -101,7 +102,7 @@ def test_duckdb_database_with_a_query(tmp_path) -> None:
     )
     kt = load_source(src)
     check(kt, pd.DataFrame({"b": [1, 1, 2, 3], "s": ["tea", "milk", "tea", None]}), "b", "s")
-    assert kt.db.n_transactions == 3 and as_sets(kt)[2] == set()  # a NULL item: a record without items
+    assert kt.db.n_transactions == 3 and set() in as_sets(kt)  # a NULL item: a record without items
 
 
 @pytest.mark.parametrize(
@@ -222,7 +223,9 @@ def test_postgresql_reads_the_same_as_a_file(pg_server, tmp_path) -> None:
     check(kt, df)
     df.to_csv(tmp_path / "same.csv", index=False)
     kt2 = load_source(parse_source("f", {"path": "same.csv", "transaction": "k", "item": "i"}, tmp_path))
-    assert np.array_equal(kt.db.indices, kt2.db.indices) and np.array_equal(kt.key_digests, kt2.key_digests)
+    assert dict(zip(map(bytes, kt.key_digests), map(frozenset, as_sets(kt)))) == dict(
+        zip(map(bytes, kt2.key_digests), map(frozenset, as_sets(kt2)))
+    )
 
 
 def test_postgresql_failures_are_one_line_without_the_password(pg_server, tmp_path) -> None:

@@ -2,8 +2,8 @@
 
 The encoding runs inside an embedded DuckDB connection that spills to disk beyond its memory
 limit: distinct (key, item) pairs, a dense rank of the keys (the records, in key order) and of
-the items (in name order), then the item codes ordered by record, fetched as Arrow batches
-straight into preallocated numpy arrays. What this process keeps is the compact CSR of
+the items (in name order), then each line as one integer (record · items + item) fetched as
+Arrow batches into a preallocated array and sorted there. What this process keeps is the compact CSR of
 :class:`~anonymize.itemsets.TransactionDB` (4 bytes per distinct line), the item names and one
 32-byte digest per key (for private alignment) — never the lines themselves.
 
@@ -105,10 +105,7 @@ def _load_keyed(src: TableSource, memory_limit: int | None, progress) -> KeyedTr
                 item_kind = item_kind_of(str(kinds["i"]))
                 item_expr = "i" if item_kind == "int" else "CAST(i AS VARCHAR)"
                 # one scan of the source (a PostgreSQL stream can be read once): the distinct lines
-                con.execute(
-                    f"CREATE TEMP TABLE ppdm_lines AS SELECT DISTINCT CAST(k AS VARCHAR) AS k, {item_expr} AS i "
-                    f"FROM {rel}"
-                )
+                con.execute(f"CREATE TEMP TABLE ppdm_lines AS SELECT DISTINCT k, {item_expr} AS i FROM {rel}")
         except duckdb.Error as e:
             raise SourceError(
                 f"data {src.key!r}: reading its rows failed", f"{src.describe()}: {one_line(e)}"
@@ -128,12 +125,13 @@ def _encode(con, src: TableSource, item_kind: str, progress, t0: float) -> Keyed
             f"data {src.key!r}: rows with a NULL key ({src.transaction!r}); every row needs one",
             f"{nulls:,} distinct rows in {src.describe()}",
         )
+    # records in the order DuckDB meets their keys (any fixed order will do), items by name
     con.execute(
-        "CREATE TEMP TABLE ppdm_keys AS SELECT k, (row_number() OVER (ORDER BY k) - 1)::BIGINT AS t "
+        "CREATE TEMP TABLE ppdm_keys AS SELECT k, (row_number() OVER () - 1)::BIGINT AS t "
         "FROM (SELECT DISTINCT k FROM ppdm_lines)"
     )
     con.execute(
-        "CREATE TEMP TABLE ppdm_items AS SELECT i, (row_number() OVER (ORDER BY i) - 1)::INTEGER AS c "
+        "CREATE TEMP TABLE ppdm_items AS SELECT i, (row_number() OVER (ORDER BY i) - 1)::BIGINT AS c "
         "FROM (SELECT DISTINCT i FROM ppdm_lines WHERE i IS NOT NULL)"
     )
     n = int(_scalar(con, "SELECT count(*) FROM ppdm_keys"))
@@ -145,31 +143,28 @@ def _encode(con, src: TableSource, item_kind: str, progress, t0: float) -> Keyed
         )
     names_tab = con.sql("SELECT i FROM ppdm_items ORDER BY c").to_arrow_table()
     names = names_tab.column(0).to_pylist()
-    lengths = np.zeros(n, np.int64)
-    _fill(
-        con,
-        "SELECT t, count(i) AS c FROM ppdm_keys LEFT JOIN ppdm_lines USING (k) GROUP BY t",
-        lambda b: lengths.__setitem__(b.column(0).to_numpy(), b.column(1).to_numpy()),
-    )
-    indptr = np.zeros(n + 1, np.int64)
-    np.cumsum(lengths, out=indptr[1:])
-    indices = np.empty(nnz, np.int32)
+    # every line as one integer t·m + c, sorted: records in order, items ascending within each
+    code = np.empty(nnz, np.int64)
     at = [0]
 
     def put(b) -> None:
         col = b.column(0).to_numpy()
-        indices[at[0] : at[0] + col.size] = col
+        code[at[0] : at[0] + col.size] = col
         at[0] += col.size
 
     _fill(
         con,
-        "SELECT c FROM ppdm_lines JOIN ppdm_keys USING (k) JOIN ppdm_items USING (i) ORDER BY t, c",
+        f"SELECT t * {max(m, 1)} + c FROM ppdm_lines JOIN ppdm_keys USING (k) JOIN ppdm_items USING (i)",
         put,
     )
     if at[0] != nnz:  # pragma: no cover - DuckDB returned fewer rows than it counted
         raise SourceError(f"data {src.key!r}: read {at[0]} of {nnz} lines")
+    code.sort()
+    indptr = np.searchsorted(code, np.arange(n + 1, dtype=np.int64) * max(m, 1)).astype(np.int64)
+    np.remainder(code, max(m, 1), out=code)
+    indices = code.astype(np.int32)
     digests = np.empty((n, 32), np.uint8)
-    at[0] = 0
+    at = [0]
 
     def put_digest(b) -> None:
         col = b.column(0)
@@ -180,7 +175,7 @@ def _encode(con, src: TableSource, item_kind: str, progress, t0: float) -> Keyed
         digests[at[0] : at[0] + blk.shape[0]] = blk
         at[0] += blk.shape[0]
 
-    _fill(con, "SELECT unhex(sha256(k)) FROM ppdm_keys ORDER BY t", put_digest)
+    _fill(con, "SELECT unhex(sha256(CAST(k AS VARCHAR))) FROM ppdm_keys ORDER BY t", put_digest)
     db = TransactionDB(n, np.arange(m, dtype=np.int64), indptr, indices)
     if progress:
         progress(f"data {src.key}: encoded in {time.perf_counter() - t0:.1f} s")
