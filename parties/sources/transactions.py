@@ -7,6 +7,8 @@ Arrow batches into a preallocated array and sorted there. What this process keep
 :class:`~anonymize.itemsets.TransactionDB` (4 bytes per distinct line), the item names and one
 32-byte digest per key (for private alignment) — never the lines themselves.
 
+Repeated lines are dropped after the sort (a repeated ``t·m + c`` is a repeated (key, item) line).
+
 Rules (stated in ``docs/data-sources.md``):
 
 * duplicate (key, item) rows count once;
@@ -104,26 +106,24 @@ def _load_keyed(src: TableSource, memory_limit: int | None, progress) -> KeyedTr
                 kinds = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {rel})").fetchall())
                 item_kind = item_kind_of(str(kinds["i"]))
                 item_expr = "i" if item_kind == "int" else "CAST(i AS VARCHAR)"
-                # one scan of the source (a PostgreSQL stream can be read once): the distinct lines
-                con.execute(f"CREATE TEMP TABLE ppdm_lines AS SELECT DISTINCT k, {item_expr} AS i FROM {rel}")
+                # Parquet files are scanned again by each step below (columnar, cheap); CSV text and a
+                # query's rows (a PostgreSQL stream can be read once) are kept in a temporary table,
+                # which spills to disk beyond the memory limit
+                kind = "VIEW" if src.kind == "file" and src.format == "parquet" else "TABLE"
+                con.execute(f"CREATE TEMP {kind} ppdm_lines AS SELECT k, {item_expr} AS i FROM {rel}")
+            return _encode(con, src, item_kind, progress, t0)
         except duckdb.Error as e:
             raise SourceError(
                 f"data {src.key!r}: reading its rows failed", f"{src.describe()}: {one_line(e)}"
             ) from None
-        try:
-            return _encode(con, src, item_kind, progress, t0)
-        except duckdb.Error as e:
-            raise SourceError(
-                f"data {src.key!r}: encoding its rows failed", f"{src.describe()}: {one_line(e)}"
-            ) from None
 
 
 def _encode(con, src: TableSource, item_kind: str, progress, t0: float) -> KeyedTransactions:
-    nulls = _scalar(con, "SELECT count(*) FROM ppdm_lines WHERE k IS NULL")
+    nulls = _scalar(con, "SELECT count(*) FROM ppdm_lines WHERE k IS NULL")  # rows, not distinct rows
     if nulls:
         raise SourceError(
             f"data {src.key!r}: rows with a NULL key ({src.transaction!r}); every row needs one",
-            f"{nulls:,} distinct rows in {src.describe()}",
+            f"{nulls:,} rows in {src.describe()}",
         )
     # records in the order DuckDB meets their keys (any fixed order will do), items by name
     con.execute(
@@ -136,11 +136,7 @@ def _encode(con, src: TableSource, item_kind: str, progress, t0: float) -> Keyed
     )
     n = int(_scalar(con, "SELECT count(*) FROM ppdm_keys"))
     m = int(_scalar(con, "SELECT count(*) FROM ppdm_items"))
-    nnz = int(_scalar(con, "SELECT count(*) FROM ppdm_lines WHERE i IS NOT NULL"))
-    if progress:
-        progress(
-            f"data {src.key}: {nnz:,} distinct lines, {n:,} records, {m:,} items ({time.perf_counter() - t0:.1f} s)"
-        )
+    nnz = int(_scalar(con, "SELECT count(*) FROM ppdm_lines WHERE i IS NOT NULL"))  # with repeated lines
     names_tab = con.sql("SELECT i FROM ppdm_items ORDER BY c").to_arrow_table()
     names = names_tab.column(0).to_pylist()
     # every line as one integer t·m + c, sorted: records in order, items ascending within each
@@ -160,6 +156,19 @@ def _encode(con, src: TableSource, item_kind: str, progress, t0: float) -> Keyed
     if at[0] != nnz:  # pragma: no cover - DuckDB returned fewer rows than it counted
         raise SourceError(f"data {src.key!r}: read {at[0]} of {nnz} lines")
     code.sort()
+    if code.size > 1:  # a repeated (key, item) line counts once
+        fresh = np.empty(code.size, bool)
+        fresh[0] = True
+        np.not_equal(code[1:], code[:-1], out=fresh[1:])
+        if not fresh.all():
+            code = code[fresh]
+        del fresh
+    if progress:
+        progress(
+            f"data {src.key}: {nnz:,} lines ({code.size:,} distinct), {n:,} records, {m:,} items "
+            f"({time.perf_counter() - t0:.1f} s)"
+        )
+    nnz = int(code.size)
     indptr = np.searchsorted(code, np.arange(n + 1, dtype=np.int64) * max(m, 1)).astype(np.int64)
     np.remainder(code, max(m, 1), out=code)
     indices = code.astype(np.int32)
