@@ -142,7 +142,7 @@ def test_a_missing_data_file_names_the_party_once(make_cluster, tmp_path):
     with pytest.raises(PartyError) as ei:
         c.run_job("mine.horizontal", {"min_support": "0.5", "n_items": 4}, timeout=20)
     msg = str(ei.value)
-    assert msg.endswith("failed: party 'carol': data file for 'transactions' does not exist"), msg
+    assert msg.endswith("failed: party 'carol': data 'transactions': no such file"), msg
     assert msg.count("'carol'") == 1
 
 

@@ -100,7 +100,7 @@ def test_a_non_canonical_point_ends_the_session() -> None:
     import asyncio
 
     async def main():
-        net = MemoryNetwork(["p0", "p1"], timeout=30)
+        net = MemoryNetwork(["p0", "p1"], timeout=4)  # the deviating party waits for its peer until then
         honest = net.channel("p0")
         evil = net.channel("p1")
         real_send = evil.send

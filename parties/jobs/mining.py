@@ -135,8 +135,9 @@ async def _load(ctx: JobContext) -> KeyedTransactions:
     """This party's ``[data] <params.data>`` (default ``transactions``), read off the event loop.
 
     Any problem (a missing column, NULL keys, a failing query, an unreachable database, a wrong
-    password file, over the memory limit) is one line naming the party and the data key, raised on
-    every party of the session (so the session ends everywhere, with the same message).
+    password file, over the memory limit) is one line naming the data key; the session fails here at
+    once, so every other party stops with "peer ... has failed the session" and the analyst sees this
+    party's line as the cause.
     """
     key = ctx.param("data", str, "transactions")
     limit = _memory_limit(ctx)
@@ -157,7 +158,8 @@ async def _load(ctx: JobContext) -> KeyedTransactions:
         problem = str(e)
     except JobError as e:
         problem = str(e).removeprefix(f"party {ctx.name!r}: ").removeprefix(f"party {ctx.name!r} ")
-    await check_all(ctx.ch, "data", problem)
+    if problem:  # the session fails here at once; the other parties see this party's abort
+        raise JobError(problem)
     assert kt is not None
     return kt
 

@@ -20,6 +20,7 @@ Rules (stated in ``docs/data-sources.md``):
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -85,6 +86,9 @@ def load_source(
     prefix = f"party {who!r}, " if who else ""
     if src.kind == "legacy":
         from parties.joint.partition import load_transactions
+
+        if not os.path.isfile(src.location):
+            raise SourceError(f"{prefix}data {src.key!r}: no such file", src.location)
 
         try:
             return KeyedTransactions(load_transactions(src.location))
