@@ -115,12 +115,15 @@ def _pg_url(src: TableSource, password: str | None) -> str:
 
 
 def _check_columns(src: TableSource, columns: list[str]) -> None:
+    """Both named columns exist; the detail lists the schema (for CSV only its width: a file without a
+    header line would have its first data row taken for the header, and that must not reach a log)."""
     missing = [c for c in (src.transaction, src.item) if c not in columns]
     if missing:
-        raise SourceError(
-            f"data {src.key!r}: no column {missing[0]!r}",
-            f"{src.describe()} has columns {', '.join(columns[:20])}{', ...' if len(columns) > 20 else ''}",
-        )
+        if src.kind == "file" and src.format == "csv":
+            detail = f"{src.describe()}: its header line has {len(columns)} column(s), none named {missing[0]!r}"
+        else:
+            detail = f"{src.describe()} has columns {', '.join(columns[:20])}{', ...' if len(columns) > 20 else ''}"
+        raise SourceError(f"data {src.key!r}: no column {missing[0]!r}", detail)
 
 
 def _file_scan(src: TableSource) -> str:
