@@ -262,6 +262,11 @@ def source_from_flags(
             table[k] = v
     if file and Path(file).suffix.lower() in LEGACY_SUFFIXES and not (transaction or item):
         return parse_source(key, file, Path.cwd(), "command line")
+    if (duckdb or postgresql) and not query:
+        raise SourceError(f'{given[0]} needs a query: --query "SELECT key_column, item_column FROM ..."')
+    if not (transaction and item):
+        what = file or given[0]
+        raise SourceError(f"{what}: name its key and item columns with --transaction COL --item COL")
     try:
         return parse_source(key, table, Path.cwd(), "command line")
     except SourceError as e:
