@@ -64,6 +64,15 @@ def keyed_parquet(path: Path, ids: np.ndarray, products: list[str], seed: int) -
     )
 
 
+def bank_and_insurer(d: Path, n: int, shared: float) -> tuple[np.ndarray, np.ndarray, list[dict]]:
+    """Two parties' keyed Parquet tables in ``d`` (a.parquet, b.parquet): their ids and ``[data.crm]`` tables."""
+    a, b = customers(n, shared, 1)
+    keyed_parquet(d / "a.parquet", a, PRODUCTS[:5], 2)
+    keyed_parquet(d / "b.parquet", b, PRODUCTS[5:], 3)
+    tables = [{"crm": {"path": str(d / f"{x}.parquet"), "transaction": "customer_id", "item": "product"}} for x in "ab"]
+    return a, b, tables
+
+
 def run(
     parties: int, data: list[dict], job: str, params: dict, timeout: float = 3600, memory: int | None = 8 << 30
 ) -> tuple[float, dict]:
@@ -88,13 +97,7 @@ def cmd_align(args) -> None:
     print(f"{'keys':>10} {'mode':>10} {'alignment s':>12} {'job s':>8} {'union':>10} {'common':>10}")
     for n in [int(x) for x in args.keys.split(",")]:
         with tempfile.TemporaryDirectory(prefix="ppdm-keys-") as d:
-            a, b = customers(n, 0.5, 1)
-            keyed_parquet(Path(d) / "a.parquet", a, PRODUCTS[:5], 2)
-            keyed_parquet(Path(d) / "b.parquet", b, PRODUCTS[5:], 3)
-            data = [
-                {"crm": {"path": str(Path(d) / f"{x}.parquet"), "transaction": "customer_id", "item": "product"}}
-                for x in "ab"
-            ]
+            a, b, data = bank_and_insurer(Path(d), n, 0.5)
             for mode in args.modes.split(","):
                 params = {"min_support": "0.9", "max_len": 1, "data": "crm", "align": mode}
                 wall, out = run(2, data, "mine.vertical", params)
@@ -114,13 +117,7 @@ def cmd_vertical(args) -> None:
 
     n = args.customers
     with tempfile.TemporaryDirectory(prefix="ppdm-keys-") as d:
-        a, b = customers(n, args.shared, 1)
-        keyed_parquet(Path(d) / "a.parquet", a, PRODUCTS[:5], 2)
-        keyed_parquet(Path(d) / "b.parquet", b, PRODUCTS[5:], 3)
-        data = [
-            {"crm": {"path": str(Path(d) / f"{x}.parquet"), "transaction": "customer_id", "item": "product"}}
-            for x in "ab"
-        ]
+        a, b, data = bank_and_insurer(Path(d), n, args.shared)
         # the same counts without keys: CSR shares of the inner join, aligned by position
         common = np.intersect1d(a, b)
         for i, x in enumerate("ab"):

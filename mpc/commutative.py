@@ -400,12 +400,7 @@ def check_subgroup_points(rows: np.ndarray) -> None:
     """
     if len(rows) == 0:
         return
-    top = rows[:, 31]
-    if (top & 0x80).any():
-        raise ProtocolError("received a non-canonical X25519 point (bit 255 set)")
-    at_least_p = (top == 0x7F) & (rows[:, 1:31] == 0xFF).all(axis=1) & (rows[:, 0] >= 0xED)
-    if at_least_p.any():
-        raise ProtocolError("received a non-canonical X25519 point (u >= 2^255 - 19)")
+    check_canonical_points(rows)
     p = _P25519
     blob = np.ascontiguousarray(rows, np.uint8).tobytes()
     us = [int.from_bytes(blob[o : o + 32], "little") for o in range(0, len(blob), 32)]

@@ -71,7 +71,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -110,9 +110,16 @@ class PrivateIdResult:
     union: np.ndarray  # (|U|, 32) uint8, sorted bytewise, identical on every party
     intersection: int  # records held by every party
     sizes: dict[str, int]  # every party's number of records
+    _rows: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def rows(self) -> np.ndarray:
-        """Row of each own record in the union (the common row space), as int64."""
+        """Row of each own record in the union (the common row space), as int64; computed once."""
+        if self._rows is None:
+            object.__setattr__(self, "_rows", self._find_rows())
+        assert self._rows is not None
+        return self._rows
+
+    def _find_rows(self) -> np.ndarray:
         u = np.ascontiguousarray(self.union).view(np.dtype((np.void, ROW_BYTES))).ravel()
         o = np.ascontiguousarray(self.own).view(np.dtype((np.void, ROW_BYTES))).ravel()
         pos = np.searchsorted(u, o)

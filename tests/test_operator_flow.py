@@ -32,6 +32,20 @@ def run(args, cwd, timeout=120):
     return r
 
 
+def serve(cwd, *names) -> list[subprocess.Popen]:
+    """``ppdm party serve`` for each party initialized under ``cwd``, in a process group of its own."""
+    return [
+        subprocess.Popen(
+            PPDM + ["party", "serve", "--config", f"{n}/party.toml"],
+            cwd=cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        for n in names
+    ]
+
+
 @pytest.mark.daemons
 def test_init_analyst_serve_mine(tmp_path):
     db = read_fimi(REPO / "anonymize" / "data" / "mushroom.dat")
@@ -74,16 +88,7 @@ def test_init_analyst_serve_mine(tmp_path):
     )
     run(["party", "analyst", "--party", f"alice=127.0.0.1:{pa}", "--party", f"bob=127.0.0.1:{pb}"], tmp_path)
     assert oct((tmp_path / "alice" / "alice.key").stat().st_mode & 0o777) == "0o600"
-    procs = [
-        subprocess.Popen(
-            PPDM + ["party", "serve", "--config", f"{n}/party.toml"],
-            cwd=tmp_path,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        for n in ("alice", "bob")
-    ]
+    procs = serve(tmp_path, "alice", "bob")
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -142,16 +147,7 @@ def test_operator_flow_with_keyed_tables_both_splits(tmp_path):
              "--data", f"crm={crm}", "--data-columns", "crm=customer_id,product",
              "--data", f"shop={shop}", "--data-columns", "shop=basket_id,sku", "--min-parties", "2"], tmp_path)  # fmt: skip
     run(["party", "analyst", "--party", f"bank=127.0.0.1:{pa}", "--party", f"insurer=127.0.0.1:{pb}"], tmp_path)
-    procs = [
-        subprocess.Popen(
-            PPDM + ["party", "serve", "--config", f"{n}/party.toml"],
-            cwd=tmp_path,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        for n in ("bank", "insurer")
-    ]
+    procs = serve(tmp_path, "bank", "insurer")
     try:
         deadline = time.monotonic() + 30
         while subprocess.run(PPDM + ["party", "status", "--config", "bank/party.toml", "--json"], cwd=tmp_path,

@@ -198,7 +198,6 @@ def mine_local(
     with ``dp`` each daemon gets a budget of exactly that ε for the analyst. ``progress`` prints
     the first daemon's per-level lines on stderr; ``link_shape`` ``(rtt_ms, mbit)`` emulates a WAN.
     """
-    from parties.analyst.local_cluster import LocalCluster
     from parties.joint.partition import load_transactions, save_npz, split_horizontal, split_vertical, write_fimi
 
     if parties < 2:
@@ -228,26 +227,46 @@ def mine_local(
                 file=sys.stderr,
                 flush=True,
             )
-        # the analyst holds the whole file here, so the parties' default minimum of 3 for
-        # sum-style jobs (parties.guards.policy) protects nobody: allow two parties
-        dp = getattr(params, "dp", None)
-        budget = {"total_epsilon": dp.epsilon} if dp is not None else None
-        with LocalCluster(
-            parties, workdir=Path(d) / "cluster", data=data, link_shape=link_shape, policy={"min_parties": 2}, dp=budget
-        ) as cluster:
-            follower = _LogFollower(cluster, "p0") if progress else None
-            if follower:
-                follower.start()
-            try:
-                t0 = time.perf_counter()
-                out = cluster.run_job(params.job, job_params, timeout=timeout)
-                wall = time.perf_counter() - t0
-            finally:
-                if follower:
-                    follower.stop.set()
-                    follower.join()
-                    follower.flush()
+        out, wall = _run_on_local_cluster(Path(d), parties, data, params, job_params, progress, timeout, link_shape)
     return merge_replies(out, split, wall)
+
+
+def _run_on_local_cluster(
+    workdir: Path,
+    parties: int,
+    data: Mapping[str, Mapping[str, Any]],
+    params: HorizontalMining | VerticalMining,
+    job_params: Mapping[str, Any],
+    progress: bool,
+    timeout: float,
+    link_shape: tuple[float, float | None] | None,
+) -> tuple[dict[str, dict[str, Any]], float]:
+    """Start ``parties`` local daemons with ``data``, run the mining job once: ``(replies, wall seconds)``.
+
+    The analyst holds all the data here, so the parties' default minimum of 3 for sum-style jobs
+    (parties.guards.policy) protects nobody: sessions of two parties are allowed. With ``dp`` each
+    daemon gets a budget of exactly that ε for the analyst. ``progress`` prints the first daemon's
+    per-level lines on stderr.
+    """
+    from parties.analyst.local_cluster import LocalCluster
+
+    dp = getattr(params, "dp", None)
+    budget = {"total_epsilon": dp.epsilon} if dp is not None else None
+    with LocalCluster(
+        parties, workdir=workdir / "cluster", data=data, link_shape=link_shape, policy={"min_parties": 2}, dp=budget
+    ) as cluster:
+        follower = _LogFollower(cluster, "p0") if progress else None
+        if follower:
+            follower.start()
+        try:
+            t0 = time.perf_counter()
+            out = cluster.run_job(params.job, dict(job_params), timeout=timeout)
+            return out, time.perf_counter() - t0
+        finally:
+            if follower:
+                follower.stop.set()
+                follower.join()
+                follower.flush()
 
 
 def mine_local_sources(
@@ -264,14 +283,9 @@ def mine_local_sources(
     customer_id --item product``. Each daemon's ``[data]`` names its source as the job's data key;
     sessions of two parties are allowed (the analyst holds all the files here).
     """
-    from parties.analyst.local_cluster import LocalCluster
-
     if len(sources) < 2:
         raise AnalystError("a local cluster needs at least 2 parties: give one data source per party")
-    key = params.data
-    data = {f"p{i}": {key: src.to_table()} for i, src in enumerate(sources)}
-    dp = getattr(params, "dp", None)
-    budget = {"total_epsilon": dp.epsilon} if dp is not None else None
+    data = {f"p{i}": {params.data: src.to_table()} for i, src in enumerate(sources)}
     job_params = params.to_params()
     with tempfile.TemporaryDirectory(prefix="ppdm-mine-") as d:
         if progress:
@@ -281,26 +295,9 @@ def mine_local_sources(
                 file=sys.stderr,
                 flush=True,
             )
-        with LocalCluster(
-            len(sources),
-            workdir=Path(d) / "cluster",
-            data=data,
-            link_shape=link_shape,
-            policy={"min_parties": 2},
-            dp=budget,
-        ) as cluster:
-            follower = _LogFollower(cluster, "p0") if progress else None
-            if follower:
-                follower.start()
-            try:
-                t0 = time.perf_counter()
-                out = cluster.run_job(params.job, job_params, timeout=timeout)
-                wall = time.perf_counter() - t0
-            finally:
-                if follower:
-                    follower.stop.set()
-                    follower.join()
-                    follower.flush()
+        out, wall = _run_on_local_cluster(
+            Path(d), len(sources), data, params, job_params, progress, timeout, link_shape
+        )
     return merge_replies(out, params.split, wall)
 
 

@@ -77,11 +77,6 @@ class TableSource:
     password_file: Path | None = None
     format: str | None = None  # files: "csv" or "parquet"
 
-    @property
-    def keyed(self) -> bool:
-        """Rows carry a key column (every kind but the legacy files)."""
-        return self.kind != "legacy"
-
     def describe(self) -> str:
         """A short public description for messages and logs (no password, no query text)."""
         if self.kind in ("legacy", "file"):
@@ -116,12 +111,6 @@ class TableSource:
             if v:
                 out[k] = v
         return out
-
-    def with_columns(self, transaction: str | None, item: str | None) -> TableSource:
-        """The same source with the key and item columns named (a job or the command line names them)."""
-        from dataclasses import replace
-
-        return replace(self, transaction=transaction or self.transaction, item=item or self.item)
 
     def check_columns(self) -> None:
         """Keyed sources need both column names (one line naming the data key otherwise)."""
@@ -269,6 +258,6 @@ def source_from_flags(
         raise SourceError(f"{what}: name its key and item columns with --transaction COL --item COL")
     try:
         return parse_source(key, table, Path.cwd(), "command line")
-    except SourceError as e:
+    except SourceError as e:  # the table's keys are the flags' names here
         msg = str(e).replace(f"command line: data.{key}.", "--").replace(f"command line: data.{key}", "the source")
-        raise SourceError(msg.replace("_", "-") if "password_file" in msg else msg) from None
+        raise SourceError(msg.replace("password_file", "password-file")) from None
