@@ -151,9 +151,10 @@ def _metrics(
     suppressed_rows: str,
 ) -> dict:
     keep = ~suppressed
-    sizes = np.bincount(class_id[keep], minlength=n_classes)
+    w = table.weights
+    sizes = np.bincount(class_id[keep], weights=None if w is None else w[keep], minlength=n_classes).astype(np.int64)
     k = max([m.minimal_class_size for m in models if m.size_only], default=1)
-    n_sup = int(suppressed.sum())
+    n_sup = int(suppressed.sum()) if w is None else int(w[suppressed].sum())
     out = {
         "rows": int(table.n),
         "suppressed_rows": n_sup,
@@ -169,7 +170,7 @@ def _metrics(
         "c_avg": M.average_class_size(sizes, k),
         "risk": M.reidentification_risk(sizes),
     }
-    if n_queries > 0:
+    if n_queries > 0 and w is None:  # the query workload is drawn over rows (not on a weighted table)
         out["query_error"] = M.query_error(table, lo, hi, suppressed, n_queries=n_queries, seed=seed)
     out["achieved"] = achieved_privacy(table, class_id, n_classes, suppressed, suppressed_rows)
     return out
@@ -224,7 +225,7 @@ def anonymize_table(
     timings["encode"] = time.perf_counter() - t
     check_fits(models, table.n)
     can_suppress = alg.kind == registry.FULL_DOMAIN and math.floor(float(max_suppression) * table.n + 1e-9) > 0
-    hint = check_feasible(models, class_stats(table, np.zeros(table.n, dtype=np.int64), 1), can_suppress)
+    hint = check_feasible(models, class_stats(table, np.zeros(table.n_tuples, dtype=np.int64), 1), can_suppress)
     qis = table.schema.qis
     search = None
     levels = None
@@ -265,7 +266,9 @@ def anonymize_table(
         t = time.perf_counter()
         if alg.kind in registry.PARTITION_KINDS:
             class_id, n_classes = res.class_id, res.n_classes
-            suppressed = np.zeros(table.n, dtype=bool) if res.suppressed is None else np.asarray(res.suppressed, bool)
+            suppressed = (
+                np.zeros(table.n_tuples, dtype=bool) if res.suppressed is None else np.asarray(res.suppressed, bool)
+            )
             df = release_partition(
                 table,
                 class_id,
@@ -281,7 +284,7 @@ def anonymize_table(
             df, tables = res.qi_table, dict(res.tables)
         elif alg.kind == registry.SYNTHETIC:
             class_id = np.asarray(res.group_id, dtype=np.int64)
-            suppressed = np.zeros(table.n, dtype=bool)
+            suppressed = np.zeros(table.n_tuples, dtype=bool)
             df = res.df
         else:  # pragma: no cover - KINDS is closed
             raise AnonymizeError(f"algorithm '{alg.name}' has an unknown kind {alg.kind!r}")

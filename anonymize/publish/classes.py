@@ -97,18 +97,22 @@ def class_stats(table: EncodedTable, class_id: np.ndarray, n_classes: int, rows=
     """Class sizes and sensitive histograms by ``np.bincount`` over ``class_id * V + value``.
 
     ``rows``: optional bool mask or index array of the rows to count (e.g. the
-    non-suppressed ones); classes left without rows get size 0 and pass every model.
+    non-suppressed ones); classes left without rows get size 0 and pass every model. The rows of a
+    weighted table count their weight.
     """
     cid = np.asarray(class_id, dtype=np.int64)
     sc = table.sens_codes
+    w = table.weights
     if rows is not None:
         cid = cid[rows]
         sc = sc[rows]
-    sizes = np.bincount(cid, minlength=n_classes).astype(np.int64)
+        w = None if w is None else w[rows]
+    sizes = np.bincount(cid, weights=w, minlength=n_classes).astype(np.int64)
     hists = []
     for j, vals in enumerate(table.sens_values):
         V = len(vals)
-        hists.append(np.bincount(cid * V + sc[:, j], minlength=n_classes * V).reshape(n_classes, V).astype(np.int64))
+        h = np.bincount(cid * V + sc[:, j], weights=w, minlength=n_classes * V)
+        hists.append(h.reshape(n_classes, V).astype(np.int64))
     return ClassStats(sizes, hists, table.global_dist(), table)
 
 
@@ -139,12 +143,17 @@ class ClassChecker:
         ]
         self.V = [len(v) for v in table.sens_values]
         self.global_dist = table.global_dist()
+        #: multiplicity of every row of a weighted table (None: each row once)
+        self.weights = table.weights
 
     def stats(self, part_of_row: np.ndarray, rows: np.ndarray, n_parts: int, sizes: np.ndarray) -> ClassStats:
-        """:class:`ClassStats` of the groups (group ``p`` = rows ``rows[part_of_row == p]``)."""
+        """:class:`ClassStats` of the groups (group ``p`` = rows ``rows[part_of_row == p]``; ``sizes``
+        count the rows' weights in a weighted table)."""
         hists = []
+        w = None if self.weights is None else self.weights[rows]
         for s, V in zip(self.sens, self.V):
-            hists.append(np.bincount(part_of_row * V + s[rows], minlength=n_parts * V).reshape(n_parts, V))
+            h = np.bincount(part_of_row * V + s[rows], weights=w, minlength=n_parts * V).reshape(n_parts, V)
+            hists.append(h if w is None else h.astype(np.int64))
         return ClassStats(np.asarray(sizes, dtype=np.int64), hists, self.global_dist, self.table)
 
     def ok(self, part_of_row: np.ndarray, rows: np.ndarray, n_parts: int, sizes: np.ndarray) -> np.ndarray:
@@ -163,5 +172,5 @@ class ClassChecker:
         """``(n_classes,)`` bool for a labelling of every row of the table (``class_id[i]`` = class of row
         ``i``): the common case of a finished partition or clustering."""
         cid = np.asarray(class_id, dtype=np.int64)
-        sizes = np.bincount(cid, minlength=n_classes)
+        sizes = np.bincount(cid, weights=self.weights, minlength=n_classes).astype(np.int64)
         return self.ok(cid, np.arange(len(cid), dtype=np.int64), n_classes, sizes)

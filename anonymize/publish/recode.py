@@ -55,8 +55,9 @@ def range_labels(values_lo: np.ndarray, values_hi: np.ndarray) -> np.ndarray:
 
 def _class_means(table: EncodedTable, j: int, class_id: np.ndarray, n_classes: int) -> np.ndarray:
     vals = np.asarray(table.hierarchies[j].leaves, dtype=np.float64)[table.qi_codes[:, j]]
-    sums = np.bincount(class_id, weights=vals, minlength=n_classes)
-    cnt = np.bincount(class_id, minlength=n_classes)
+    w = table.weights
+    sums = np.bincount(class_id, weights=vals if w is None else vals * w, minlength=n_classes)
+    cnt = np.bincount(class_id, weights=w, minlength=n_classes)
     return np.round(sums / np.maximum(cnt, 1), 6)
 
 
@@ -88,7 +89,7 @@ def release_levels(
     ``numeric_output='mean'`` → mean of the original values over the row's equivalence class;
     ``suppressed`` rows → ``*`` everywhere (or dropped)."""
     _check_options(numeric_output, suppressed_rows)
-    n = table.n
+    n = table.n_tuples
     suppressed = np.zeros(n, dtype=bool) if suppressed is None else np.asarray(suppressed, dtype=bool)
     cols = {}
     cid = None
@@ -118,7 +119,7 @@ def release_partition(
     values (or class means), categorical QIs as the label of the lowest hierarchy node covering the
     class's values; labels are built once per class and gathered per row."""
     _check_options(numeric_output, suppressed_rows)
-    n = table.n
+    n = table.n_tuples
     cid = np.asarray(class_id, dtype=np.int64)
     suppressed = np.zeros(n, dtype=bool) if suppressed is None else np.asarray(suppressed, dtype=bool)
     order = np.argsort(cid, kind="stable")

@@ -125,9 +125,19 @@ class EncodedTable:
         categorical in hierarchy leaf order if a hierarchy is given, else sorted text
         (this order is the one the *ordered* EMD ground distance uses).
     n : int
+        Number of rows the table stands for: ``Σ weights`` for a weighted table.
+    weights : np.ndarray | None
+        ``(n_tuples,)`` int64 multiplicity of every code row, or None (each row once). A weighted
+        table is the distinct (QI, sensitive) tuples of a larger table with their counts — what a
+        data engine's ``GROUP BY`` returns (:mod:`anonymize.engines`); the frequency-set searches,
+        strict Mondrian and the metrics read it as the rows it stands for.
+    n_tuples : int
+        Number of code rows (``n`` when unweighted).
     """
 
-    def __init__(self, df, schema, hierarchies, qi_codes, sens_codes, sens_values, sens_hierarchies=None):
+    def __init__(
+        self, df, schema, hierarchies, qi_codes, sens_codes, sens_values, sens_hierarchies=None, weights=None
+    ):
         self.df = df
         self.schema = schema
         self.hierarchies = list(hierarchies)
@@ -135,12 +145,27 @@ class EncodedTable:
         self.sens_codes = sens_codes
         self.sens_values = list(sens_values)
         self.sens_hierarchies = dict(sens_hierarchies or {})
-        self.n = int(qi_codes.shape[0])
+        self.n_tuples = int(qi_codes.shape[0])
+        self.weights: np.ndarray | None = None
+        if weights is not None:
+            w = np.asarray(weights, dtype=np.int64)
+            if w.shape != (self.n_tuples,) or (w < 1).any():
+                raise AnonymizeError("weights must give a positive count for every row")
+            self.weights = w
+        self.n = int(self.weights.sum()) if self.weights is not None else self.n_tuples
         self._global: list[np.ndarray] | None = None
 
     @classmethod
-    def encode(cls, df: pd.DataFrame, schema: Schema, hierarchies: dict[str, Hierarchy] | None = None) -> EncodedTable:
+    def encode(
+        cls,
+        df: pd.DataFrame,
+        schema: Schema,
+        hierarchies: dict[str, Hierarchy] | None = None,
+        weights: np.ndarray | None = None,
+    ) -> EncodedTable:
         """Validate and encode ``df`` (attribute roles of Aggarwal 2015, §20.3).
+
+        ``weights`` — each row's multiplicity (a weighted table, see the class docstring).
 
         Missing QI hierarchies are built by :func:`auto_hierarchy`. Errors
         (:class:`AnonymizeError`, one line): unknown column, a column in two
@@ -193,7 +218,7 @@ class EncodedTable:
                 codes, uniq = pd.factorize(strs, sort=True)
                 sens_codes[:, j] = codes
                 sens_values.append(np.asarray(uniq, dtype=object))
-        return cls(work, schema, hs, qi_codes, sens_codes, sens_values, sens_h)
+        return cls(work, schema, hs, qi_codes, sens_codes, sens_values, sens_h, weights=weights)
 
     # ------------------------------------------------------------------
     @property
@@ -217,11 +242,16 @@ class EncodedTable:
             out[:, j] = h.maps[lv][self.qi_codes[:, j]] if lv else self.qi_codes[:, j]
         return out
 
+    def row_weights(self) -> np.ndarray:
+        """``(n_tuples,)`` int64 multiplicities (ones for an unweighted table)."""
+        return self.weights if self.weights is not None else np.ones(self.n_tuples, dtype=np.int64)
+
     def global_dist(self) -> list[np.ndarray]:
         """Distribution of each sensitive attribute over the whole table (the Q of t-closeness, eq. 20.12)."""
         if self._global is None:
             self._global = [
-                np.bincount(self.sens_codes[:, j], minlength=len(v)) / self.n for j, v in enumerate(self.sens_values)
+                np.bincount(self.sens_codes[:, j], weights=self.weights, minlength=len(v)) / self.n
+                for j, v in enumerate(self.sens_values)
             ]
         return self._global
 
@@ -236,4 +266,5 @@ class EncodedTable:
         return [self.schema.sensitive.index(attribute)]
 
     def __repr__(self) -> str:
-        return f"EncodedTable(n={self.n}, qis={self.schema.qis}, sensitive={self.schema.sensitive})"
+        w = f", tuples={self.n_tuples}" if self.weights is not None else ""
+        return f"EncodedTable(n={self.n}{w}, qis={self.schema.qis}, sensitive={self.schema.sensitive})"

@@ -99,7 +99,8 @@ class FrequencySets:
 
     def __init__(self, table: EncodedTable, *, need_hist: bool, wide: bool | None = None):
         self.table = table
-        self.n = table.n
+        self.n = table.n  # rows the table stands for (Σ weights of a weighted table)
+        self.n_tuples = table.n_tuples  # code rows
         self.q = table.q
         self.heights = [int(h.height) for h in table.hierarchies]
         self.need_hist = need_hist
@@ -107,7 +108,7 @@ class FrequencySets:
         self.R: list[int] = []
         self.lvmap: list[list[np.ndarray]] = []  # [j][l] compact leaf -> compact node
         self.node_of: list[list[np.ndarray]] = []  # [j][l] compact node -> hierarchy node code
-        self.leaf_compact = np.empty((self.n, self.q), dtype=np.int64)
+        self.leaf_compact = np.empty((self.n_tuples, self.q), dtype=np.int64)
         for j, h in enumerate(table.hierarchies):
             col = table.qi_codes[:, j]
             present, inv = np.unique(col, return_inverse=True)
@@ -178,18 +179,20 @@ class FrequencySets:
         return d
 
     def _base(self) -> FrequencySet:
-        """Frequency set of the bottom node ``(0, …, 0)`` straight from the rows."""
+        """Frequency set of the bottom node ``(0, …, 0)`` straight from the rows (a weighted table's
+        rows count their weight)."""
         lv = tuple([0] * self.q)
-        counts = np.ones(self.n, dtype=np.int64)
+        m = self.n_tuples
+        counts = self.table.row_weights().copy()
         hist = None
         if self.need_hist:
-            hist = np.zeros((self.n, self.V), dtype=np.int64)
+            hist = np.zeros((m, self.V), dtype=np.int64)
             for s, off in enumerate(self.sens_offsets):
-                hist[np.arange(self.n), off + self.table.sens_codes[:, s]] = 1
+                hist[np.arange(m), off + self.table.sens_codes[:, s]] = counts
         if self.wide:
             fs = FrequencySet(lv, None, counts, hist, codes=self.leaf_compact.astype(np.int32))
         else:
-            key = np.zeros(self.n, dtype=np.int64)
+            key = np.zeros(m, dtype=np.int64)
             for j in range(self.q):
                 key |= self.leaf_compact[:, j] << self.shift[j]
             fs = FrequencySet(lv, key, counts, hist)
@@ -406,8 +409,8 @@ class FrequencySets:
             self._drop(lv)
 
     def row_codes(self, levels) -> np.ndarray:
-        """(n, q) compact node codes of every row at a node (internal levels), from the rows."""
-        codes = np.empty((self.n, self.q), dtype=np.int64)
+        """(n_tuples, q) compact node codes of every row at a node (internal levels), from the rows."""
+        codes = np.empty((self.n_tuples, self.q), dtype=np.int64)
         for j in range(self.q):
             codes[:, j] = self.lvmap[j][levels[j]][self.leaf_compact[:, j]]
         return codes

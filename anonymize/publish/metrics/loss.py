@@ -41,8 +41,9 @@ def ncp(table: EncodedTable, lo, hi, suppressed=None, categorical: str = "height
     """
     lo, hi = np.asarray(lo), np.asarray(hi)
     cells = cell_losses(table, lo, hi, categorical)
-    cells[suppressed_mask(table.n, suppressed)] = 1.0
-    per = cells.mean(axis=0)
+    cells[suppressed_mask(table.n_tuples, suppressed)] = 1.0
+    w = table.weights
+    per = cells.mean(axis=0) if w is None else (w @ cells) / table.n
     return {
         "ncp": float(per.mean()) if len(per) else 0.0,
         "per_attribute": {name: float(v) for name, v in zip(table.schema.qis, per)},
@@ -54,8 +55,8 @@ def gaacp_iloss(table: EncodedTable, lo, hi, suppressed=None) -> float:
     §2.2): Σ over classes/rows of (max C_r − min C_r)/(max T − min T) for numeric QIs and
     h(t_j, t_j*)/h(t_j, root) for categorical QIs (unnormalized; divide by n·d for :func:`ncp`)."""
     cells = cell_losses(table, np.asarray(lo), np.asarray(hi), "height")
-    cells[suppressed_mask(table.n, suppressed)] = 1.0
-    return float(cells.sum())
+    cells[suppressed_mask(table.n_tuples, suppressed)] = 1.0
+    return float(cells.sum()) if table.weights is None else float((table.weights @ cells).sum())
 
 
 def il_total(table: EncodedTable, class_id, n_classes: int, lo, hi, suppressed=None) -> dict:
@@ -72,23 +73,25 @@ def il_total(table: EncodedTable, class_id, n_classes: int, lo, hi, suppressed=N
     Returns ``{"total_il", "average_il"}`` (average = total / (n·d)).
     """
     cid = np.asarray(class_id, dtype=np.int64)
-    sup = suppressed_mask(table.n, suppressed)
+    sup = suppressed_mask(table.n_tuples, suppressed)
     any_sup = bool(sup.any())
     keep = ~sup
     lo, hi = np.asarray(lo), np.asarray(hi)
     q = table.q
     total = 0.0
     ck = cid[keep] if any_sup else cid
-    sizes = np.bincount(ck, minlength=n_classes)
+    rw = table.row_weights()
+    sizes = np.bincount(ck, weights=rw[keep], minlength=n_classes)
     for j, h in enumerate(table.hierarchies):
         codes = table.qi_codes[:, j]
         if h.numeric:
-            w = cell_loss(h, lo[keep, j], hi[keep, j], data_domain(table, j))
-            total += float(w.sum())  # Σ_e |e|·(max−min)/|N| = Σ_rows cell width
+            width = cell_loss(h, lo[keep, j], hi[keep, j], data_domain(table, j))
+            # Σ_e |e|·(max−min)/|N| = Σ_rows cell width
+            total += float(width.sum()) if table.weights is None else float(width @ rw[keep])
         else:
             L = h.n_leaves
             n_dom = int(np.count_nonzero(np.bincount(codes, minlength=L)))
             distinct = distinct_per_class(ck, n_classes, codes[keep] if any_sup else codes, L)
             total += float((sizes * distinct).sum()) / n_dom
-    total += float(sup.sum()) * q
+    total += float(rw[sup].sum()) * q
     return {"total_il": total, "average_il": total / (table.n * q) if table.n and q else 0.0}

@@ -218,6 +218,7 @@ def measure_release(
     hierarchies=None,
     c: float | None = None,
     population: pd.DataFrame | None = None,
+    weights: np.ndarray | None = None,
 ) -> dict:
     """Measure a table *as released* (generalized values such as ``*`` or ``20-29`` are plain
     categories), like pycanon but vectorized and index-independent.
@@ -231,6 +232,10 @@ def measure_release(
     prosecutor/journalist/marketer risk (journalist against ``population`` if given: a table with
     the same QI columns in the same released form); NCP for QIs whose hierarchy is given and whose
     released values are labels of it.
+
+    ``weights`` — each row's multiplicity: ``df`` is then the distinct released tuples of a larger
+    table with their counts (what an engine's ``GROUP BY`` of a written file returns, see
+    :mod:`anonymize.engines`); every figure is the one of the table the rows stand for.
     """
     t0 = time.perf_counter()
     qis, sensitive, identifiers = list(qis), list(sensitive), list(identifiers)
@@ -246,11 +251,16 @@ def measure_release(
                 f"{int(np.argmax(na)) + 1}); fill or drop them first"
             )
     hierarchies = dict(hierarchies or {})
-    n = len(df)
+    w = None
+    if weights is not None:
+        w = np.asarray(weights, dtype=np.int64)
+        if population is not None:
+            raise AnonymizeError("a population table cannot be matched against a weighted (grouped) release")
+    n = len(df) if w is None else int(w.sum())
     qi_uniques: list = []
     codes = _factorize_columns(df, qis, qi_uniques)
     cid, C = equivalence_classes(codes)
-    sizes = np.bincount(cid, minlength=C)
+    sizes = np.bincount(cid, weights=w, minlength=C).astype(np.int64)
     k = int(sizes.min())
     out: dict = {
         "rows": n,
@@ -272,8 +282,8 @@ def measure_release(
             is_num = pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
             sc, values = pd.factorize(col if is_num else canonical_strings(col), sort=True)
         V = len(values)
-        hist = np.bincount(cid * V + sc, minlength=C * V).reshape(C, V)
-        Q = np.bincount(sc, minlength=V) / n
+        hist = np.bincount(cid * V + sc, weights=w, minlength=C * V).reshape(C, V).astype(np.int64)
+        Q = np.bincount(sc, weights=w, minlength=V) / n
         numeric_sens = np.issubdtype(np.asarray(values).dtype, np.number)
         sens_out[s] = {
             "distinct_values": V,
@@ -312,7 +322,7 @@ def measure_release(
             continue
         lo, hi = cells
         loss = cell_loss(h, lo, hi, hierarchy_domain(h) if h.numeric else None, "height")
-        ncp_per[qname] = float(np.mean(loss))
+        ncp_per[qname] = float(np.mean(loss)) if w is None else float(loss @ w) / n
     if ncp_per:
         vals_ = [v for v in ncp_per.values() if v is not None]
         out["ncp"] = {"per_attribute": ncp_per, "ncp": float(np.mean(vals_)) if len(vals_) == len(qis) else None}

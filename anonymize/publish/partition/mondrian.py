@@ -154,18 +154,26 @@ def mondrian(
         raise AnonymizeError("no privacy model given (e.g. k-anonymity with --k)")
     t0 = time.perf_counter()
     n, q = table.qi_codes.shape
-    check_fits(models, n)
+    if table.weights is not None and mode == "relaxed":
+        raise AnonymizeError(
+            "relaxed Mondrian cuts between rows with equal values, which a weighted table (an engine's distinct "
+            "rows) cannot do: use the strict mode, or the memory engine"
+        )
+    w = table.row_weights()
+    N = table.n
+    check_fits(models, N)
     chk = ClassChecker(table, models)
     X = [np.ascontiguousarray(table.qi_codes[:, j]) for j in range(q)]
     if categorical_span not in ("height", "leaves"):
         raise AnonymizeError(f"unknown categorical span '{categorical_span}' (use height or leaves)")
     attrs = [_Attr(h, X[j], categorical_span) for j, h in enumerate(table.hierarchies)]
     act = np.arange(n, dtype=np.int64)
-    if not chk.ok(np.zeros(n, dtype=np.int64), act, 1, np.array([n]))[0]:
+    if not chk.ok(np.zeros(n, dtype=np.int64), act, 1, np.array([N]))[0]:
         raise AnonymizeError(
             "the whole table does not satisfy the privacy models, so no partition can; relax k / l / t"
         )
-    psize = np.array([n], dtype=np.int64)
+    psize = np.array([n], dtype=np.int64)  # code rows per partition
+    pweight = np.array([N], dtype=np.int64)  # rows the partition stands for (= psize unweighted)
     class_id = np.empty(n, dtype=np.int64)
     next_id = 0
     rounds = 0
@@ -191,7 +199,7 @@ def mondrian(
             else np.zeros((P, 1), dtype=np.int64)
         )
         done = np.zeros(P, dtype=bool)
-        new_rows, new_sizes = [], []
+        new_rows, new_sizes, new_weights = [], [], []
         for r in range(q):
             dim = order[:, r]
             trying = ~done & (spans[np.arange(P), dim] > 0)
@@ -204,15 +212,18 @@ def mondrian(
                 rows = act[rmask]
                 seg = np.searchsorted(sel, row_part[rmask])
                 if attrs[j].numeric:
-                    ok, rows_out, sizes_out = _split_numeric(rows, seg, psize[sel], X[j], attrs[j], chk, mode)
+                    ok, rows_out, sizes_out, weights_out = _split_numeric(
+                        rows, seg, psize[sel], pweight[sel], X[j], attrs[j], chk, mode, w
+                    )
                 else:
-                    ok, rows_out, sizes_out = _split_categorical(
-                        rows, seg, psize[sel], X[j], attrs[j], chk, mins[j][sel], maxs[j][sel]
+                    ok, rows_out, sizes_out, weights_out = _split_categorical(
+                        rows, seg, psize[sel], X[j], attrs[j], chk, mins[j][sel], maxs[j][sel], w
                     )
                 done[sel[ok]] = True
                 cuts[table.schema.qis[j]] += int(ok.sum())
                 new_rows.append(rows_out)
                 new_sizes.append(sizes_out)
+                new_weights.append(weights_out)
         fin = ~done
         if fin.any():
             rank = np.cumsum(fin) - 1
@@ -221,9 +232,10 @@ def mondrian(
             next_id += int(fin.sum())
         act = np.concatenate(new_rows) if new_rows else np.zeros(0, dtype=np.int64)
         psize = np.concatenate(new_sizes) if new_sizes else np.zeros(0, dtype=np.int64)
+        pweight = np.concatenate(new_weights) if new_weights else np.zeros(0, dtype=np.int64)
         if progress:
             progress(f"mondrian: round {rounds}: {next_id} classes final, {len(psize)} partitions to cut")
-    sizes = np.bincount(class_id, minlength=next_id)
+    sizes = np.bincount(class_id, weights=table.weights, minlength=next_id).astype(np.int64)
     stats = {"rounds": rounds, "cuts": cuts, "classes": next_id, "seconds": time.perf_counter() - t0}
     return MondrianResult(class_id, next_id, sizes, stats, mode=mode)
 
@@ -234,16 +246,17 @@ def _seg_starts(sizes: np.ndarray) -> np.ndarray:
     return st
 
 
-def _two_way_ok(chk: ClassChecker, rows_s, seg_s, starts, sizes, cut) -> np.ndarray:
-    """Both sides of ``cut`` (a position per segment, rows sorted within segments) satisfy the models."""
+def _two_way_ok(chk: ClassChecker, rows_s, seg_s, starts, sizes, wsizes, cut, wcut) -> np.ndarray:
+    """Both sides of ``cut`` (a position per segment, rows sorted within segments) satisfy the models;
+    ``wsizes`` / ``wcut`` are the segment's and the left side's weights (= ``sizes`` / ``cut`` unweighted)."""
     valid = (cut > 0) & (cut < sizes)
     if chk.size_only:
-        return valid & (cut >= chk.min_size) & (sizes - cut >= chk.min_size)
+        return valid & (wcut >= chk.min_size) & (wsizes - wcut >= chk.min_size)
     B = len(sizes)
     pos = np.arange(len(rows_s), dtype=np.int64) - starts[seg_s]
     side = (pos >= cut[seg_s]).astype(np.int64)
     part = seg_s * 2 + side
-    psz = np.stack([cut, sizes - cut], axis=1).ravel()
+    psz = np.stack([wcut, wsizes - wcut], axis=1).ravel()
     ok = chk.ok(part, rows_s, 2 * B, psz).reshape(B, 2)
     return valid & ok[:, 0] & ok[:, 1]
 
@@ -254,8 +267,10 @@ def _emit(ok, rows_s, seg_s, child_sizes_2d):
     return rows_s[keep], child_sizes_2d[ok].ravel()
 
 
-def _split_numeric(rows, seg, sizes, col, attr: _Attr, chk: ClassChecker, mode: str):
-    """Median cut of every segment on a numeric QI; returns ``(ok per segment, rows, part sizes)``."""
+def _split_numeric(rows, seg, sizes, wsizes, col, attr: _Attr, chk: ClassChecker, mode: str, w):
+    """Median cut of every segment on a numeric QI; returns ``(ok per segment, rows, part sizes, part
+    weights)``. The median is the weighted one: the value at row ``(W − 1) // 2`` of the segment's rows
+    repeated by weight (the same value as for the expanded rows)."""
     B = len(sizes)
     L = attr.L
     vals = col[rows].astype(np.int64)
@@ -263,28 +278,39 @@ def _split_numeric(rows, seg, sizes, col, attr: _Attr, chk: ClassChecker, mode: 
     order = _sort_order(key, B * L)
     rows_s, key_s, seg_s = rows[order], key[order], seg[order]
     starts = _seg_starts(sizes)
-    mid = starts + (sizes - 1) // 2
+    cw0 = np.zeros(len(rows_s) + 1, dtype=np.int64)  # cw0[i] = weight of the first i sorted rows
+    np.cumsum(w[rows_s], out=cw0[1:])
+    base = cw0[starts]
+    mid = np.searchsorted(cw0, base + (wsizes - 1) // 2, side="right") - 1
     v = key_s[mid]
     c_le = np.searchsorted(key_s, v, side="right") - starts  # rows ≤ median value
     c_lt = np.searchsorted(key_s, v, side="left") - starts  # rows < median value
-    half = sizes / 2.0
-    a_first = np.abs(c_le - half) <= np.abs(c_lt - half)
-    cand = [np.where(a_first, c_le, c_lt), np.where(a_first, c_lt, c_le)]
-    if mode == "relaxed":
-        cand.insert(0, sizes // 2)
+    w_le, w_lt = cw0[starts + c_le] - base, cw0[starts + c_lt] - base
+    half = wsizes / 2.0
+    a_first = np.abs(w_le - half) <= np.abs(w_lt - half)
+    cand = [
+        (np.where(a_first, c_le, c_lt), np.where(a_first, w_le, w_lt)),
+        (np.where(a_first, c_lt, c_le), np.where(a_first, w_lt, w_le)),
+    ]
+    if mode == "relaxed":  # unweighted only (refused in :func:`mondrian`)
+        cand.insert(0, (sizes // 2, sizes // 2))
     cut = np.full(B, -1, dtype=np.int64)
-    for c in cand:
+    wcut = np.zeros(B, dtype=np.int64)
+    for c, wc in cand:
         todo = cut < 0
         if not todo.any():
             break
-        ok = _two_way_ok(chk, rows_s, seg_s, starts, sizes, c) & todo
+        ok = _two_way_ok(chk, rows_s, seg_s, starts, sizes, wsizes, c, wc) & todo
         cut[ok] = c[ok]
+        wcut[ok] = wc[ok]
     ok = cut >= 0
-    return (ok,) + _emit(ok, rows_s, seg_s, np.stack([cut, sizes - cut], axis=1))
+    rows_out, sizes_out = _emit(ok, rows_s, seg_s, np.stack([cut, sizes - cut], axis=1))
+    return ok, rows_out, sizes_out, np.stack([wcut, wsizes - wcut], axis=1)[ok].ravel()
 
 
-def _split_categorical(rows, seg, sizes, col, attr: _Attr, chk: ClassChecker, mn, mx):
-    """Cut every segment into the children of its values' lowest common ancestor (module docstring)."""
+def _split_categorical(rows, seg, sizes, col, attr: _Attr, chk: ClassChecker, mn, mx, w):
+    """Cut every segment into the children of its values' lowest common ancestor (module docstring);
+    returns ``(ok per segment, rows, part sizes, part weights)`` (sizes of a child count weights)."""
     B = len(sizes)
     L = attr.L
     lev = attr.lca_level(mn, mx)  # ≥ 1 since the span is > 0
@@ -299,7 +325,7 @@ def _split_categorical(rows, seg, sizes, col, attr: _Attr, chk: ClassChecker, mn
     np.not_equal(key_s[1:], key_s[:-1], out=flag[1:])
     gstart = np.flatnonzero(flag)
     G = len(gstart)
-    gsize = np.diff(np.r_[gstart, m])
+    gsize = np.add.reduceat(w[rows_s], gstart) if G else np.zeros(0, dtype=np.int64)  # rows (weights) per child
     gseg = seg_s[gstart]
     group_of_row = np.cumsum(flag) - 1
     g_ok = chk.ok(group_of_row, rows_s, G, gsize)
@@ -357,6 +383,8 @@ def _split_categorical(rows, seg, sizes, col, attr: _Attr, chk: ClassChecker, mn
         f2 = np.r_[True, k2[1:] != k2[:-1]]
         st2 = np.flatnonzero(f2)
         sizes_out = np.diff(np.r_[st2, len(k2)]).astype(np.int64)
+        weights_out = np.add.reduceat(w[rows_out], st2).astype(np.int64)
     else:
         sizes_out = np.zeros(0, dtype=np.int64)
-    return ok, rows_out, sizes_out
+        weights_out = np.zeros(0, dtype=np.int64)
+    return ok, rows_out, sizes_out, weights_out
