@@ -141,6 +141,7 @@ class Engine(ABC):
         atomically (a temporary file next to ``out``, renamed at the end; nothing on failure).
         Returns the rows written."""
 
+    @abstractmethod
     def close(self) -> None:
         """Release the engine's resources (idempotent)."""
 
@@ -164,8 +165,14 @@ def choose_engine(name: str, src: TableInput, *, needs_rows: bool = False) -> st
     return "memory" if src.kind == "files" and src.estimated_bytes() <= limit else "duckdb"
 
 
-def open_engine(name: str, *, spark_master: str | None = None, spark_conf: Mapping[str, str] | None = None,
-                memory_limit: int | None = None, threads: int | None = None) -> Engine:
+def open_engine(
+    name: str,
+    *,
+    spark_master: str | None = None,
+    spark_conf: Mapping[str, str] | None = None,
+    memory_limit: int | None = None,
+    threads: int | None = None,
+) -> Engine:
     """An engine by name (duckdb | spark); memory is not an :class:`Engine` (the numpy code runs directly)."""
     if name == "duckdb":
         from .duckdb_engine import DuckDBEngine

@@ -115,6 +115,10 @@ class DuckDBEngine(Engine):
         rows = self._run(src, f"DESCRIBE SELECT * FROM {self.relation(src)}", "read the schema", fetch="all")
         return [str(r[0]) for r in rows]
 
+    def frame(self, src: TableInput, progress: Progress | None = None) -> pd.DataFrame:
+        """The whole table as a pandas DataFrame (for the memory engine reading a database)."""
+        return self._run(src, f"SELECT * FROM {self.relation(src)}", "read the table", progress)
+
     def row_count(self, src: TableInput, progress: Progress | None = None) -> int:
         """``COUNT(*)`` of the table."""
         return int(self._run(src, f"SELECT COUNT(*) FROM {self.relation(src)}", "count rows", progress, "one")[0])
@@ -172,7 +176,7 @@ class DuckDBEngine(Engine):
         for con in self._cons.values():
             try:
                 con.close()
-            except Exception:  # noqa: BLE001 - closing a broken connection
+            except Exception:
                 pass
         self._cons.clear()
         if self._tmp is not None:

@@ -33,7 +33,6 @@ import pandas as pd
 
 from ..engines.base import Engine, TableInput
 from ..errors import AnonymizeError
-from . import registry
 from .anonymizer import AnonymizationResult, anonymize_table
 from .hierarchy import Hierarchy
 from .metrics import measure_release

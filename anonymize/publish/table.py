@@ -135,9 +135,7 @@ class EncodedTable:
         Number of code rows (``n`` when unweighted).
     """
 
-    def __init__(
-        self, df, schema, hierarchies, qi_codes, sens_codes, sens_values, sens_hierarchies=None, weights=None
-    ):
+    def __init__(self, df, schema, hierarchies, qi_codes, sens_codes, sens_values, sens_hierarchies=None, weights=None):
         self.df = df
         self.schema = schema
         self.hierarchies = list(hierarchies)

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from anonymize.errors import AnonymizeError
 from parties.cli.common import comma_list
+from parties.cli.engine_args import add_database_args, add_engine_args, engine_input, engine_kwargs
 from parties.cli.schema_args import (
     add_release_args,
     add_table_args,
@@ -64,7 +65,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         "t-closeness where the algorithm honours them. Writes the release and, with --report, a JSON "
         "report (parameters, chosen levels, every metric, timings).",
     )
-    add_table_args(p, "table to anonymize")
+    add_table_args(p, "table to anonymize", optional_input=True)
     p.add_argument(
         "-o", "--output", required=True, metavar="OUT", help="release to write (CSV, or Parquet by extension)"
     )
@@ -119,6 +120,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     )
     p.add_argument("--out-sep", default=None, help="output CSV delimiter (default: the input's)")
     p.add_argument("--quiet", action="store_true", help="no progress or summary output")
+    add_engine_args(p)
+    add_database_args(p)
     p.set_defaults(func=_main)
     return p
 
@@ -144,9 +147,9 @@ class Progress:
         print(f"ppdm: [{now - self.t0:6.1f} s] {msg}", file=self.stream, flush=True)
 
 
-def run_anonymize(args, progress=None):
-    """Read the inputs named by ``args``, anonymize, and return ``(result, output_sep)`` without
-    writing anything."""
+def run_anonymize(args, progress=None, frame=None):
+    """Read the inputs named by ``args`` (or take the table ``frame``), anonymize, and return
+    ``(result, output_sep)`` without writing anything."""
     from anonymize.publish.anonymizer import anonymize_table, build_models
 
     if not comma_list(args.qi):
@@ -160,7 +163,7 @@ def run_anonymize(args, progress=None):
         t_distance=args.t_distance,
         t_ground=args.t_ground,
     )
-    df, schema, hs = read_table_args(args)
+    df, schema, hs = read_table_args(args, frame=frame)
     out_sep = output_sep(args)
     options: dict = {}
     if getattr(args, "seed", None) is not None:
@@ -182,7 +185,7 @@ def run_anonymize(args, progress=None):
         options=options,
         progress=progress,
     )
-    res.report["input"] = str(args.input)
+    res.report["input"] = str(args.input or args.duckdb or "PostgreSQL")
     res.report["output"] = str(args.output)
     return res, out_sep
 
@@ -267,17 +270,93 @@ def write_tables(pairs, sep: str = ",") -> None:
 
 
 def _main(args) -> int:
-    from anonymize.publish.io import atomic_write_text
+    from anonymize.engines import choose_engine
+    from anonymize.publish.on_engine import engine_supports
 
     # bad input raises AnonymizeError: one line and exit 2 (parties.cli.main), nothing written
     prog = Progress(enabled=not args.quiet)
-    out = check_output_path(args.output, "output", Path(args.input))
+    with engine_input(args) as src:
+        name = choose_engine(args.engine, src, needs_rows=not engine_supports(args.algorithm, args.mondrian_mode))
+        if name != "memory":
+            return _main_engine(args, src, name, prog)
+        frame = None
+        if args.input is None:  # a database table, read into memory
+            from anonymize.engines.duckdb_engine import DuckDBEngine
+
+            with DuckDBEngine(memory_limit=args.memory_limit) as eng:
+                frame = eng.frame(src)
+        return _main_memory(args, prog, frame)
+
+
+def _main_engine(args, src, name: str, prog) -> int:
+    """``--engine duckdb|spark``: :func:`anonymize.publish.on_engine.anonymize_on_engine`."""
+    from anonymize.engines import open_engine
+    from anonymize.publish.anonymizer import build_models
+    from anonymize.publish.io import atomic_write_text, read_hierarchies
+    from anonymize.publish.table import Schema
+
+    for flag, given in (("--keep-order", args.keep_order), ("--plot", args.plot), ("--queries", args.queries)):
+        if given and not (flag == "--queries" and args.queries == 0):
+            raise AnonymizeError(f"{flag} needs the rows in memory: use --engine memory (engine: {name})")
+    qis, sens, ids = comma_list(args.qi), comma_list(args.sensitive), comma_list(args.id)
+    if not qis:
+        raise AnonymizeError("--qi needs at least one column")
+    models = build_models(
+        k=args.k,
+        l=args.l,
+        l_variant=args.l_variant,
+        c=args.c,
+        t=args.t,
+        t_distance=args.t_distance,
+        t_ground=args.t_ground,
+    )
+    out = check_output_path(args.output, "output", Path(args.input) if args.input else None)
+    rep_path = check_output_path(args.report, "report") if args.report else None
+    if rep_path is not None and rep_path.resolve() == out.resolve():
+        raise AnonymizeError(f"output files would collide: {out}; choose another -o name")
+    hs = read_hierarchies(args.hierarchies, args.hierarchy, columns=set(qis) | set(sens))
+    from anonymize.publish.on_engine import anonymize_on_engine
+
+    with open_engine(name, **engine_kwargs(args)) as eng:
+        res = anonymize_on_engine(
+            eng,
+            src,
+            Schema(qis, sens, ids),
+            hs,
+            out,
+            algorithm=args.algorithm,
+            models=models,
+            max_suppression=args.max_suppression,
+            metric=args.metric,
+            mondrian_mode=args.mondrian_mode,
+            numeric_output=args.numeric_output,
+            suppressed_rows=args.suppressed_rows,
+            sep=output_sep(args),
+            progress=prog,
+        )
+    res.report["input"] = str(args.input or args.duckdb or "PostgreSQL")
+    res.report["output"] = str(args.output)
+    if rep_path is not None:
+        try:
+            atomic_write_text(rep_path, json.dumps(res.report, indent=2, default=float) + "\n")
+        except BaseException:
+            out.unlink(missing_ok=True)
+            raise
+    if not args.quiet:
+        print(f"wrote {args.output} ({name} engine): " + _summary(res))
+    return 0
+
+
+def _main_memory(args, prog, frame=None) -> int:
+    from anonymize.publish.io import atomic_write_text
+
+    out = check_output_path(args.output, "output", Path(args.input) if args.input else None)
     rep_path = check_output_path(args.report, "report") if args.report else None
     plot_path = check_output_path(args.plot, "plot") if args.plot else None
-    res, out_sep = run_anonymize(args, progress=prog)
+    res, out_sep = run_anonymize(args, progress=prog, frame=frame)
     extra = {name: table_path(out, name) for name in res.tables}
     for name, path in extra.items():
-        check_output_path(str(path), f"{name} table", Path(args.input))
+        check_output_path(str(path), f"{name} table", Path(args.input) if args.input else None)
     paths = [out, *extra.values()] + ([rep_path] if rep_path is not None else [])
     if len({p.resolve() for p in paths}) < len(paths):
         raise AnonymizeError(f"output files would collide: {', '.join(map(str, paths))}; choose another -o name")

@@ -17,6 +17,7 @@ import sys
 
 from anonymize.errors import AnonymizeError
 from parties.cli.common import comma_list
+from parties.cli.engine_args import add_database_args, add_engine_args, engine_input, engine_kwargs
 from parties.cli.schema_args import add_table_args
 
 __all__ = ["register", "run_check"]
@@ -31,25 +32,43 @@ def register(subparsers) -> argparse.ArgumentParser:
         "t-closeness (variational, KL, EMD), discernibility, CDM, average class size, and "
         "prosecutor / journalist / marketer re-identification risk.",
     )
-    add_table_args(p, "table to measure (hierarchies give NCP for QIs and hierarchical EMD for sensitive columns)")
+    add_table_args(
+        p,
+        "table to measure (hierarchies give NCP for QIs and hierarchical EMD for sensitive columns)",
+        optional_input=True,
+    )
     p.add_argument(
         "--c", type=float, default=None, help="report the largest l with recursive (c,l)-diversity at this c"
     )
     p.add_argument("--population", metavar="FILE", help="population table (same QI columns) for journalist risk")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--plot", metavar="OUT.png", help="draw the class sizes and the disclosure profile of the release")
+    add_engine_args(p)
+    add_database_args(p)
     p.set_defaults(func=_main)
     return p
 
 
 def run_check(args) -> dict:
     """Read the inputs named by ``args`` and return the :func:`measure_release` report."""
+    from anonymize.engines import choose_engine, open_engine
     from anonymize.publish.io import read_hierarchies, read_table
     from anonymize.publish.metrics import measure_release
+    from anonymize.publish.on_engine import measure_on_engine
 
     qis, sens, ids = comma_list(args.qi), comma_list(args.sensitive), comma_list(args.id)
     if not qis:
         raise AnonymizeError("--qi needs at least one column")
+    with engine_input(args) as src:
+        name = choose_engine(args.engine, src, needs_rows=bool(args.population))
+        if name != "memory" or args.input is None:
+            if args.population:
+                raise AnonymizeError("--population needs the rows in memory: use --engine memory")
+            hs = read_hierarchies(args.hierarchies, args.hierarchy, columns=set(qis) | set(sens))
+            with open_engine("duckdb" if name == "memory" else name, **engine_kwargs(args)) as eng:
+                rep = measure_on_engine(eng, src, qis, sens, hierarchies=hs, c=args.c)
+            rep["input"] = str(args.input or args.duckdb or "PostgreSQL")
+            return rep
     df = read_table(args.input, sep=args.sep)
     hs = read_hierarchies(args.hierarchies, args.hierarchy, columns=set(qis) | set(sens))
     pop = read_table(args.population, sep=args.sep) if args.population else None

@@ -48,9 +48,15 @@ def positive_int(s: str) -> int:
     return x
 
 
-def add_table_args(p: argparse.ArgumentParser, what: str = "table") -> None:
-    """``IN``, ``--qi`` (required), ``--sensitive``, ``--id``, ``--hierarchies``, ``--hierarchy``, ``--sep``."""
-    p.add_argument("input", metavar="IN", help=f"{what}: CSV (any of ; , TAB |) or Parquet")
+def add_table_args(p: argparse.ArgumentParser, what: str = "table", *, optional_input: bool = False) -> None:
+    """``IN``, ``--qi`` (required), ``--sensitive``, ``--id``, ``--hierarchies``, ``--hierarchy``, ``--sep``.
+    ``optional_input``: IN may be left out (the table then comes from ``--duckdb``/``--postgresql``)."""
+    p.add_argument(
+        "input",
+        metavar="IN",
+        nargs="?" if optional_input else None,
+        help=f"{what}: CSV (any of ; , TAB |) or Parquet" + (" (or --duckdb/--postgresql)" if optional_input else ""),
+    )
     p.add_argument("--qi", required=True, metavar="COLS", help="quasi-identifier columns, comma-separated")
     p.add_argument("--sensitive", metavar="COLS", default="", help="sensitive columns, comma-separated")
     p.add_argument("--id", metavar="COLS", default="", help="identifier columns (dropped from any release)")
@@ -92,8 +98,9 @@ def add_release_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def read_table_args(args, *, need_sensitive: bool = False):
-    """Read the table and hierarchies named by :func:`add_table_args`: ``(df, schema, hierarchies)``."""
+def read_table_args(args, *, need_sensitive: bool = False, frame=None):
+    """Read the table and hierarchies named by :func:`add_table_args`: ``(df, schema, hierarchies)``;
+    ``frame`` — the table already read (from a database), instead of IN."""
     from anonymize.publish.io import read_hierarchies, read_table
     from anonymize.publish.table import Schema
 
@@ -102,9 +109,9 @@ def read_table_args(args, *, need_sensitive: bool = False):
         raise AnonymizeError("--qi needs at least one column")
     if need_sensitive and not sens:
         raise AnonymizeError("--sensitive needs at least one column (the disclosure probability is about it)")
-    df = read_table(args.input, sep=args.sep)
+    df = read_table(args.input, sep=args.sep) if frame is None else frame
     if len(df) == 0:
-        raise AnonymizeError(f"input file {args.input} has no data rows")
+        raise AnonymizeError(f"input {args.input or 'table'} has no data rows")
     hs = read_hierarchies(args.hierarchies, args.hierarchy, columns=set(qis) | set(sens))
     return df, Schema(qis, sens, ids), hs
 
@@ -114,13 +121,13 @@ def output_sep(args) -> str:
     from anonymize.publish.io import sniff_delimiter
 
     sep = getattr(args, "out_sep", None) or args.sep
-    if sep is None:
+    if sep is None and args.input:
         try:
             with open(args.input, "rb") as fh:
                 sep = sniff_delimiter(fh.read(65536).decode("utf-8", "replace"))
         except OSError:
             sep = ","
-    return sep
+    return sep or ","
 
 
 def check_output_path(path: str, what: str, inp: Path | None = None) -> Path:

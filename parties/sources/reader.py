@@ -25,33 +25,17 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from anonymize.engines.sql import ident
+from anonymize.engines.sql import lit as _lit
+from anonymize.engines.sql import one_line as _one_line
 from parties.sources.spec import SourceError, TableSource
 
-__all__ = ["source_relation", "duckdb_connection", "read_password", "ident", "one_line"]
+__all__ = ["source_relation", "duckdb_connection", "read_password", "ident", "one_line", "spill_to_parquet"]
 
 
 def one_line(e: BaseException) -> str:
-    """A database error as one line without quoted rows (see :func:`_one_line`)."""
+    """A database error as one line without quoted rows (:func:`anonymize.engines.sql.one_line`)."""
     return _one_line(e)
-
-
-def ident(name: str) -> str:
-    """A SQL identifier, double-quoted (embedded quotes doubled)."""
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _lit(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
-
-
-def _one_line(e: BaseException, secret: str | None = None) -> str:
-    """A driver's message on one line, without the password and without quoted data rows."""
-    msg = " ".join(str(e).split())
-    for cut in ("Original Line", "Possible Solution", "LINE 1:"):  # DuckDB's CSV errors quote the row
-        msg = msg.split(cut, 1)[0].rstrip(" :;")
-    if secret:
-        msg = msg.replace(secret, "***").replace(quote(secret, safe=""), "***")
-    return msg[:400]
 
 
 @contextmanager
@@ -233,3 +217,26 @@ def _postgresql_stream(src: TableSource) -> Iterator[Any]:
             conn.close()
         except Exception:
             pass
+
+
+def spill_to_parquet(src: TableSource, path: str, memory_limit: int | None = None) -> int:
+    """Stream every column of ``src``'s query (PostgreSQL or DuckDB) into the Parquet file ``path`` — one
+    pass over the server's rows, memory bounded by DuckDB's limit — so that engines can scan it several
+    times. Returns the rows written. Errors are one :class:`SourceError` line."""
+    import duckdb
+
+    with duckdb_connection(memory_limit) as con:
+        try:
+            if src.kind == "postgresql":
+                with _postgresql_stream(src) as reader:
+                    con.register("ppdm_pg", reader)
+                    got = con.execute(f"COPY (SELECT * FROM ppdm_pg) TO {_lit(path)} (FORMAT parquet)").fetchone()
+            elif src.kind == "duckdb":
+                con.execute(f"ATTACH {_lit(src.location)} AS ppdm_wh (READ_ONLY)")
+                con.execute("USE ppdm_wh")
+                got = con.execute(f"COPY ({src.query}) TO {_lit(path)} (FORMAT parquet)").fetchone()
+            else:
+                raise SourceError(f"data {src.key!r}: only database sources are spilled", src.describe())
+        except duckdb.Error as e:
+            raise SourceError(f"data {src.key!r}: reading it failed", f"{src.describe()}: {_one_line(e)}") from None
+    return int(got[0]) if got else 0
