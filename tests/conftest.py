@@ -44,3 +44,8 @@ def pg_server():
     server = PostgresServer(bindir).start()
     yield server
     server.stop()
+
+
+# Spark for the engine tests (tests/spark_env.py): a local[2] session and a standalone cluster; both skip
+# with one line saying how to enable them when pyspark or a Java 17 runtime is missing
+from spark_env import spark_cluster, spark_local  # noqa: E402,F401

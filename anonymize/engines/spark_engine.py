@@ -1,0 +1,259 @@
+"""The Spark engine: a party's table on a Spark cluster (Zaharia et al., "Spark: cluster computing with
+working sets", HotCloud 2010; Armbrust et al., "Spark SQL: relational data processing in Spark",
+SIGMOD 2015), through PySpark against the master the party names — ``local[N]`` or a standalone
+``spark://host:port``.
+
+Grouping is Spark SQL's hash aggregation; the release is a broadcast join with the (small) recoding;
+mining runs the project's numpy counters inside the executors (``mapInArrow``) and sums their counts
+(:mod:`anonymize.itemsets.partitioned`). The executors must import this package: by default they get
+this installation's directory on their ``PYTHONPATH`` and this Python as their interpreter (right for
+``local[N]`` and for a cluster on the same hosts as this installation); a cluster elsewhere needs ppdm
+installed on its workers.
+
+A master that does not answer is one line at once (a TCP probe before the driver starts); a Java
+runtime that is missing or too old is one line saying how to get one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .base import Engine, EngineError, Progress, TableInput
+from .progress import polled
+
+__all__ = ["SparkEngine", "spark_available", "default_conf"]
+
+# PySpark 4.3 warns on every Arrow conversion that it "does not yet fully support pandas >= 3"; the
+# conversions ppdm makes (integers, text, booleans) are checked against the other engines by the tests
+warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+
+_PKG_ROOT = Path(__file__).resolve().parent.parent.parent
+_ENABLE = "pip install 'ppdm[spark]' and a JDK 17 (apt install openjdk-17-jre-headless)"
+
+
+def spark_available() -> str | None:
+    """None when pyspark imports and a Java 17+ runtime runs; else one line saying what is missing."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return f"the spark engine needs pyspark: {_ENABLE}"
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not java or not os.path.exists(java):
+        return f"the spark engine needs a Java runtime (JAVA_HOME or java on PATH): {_ENABLE}"
+    try:
+        r = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return f"{java} -version fails: {_ENABLE}"
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', r.stderr + r.stdout)
+    major = (int(m.group(2) or 0) if m.group(1) == "1" else int(m.group(1))) if m else 0
+    if major < 17:
+        return f"{java} is Java {major or '?'}; Spark 4 needs Java 17 or newer: {_ENABLE}"
+    return None
+
+
+def default_conf(master: str) -> dict[str, str]:
+    """Settings ppdm gives a session unless the party's ``[spark] conf`` says otherwise."""
+    conf = {
+        "spark.ui.showConsoleProgress": "false",
+        "spark.log.level": "ERROR",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+        "spark.executorEnv.PYTHONPATH": str(_PKG_ROOT),
+        "spark.sql.shuffle.partitions": str(max(2, 2 * (os.cpu_count() or 2))),
+    }
+    host = _master_host(master)
+    if master.startswith("local") or host in ("127.0.0.1", "localhost", "::1"):
+        conf["spark.driver.host"] = "127.0.0.1"
+        conf["spark.driver.bindAddress"] = "127.0.0.1"
+    return conf
+
+
+def _master_host(master: str) -> str | None:
+    m = re.fullmatch(r"spark://\[?([^\]/]+?)\]?:(\d+)", master.strip())
+    return m.group(1) if m else None
+
+
+def _probe_master(master: str, timeout: float = 3.0) -> None:
+    """A standalone master that does not accept connections is an error now, not after the driver's
+    minute of registration retries."""
+    if master.startswith("local"):
+        if not re.fullmatch(r"local(\[(\*|\d+)(,\s*\d+)?\])?", master):
+            raise EngineError(f"unknown Spark master {master!r} (use local[N] or spark://host:port)")
+        return
+    m = re.fullmatch(r"spark://\[?([^\]/]+?)\]?:(\d+)", master.strip())
+    if not m:
+        raise EngineError(f"unknown Spark master {master!r} (use local[N] or spark://host:port)")
+    try:
+        with socket.create_connection((m.group(1), int(m.group(2))), timeout=timeout):
+            pass
+    except OSError as e:
+        raise EngineError(f"Spark master {master} is unreachable: {e.strerror or e}") from None
+
+
+def spark_error(e: BaseException) -> str:
+    """A Py4J / Spark exception as one line (the first line of its message, without the JVM stack)."""
+    text = str(e).strip()
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("at ", "Traceback", "File ")):
+            return re.sub(r"\s+", " ", line)[:300]
+    return type(e).__name__
+
+
+class SparkEngine(Engine):
+    """A SparkSession against ``master`` with ``conf`` (over :func:`default_conf`). ``session`` — use an
+    existing session instead (it is not stopped by :meth:`close`)."""
+
+    name = "spark"
+
+    def __init__(self, master: str = "local[2]", conf: Mapping[str, str] | None = None, *, session: Any = None):
+        self.master = master
+        self._own = session is None
+        if session is not None:
+            self.spark = session
+            return
+        problem = spark_available()
+        if problem:
+            raise EngineError(problem)
+        _probe_master(master)
+        from pyspark.sql import SparkSession
+
+        settings = default_conf(master) | dict(conf or {})
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        if settings.get("spark.driver.bindAddress") == "127.0.0.1":
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = SparkSession.builder.master(master).appName("ppdm")
+        for k, v in settings.items():
+            builder = builder.config(k, v)
+        try:
+            self.spark = builder.getOrCreate()
+            self.spark.sparkContext.setLogLevel("ERROR")
+        except Exception as e:  # Py4J and JVM start-up errors
+            raise EngineError(f"cannot start Spark against {master}: {spark_error(e)}") from None
+
+    # ------------------------------------------------------------------ relations
+    def dataframe(self, src: TableInput) -> Any:
+        """``src`` as a Spark DataFrame (files only: Parquet, or CSV with a header)."""
+        src.check_exists()
+        if src.database is not None:
+            raise EngineError("the spark engine reads files (Parquet or CSV); export the query or use --engine duckdb")
+        files = [os.path.abspath(f) for f in src.files()]
+        try:
+            if src.fmt == "parquet":
+                return self.spark.read.parquet(*files)
+            from .duckdb_engine import _sniff
+
+            sep = src.sep or _sniff(files[0])
+            return self.spark.read.csv(files, header=True, inferSchema=True, sep=sep)
+        except Exception as e:
+            raise EngineError(f"Spark cannot read {src.describe()}: {spark_error(e)}") from None
+
+    def _run(self, what: str, action, progress: Progress | None = None) -> Any:
+        sc = self.spark.sparkContext
+
+        def poll() -> tuple[float, str] | None:
+            tracker = sc.statusTracker()
+            ids = tracker.getActiveStageIds()
+            if not ids:
+                return None
+            done = total = 0
+            for sid in ids:
+                info = tracker.getStageInfo(sid)
+                if info is not None:
+                    done += info.numCompletedTasks
+                    total += info.numTasks
+            return (done / total if total else 0.0, f"stage {max(ids)}, {done} of {total} tasks")
+
+        try:
+            with polled(what, poll, progress):
+                return action()
+        except EngineError:
+            raise
+        except Exception as e:
+            raise EngineError(f"Spark could not {what}: {spark_error(e)}") from None
+
+    # ------------------------------------------------------------------ Engine
+    def columns(self, src: TableInput) -> list[str]:
+        """The table's column names."""
+        return list(self.dataframe(src).columns)
+
+    def group_counts(self, src: TableInput, columns: Sequence[str], progress: Progress | None = None) -> pd.DataFrame:
+        """``groupBy(columns).count()`` collected as pandas (Arrow)."""
+        df = self.dataframe(src)
+        return self._run(
+            "group the distinct tuples",
+            lambda: df.groupBy(*columns).count().withColumnRenamed("count", "__n").toPandas(),
+            progress,
+        )
+
+    def write_recoded(
+        self,
+        src: TableInput,
+        mapping: pd.DataFrame,
+        keys: Sequence[str],
+        recoded: Mapping[str, str],
+        drop: Sequence[str],
+        out: Path,
+        sep: str = ",",
+        progress: Progress | None = None,
+    ) -> int:
+        """See :meth:`.base.Engine.write_recoded`: a broadcast join, ``orderBy(rand(seed))`` with a seed from
+        the OS, one output file written by Spark into a private directory and moved into place."""
+        from pyspark.sql import functions as F
+
+        df = self.dataframe(src)
+        cols = list(df.columns)
+        m = self.spark.createDataFrame(mapping)
+        joined = df.join(F.broadcast(m), on=list(keys), how="inner").where(~F.col("__drop"))
+        select = [F.col(recoded[c]).alias(c) if c in recoded else F.col(c) for c in cols if c not in drop]
+        seed = int.from_bytes(os.urandom(7), "big")
+        rel = joined.select(*select).orderBy(F.rand(seed)).coalesce(1)
+        out = Path(out)
+        parquet = out.suffix.lower() in (".parquet", ".pq")
+        tmpdir = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=str(out.parent)))
+        try:
+            target = str(tmpdir / "part")
+
+            def write() -> None:
+                w = rel.write.mode("overwrite")
+                if parquet:
+                    w.parquet(target)
+                else:
+                    w.option("header", True).option("sep", sep).option("escape", '"').csv(target)
+
+            self._run("write the release", write, progress)
+            parts = sorted(p for p in Path(target).iterdir() if p.name.startswith("part-"))
+            if len(parts) != 1:
+                raise EngineError(f"Spark wrote {len(parts)} files where one was expected")
+            os.replace(parts[0], out)
+        finally:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+        if parquet:
+            import pyarrow.parquet as pq
+
+            return int(pq.ParquetFile(out).metadata.num_rows)
+        return -1
+
+    def close(self) -> None:
+        """Stop the session this engine started (not one it was given)."""
+        if self._own and getattr(self, "spark", None) is not None:
+            try:
+                self.spark.stop()
+            except Exception:
+                pass
+        self.spark = None
