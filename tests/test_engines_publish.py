@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from spark_env import spark_unavailable
 
 from anonymize.engines import EngineError, TableInput
 from anonymize.engines.duckdb_engine import DuckDBEngine
@@ -26,7 +27,6 @@ from anonymize.publish.io import read_hierarchies, read_table
 from anonymize.publish.models import DistinctLDiversity, KAnonymity
 from anonymize.publish.on_engine import anonymize_on_engine, measure_on_engine, recoding
 from anonymize.publish.table import EncodedTable, Schema
-from spark_env import spark_unavailable
 
 DATA = Path(__file__).resolve().parent.parent / "anonymize" / "data"
 ADULT_QIS = ["age", "education", "marital-status", "occupation", "race", "sex", "native-country", "workclass"]
