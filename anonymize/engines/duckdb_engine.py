@@ -18,6 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from ..itemsets.db import TransactionDB
+from ..itemsets.partitioned import LocalPartitions, partition_count
 from .base import Engine, EngineError, Progress, TableInput
 from .progress import polled
 from .sql import ident, lit, one_line
@@ -170,6 +172,96 @@ class DuckDBEngine(Engine):
         finally:
             con.unregister("ppdm_map")
         return int(got[0]) if got else -1
+
+    def baskets(
+        self,
+        src: TableInput,
+        transaction: str,
+        item: str,
+        *,
+        budget: int | None = None,
+        progress: Progress | None = None,
+    ) -> LocalPartitions:
+        """The basket lines ``(transaction, item)`` of ``src`` as partitions of whole baskets, spilled once
+        to this engine's private directory (one ``COPY … PARTITION_BY`` pass on ``hash(transaction) % P``,
+        then each partition encoded as a compact CSR ``.npy`` pair), so that joint and local mining hold
+        one partition at a time (:class:`anonymize.itemsets.partitioned.LocalPartitions`).
+
+        Items are numbered by their sorted values (text or integers: ``item_kind``); a NULL item is a
+        basket without items; a NULL transaction is an error; repeated lines count once."""
+        import numpy as np
+
+        cols = self.columns(src)
+        for c in (transaction, item):
+            if c not in cols:
+                raise EngineError(f"no column {c!r} in {src.describe()}")
+        rel = self.relation(src)
+        con = self._connect(src)
+        t, i = ident(transaction), ident(item)
+        nulls = self._run(src, f"SELECT COUNT(*) FROM {rel} WHERE {t} IS NULL", "check the keys", progress, "one")[0]
+        if nulls:
+            raise EngineError(f"column {transaction!r} has {nulls:,} NULL transaction id(s)")
+        self._run(
+            src,
+            f"CREATE OR REPLACE TEMP TABLE ppdm_items AS SELECT i AS name, (row_number() OVER (ORDER BY i)) - 1 "
+            f"AS code FROM (SELECT DISTINCT {i} AS i FROM {rel} WHERE {i} IS NOT NULL)",
+            "number the items",
+            progress,
+            "all",
+        )
+        names_df = con.execute("SELECT name FROM ppdm_items ORDER BY code").df()
+        names = names_df["name"].tolist()
+        kind = "int" if np.issubdtype(names_df["name"].dtype, np.integer) else "text"
+        n_tx, lines = self._run(
+            src, f"SELECT COUNT(DISTINCT {t}), COUNT(*) FROM {rel}", "count the baskets", progress, "one"
+        )
+        P = partition_count(int(lines), budget=budget or self.memory_limit // 2)
+        assert self._tmp is not None
+        spill = tempfile.mkdtemp(prefix="baskets-", dir=self._tmp)
+        self._run(
+            src,
+            f"COPY (SELECT DISTINCT CAST(hash({t}) % {P} AS INTEGER) AS p, {t} AS t, c.code AS code "
+            f"FROM {rel} AS r JOIN ppdm_items AS c ON r.{i} = c.name) "
+            f"TO {lit(spill + '/lines')} (FORMAT parquet, PARTITION_BY (p))",
+            "partition the baskets",
+            progress,
+            "all",
+        )
+        m = len(names)
+        sizes: list[int] = []
+        support = np.zeros(m, dtype=np.int64)
+        for p in range(P):
+            part = os.path.join(spill, "lines", f"p={p}")
+            if not os.path.isdir(part):
+                indptr, codes = np.zeros(1, np.int64), np.zeros(0, np.int32)
+            else:
+                got = con.execute(
+                    f"SELECT (dense_rank() OVER (ORDER BY t)) - 1 AS r, code FROM read_parquet({lit(part + '/*.parquet')})"
+                ).fetchnumpy()
+                r, code = np.asarray(got["r"], np.int64), np.asarray(got["code"], np.int64)
+                key = np.sort(r * m + code)
+                rr = key // m
+                n_p = int(rr[-1]) + 1 if key.size else 0
+                indptr = np.zeros(n_p + 1, np.int64)
+                np.cumsum(np.bincount(rr, minlength=n_p), out=indptr[1:])
+                codes = (key - rr * m).astype(np.int32)
+                shutil.rmtree(part, ignore_errors=True)
+            np.save(os.path.join(spill, f"indptr-{p}.npy"), indptr)
+            np.save(os.path.join(spill, f"codes-{p}.npy"), codes)
+            support += np.bincount(codes, minlength=m)
+            sizes.append(int(codes.size))
+            if progress:
+                progress(f"baskets: partition {p + 1} of {P} encoded ({codes.size:,} lines)")
+        universe = np.arange(m, dtype=np.int64)
+
+        def load(p: int) -> TransactionDB:
+            indptr = np.load(os.path.join(spill, f"indptr-{p}.npy"), mmap_mode="r")
+            codes = np.load(os.path.join(spill, f"codes-{p}.npy"))
+            return TransactionDB(len(indptr) - 1, universe, np.asarray(indptr), codes)
+
+        return LocalPartitions(
+            P, load, int(n_tx), names, kind, support, sizes, on_close=lambda: shutil.rmtree(spill, ignore_errors=True)
+        )
 
     def close(self) -> None:
         """Close the connections and remove the spill directory."""

@@ -16,6 +16,7 @@ runtime that is missing or too old is one line saying how to get one.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -30,8 +31,10 @@ from typing import Any
 
 import pandas as pd
 
+from ..itemsets.partitioned import BasketPartitions
 from .base import Engine, EngineError, Progress, TableInput
 from .progress import polled
+from .spark_tasks import unpack
 
 __all__ = ["SparkEngine", "spark_available", "default_conf"]
 
@@ -249,6 +252,50 @@ class SparkEngine(Engine):
             return int(pq.ParquetFile(out).metadata.num_rows)
         return -1
 
+    def baskets(
+        self,
+        src: TableInput,
+        transaction: str,
+        item: str,
+        *,
+        n_partitions: int | None = None,
+        progress: Progress | None = None,
+    ) -> SparkBaskets:
+        """The basket lines of ``src`` repartitioned by basket on the cluster and persisted there
+        (memory and disk); items numbered by their sorted values; only counts come back to the driver."""
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        df = self.dataframe(src)
+        for c in (transaction, item):
+            if c not in df.columns:
+                raise EngineError(f"no column {c!r} in {src.describe()}")
+        lines = df.select(F.col(transaction).alias("t"), F.col(item).alias("i"))
+        nulls = self._run("check the keys", lambda: lines.where(F.col("t").isNull()).count(), progress)
+        if nulls:
+            raise EngineError(f"column {transaction!r} has {nulls:,} NULL transaction id(s)")
+        names_pd = self._run(
+            "number the items",
+            lambda: lines.where(F.col("i").isNotNull()).select("i").distinct().orderBy("i").toPandas(),
+            progress,
+        )
+        names = names_pd["i"].tolist()
+        import numpy as np
+
+        kind = "int" if np.issubdtype(names_pd["i"].dtype, np.integer) else "text"
+        codes = self.spark.createDataFrame(names_pd.assign(code=np.arange(len(names), dtype=np.int64)))
+        P = n_partitions or max(2 * self.spark.sparkContext.defaultParallelism, 2)
+        coded = (
+            lines.join(F.broadcast(codes), on="i", how="inner")
+            .select("t", "code")
+            .repartition(P, "t")
+            .persist(StorageLevel.MEMORY_AND_DISK)
+        )
+        n_tx = self._run("count the baskets", lambda: lines.select("t").distinct().count(), progress)
+        b = SparkBaskets(self, coded, int(n_tx), names, kind, progress)
+        b.item_support()
+        return b
+
     def close(self) -> None:
         """Stop the session this engine started (not one it was given)."""
         if self._own and getattr(self, "spark", None) is not None:
@@ -257,3 +304,109 @@ class SparkEngine(Engine):
             except Exception:
                 pass
         self.spark = None
+
+
+class SparkBaskets(BasketPartitions):
+    """Basket lines persisted on a Spark cluster, partitioned by basket; counting and SON's two phases
+    run in the executors (:mod:`.spark_tasks`) and only per-partition counts come back."""
+
+    def __init__(self, engine: SparkEngine, coded: Any, n_tx: int, names: list, kind: str, progress=None):
+        self.engine = engine
+        self.coded = coded
+        self.n_transactions = n_tx
+        self.item_names = list(names)
+        self.n_items = len(self.item_names)
+        self.item_kind = kind
+        self.progress = progress
+        self._support: Any = None
+        self._m = self.n_items
+
+    def _collect(self, what: str, fn) -> list:
+        from .spark_tasks import RESULT_SCHEMA
+
+        rows = self.engine._run(what, lambda: self.coded.mapInArrow(fn, RESULT_SCHEMA).collect(), self.progress)
+        return [(int(r["k"]), unpack(r["data"])) for r in rows]
+
+    def item_support(self) -> Any:
+        """Item supports summed over the partitions (computed once)."""
+        import numpy as np
+
+        if self._support is None:
+            from .spark_tasks import stats_task
+
+            sup = np.zeros(self._m, np.int64)
+            for k, a in self._collect("count the items", functools.partial(stats_task, m=self._m)):
+                if k == 1:
+                    sup += a
+            self._support = sup
+        return self._support
+
+    def count_support(self, itemsets) -> Any:
+        """Per-partition counts summed (``mapInArrow`` with the candidates broadcast)."""
+        import numpy as np
+
+        from .spark_tasks import count_task
+
+        mat = np.asarray(itemsets, dtype=np.int64)
+        if mat.ndim != 2:
+            from ..itemsets.candidates import as_itemset_matrix
+
+            mat = as_itemset_matrix(itemsets)
+        if mat.shape[0] == 0:
+            return np.zeros(0, np.int64)
+        if mat.shape[1] == 1:
+            return self.item_support()[mat[:, 0]]
+        bc = self.engine.spark.sparkContext.broadcast({mat.shape[1]: mat})
+        try:
+            out = np.zeros(mat.shape[0], np.int64)
+            for _k, a in self._collect("count the candidates", functools.partial(count_task, m=self._m, cands=bc)):
+                out += a
+            return out
+        finally:
+            bc.unpersist()
+
+    def renumbered(self, pos, n_items: int, names) -> BasketPartitions:
+        """Renumbering on the cluster: a join with the new codes (items mapped to -1 dropped)."""
+        import numpy as np
+        from pyspark.sql import functions as F
+
+        pos = np.asarray(pos, dtype=np.int64)
+        mp = self.engine.spark.createDataFrame(
+            pd.DataFrame({"code": np.arange(pos.size, dtype=np.int64), "new": pos})
+        ).where(F.col("new") >= 0)
+        coded = self.coded.join(F.broadcast(mp), on="code").select("t", F.col("new").alias("code"))
+        b = SparkBaskets(self.engine, coded, self.n_transactions, list(names), self.item_kind, self.progress)
+        b._m = n_items
+        return b
+
+    def mine(self, min_count: int, max_len: int | None = None, progress=None):
+        """SON with both phases in the executors."""
+        import numpy as np
+
+        from ..itemsets.partitioned import frequent_from_counts, stack_levels
+        from .spark_tasks import count_task, local_frequent_task
+
+        phase1 = self._collect(
+            "mine the partitions (SON phase 1)",
+            functools.partial(
+                local_frequent_task, m=self._m, min_count=min_count, n_total=self.n_transactions, max_len=max_len
+            ),
+        )
+        cands = stack_levels({k: a} for k, a in phase1)
+        counts = {k: np.zeros(m.shape[0], np.int64) for k, m in cands.items()}
+        bc = self.engine.spark.sparkContext.broadcast(cands)
+        try:
+            for k, a in self._collect(
+                "count the candidates (SON phase 2)", functools.partial(count_task, m=self._m, cands=bc)
+            ):
+                counts[k] += a
+        finally:
+            bc.unpersist()
+        return frequent_from_counts(cands, counts, self.n_transactions, min_count)
+
+    def close(self) -> None:
+        """Unpersist the cached lines."""
+        try:
+            self.coded.unpersist()
+        except Exception:
+            pass
