@@ -12,6 +12,8 @@ import-linter (the layering of mpc, anonymize and parties), mypy.
 
 On first use it creates ``.venv`` next to this file and installs ppdm with its
 test dependencies into it; it reinstalls when ``pyproject.toml`` changes.
+``PPDM_WITH_SPARK=1`` adds the ``spark`` extra (PySpark; its tests also need a
+JDK 17), and switching it reinstalls too.
 """
 
 import hashlib
@@ -30,7 +32,9 @@ def ensure_env() -> None:
     if sys.version_info < (3, 11):  # noqa: UP036 - bootstrap runs under any python3 and says why it stops
         sys.exit(f"bootstrap: ppdm needs Python 3.11 or newer (this is {sys.version.split()[0]})")
     stamp = VENV / ".ppdm-installed"
-    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    with_spark = os.environ.get("PPDM_WITH_SPARK") == "1"
+    extras = "test,spark" if with_spark else "test"
+    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest() + f" PPDM_WITH_SPARK={int(with_spark)}"
     if stamp.exists() and stamp.read_text() == want and PY.exists():
         return
     if not PY.exists():
@@ -38,9 +42,9 @@ def ensure_env() -> None:
         r = subprocess.run([sys.executable, "-m", "venv", str(VENV)])
         if r.returncode != 0:
             sys.exit("bootstrap: 'python3 -m venv' failed (on Debian/Ubuntu: apt install python3-venv)")
-    print("bootstrap: installing ppdm and its test dependencies (first run only)", flush=True)
+    print(f"bootstrap: installing ppdm and its dependencies [{extras}] (first run only)", flush=True)
     pip = [str(PY), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    for cmd in (pip + ["--upgrade", "pip"], pip + ["-e", f"{ROOT}[test]"]):
+    for cmd in (pip + ["--upgrade", "pip"], pip + ["-e", f"{ROOT}[{extras}]"]):
         if subprocess.run(cmd, cwd=ROOT).returncode != 0:
             sys.exit("bootstrap: installing dependencies failed (see pip's message above)")
     stamp.write_text(want)

@@ -137,6 +137,9 @@ class PartyConfig:
     analysts: tuple[str, ...] = DEFAULT_ANALYSTS
     data: dict[str, Any] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
+    #: ``[spark]``: ``master`` (local[N] or spark://host:port) and ``conf`` (Spark settings) for data keys
+    #: with ``engine = "spark"``
+    spark: dict[str, Any] = field(default_factory=dict)
     job_modules: tuple[str, ...] = ()
     path: Path | None = None
     crl: Path | None = None
@@ -196,7 +199,9 @@ def _path(base: Path, v: str) -> Path:
 def parse_config(doc: Mapping[str, Any], base_dir: Path | str = ".", file: str = "party.toml") -> PartyConfig:
     """Validate a parsed TOML document; relative paths are resolved against ``base_dir``."""
     base = Path(base_dir).resolve()
-    _check_keys(doc, {"party", "peers", "data", "limits", "analysts", "jobs", "policy", "audit", "dp"}, "", file)
+    _check_keys(
+        doc, {"party", "peers", "data", "limits", "analysts", "jobs", "policy", "audit", "dp", "spark"}, "", file
+    )
     party = doc.get("party")
     if not isinstance(party, Mapping):
         raise ConfigError(f"{file}: missing table [party]")
@@ -301,6 +306,19 @@ def parse_config(doc: Mapping[str, Any], base_dir: Path | str = ".", file: str =
     except ValueError as e:
         raise ConfigError(f"{file}: {e}") from None
 
+    spark_t = doc.get("spark", {})
+    if not isinstance(spark_t, Mapping):
+        raise ConfigError(f"{file}: spark must be a table [spark]")
+    _check_keys(spark_t, {"master", "conf"}, "spark.", file)
+    if "master" in spark_t and (not isinstance(spark_t["master"], str) or not spark_t["master"].strip()):
+        raise ConfigError(f'{file}: spark.master must be a string such as "local[2]" or "spark://host:7077"')
+    conf_t = spark_t.get("conf", {})
+    if not isinstance(conf_t, Mapping) or not all(isinstance(v, (str, int, float, bool)) for v in conf_t.values()):
+        raise ConfigError(f"{file}: spark.conf must be a table of settings (strings or numbers)")
+    spark = {"master": spark_t.get("master", "local[2]"), "conf": {str(k): str(v) for k, v in conf_t.items()}}
+    if any(getattr(v, "engine", "memory") == "spark" for v in data.values()) and "master" not in spark_t:
+        raise ConfigError(f'{file}: a data key has engine = "spark": name the cluster in [spark] master')
+
     return PartyConfig(
         name=name,
         listen=listen,
@@ -316,6 +334,7 @@ def parse_config(doc: Mapping[str, Any], base_dir: Path | str = ".", file: str =
         policy=policy,
         audit=audit,
         dp=dp,
+        spark=spark,
     )
 
 

@@ -9,6 +9,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -140,6 +141,15 @@ class Engine(ABC):
         ``__drop`` true left out, in a fresh random order, as Parquet or CSV (by ``out``'s extension)
         atomically (a temporary file next to ``out``, renamed at the end; nothing on failure).
         Returns the rows written."""
+
+    def baskets(self, src: TableInput, transaction: str, item: str, *, progress: Progress | None = None) -> Any:
+        """The basket lines ``(transaction, item)`` of ``src`` as partitions of whole baskets
+        (:class:`anonymize.itemsets.partitioned.BasketPartitions`)."""
+        raise EngineError(f"the {self.name} engine does not hold baskets")
+
+    def frame(self, src: TableInput, progress: Progress | None = None) -> pd.DataFrame:
+        """The whole table as a pandas DataFrame."""
+        raise EngineError(f"the {self.name} engine does not load whole tables")
 
     @abstractmethod
     def close(self) -> None:

@@ -211,7 +211,7 @@ class DuckDBEngine(Engine):
         )
         names_df = con.execute("SELECT name FROM ppdm_items ORDER BY code").df()
         names = names_df["name"].tolist()
-        kind = "int" if np.issubdtype(names_df["name"].dtype, np.integer) else "text"
+        kind = "int" if pd.api.types.is_integer_dtype(names_df["name"].dtype) else "text"
         n_tx, lines = self._run(
             src, f"SELECT COUNT(DISTINCT {t}), COUNT(*) FROM {rel}", "count the baskets", progress, "one"
         )

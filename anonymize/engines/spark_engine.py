@@ -282,7 +282,7 @@ class SparkEngine(Engine):
         names = names_pd["i"].tolist()
         import numpy as np
 
-        kind = "int" if np.issubdtype(names_pd["i"].dtype, np.integer) else "text"
+        kind = "int" if pd.api.types.is_integer_dtype(names_pd["i"].dtype) else "text"
         codes = self.spark.createDataFrame(names_pd.assign(code=np.arange(len(names), dtype=np.int64)))
         P = n_partitions or max(2 * self.spark.sparkContext.defaultParallelism, 2)
         coded = (

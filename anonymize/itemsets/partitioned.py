@@ -36,7 +36,7 @@ __all__ = ["BasketPartitions", "LocalPartitions", "son_mine", "partition_count",
 
 def partition_count(lines: int, bytes_per_line: int = 48, budget: int = 512 << 20) -> int:
     """Partitions for ``lines`` basket lines so that one partition's arrays fit ``budget`` bytes."""
-    return max(1, math.ceil(lines * bytes_per_line / max(budget, 1 << 20)))
+    return max(1, math.ceil(lines * bytes_per_line / max(budget, 1 << 10)))
 
 
 def remap_db(db: TransactionDB, pos: np.ndarray | None, n_items: int) -> TransactionDB:

@@ -190,6 +190,9 @@ def count_support(db: TransactionDB | object, itemsets: Iterable[Iterable[int]] 
     (Agrawal & Srikant 1994) done vertically: per batch of candidates of one
     length, the AND of their items' bit columns is pop-counted (Zaki 2000).
     """
+    counter = getattr(db, "count_support", None)
+    if counter is not None:  # baskets partitioned on an engine (.partitioned): sum of per-partition counts
+        return counter(itemsets)
     db = as_transaction_db(db)
     W = db.n_words
     groups = list(_grouped(db, itemsets))

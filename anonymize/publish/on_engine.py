@@ -137,7 +137,8 @@ def anonymize_on_engine(
     timings["engine_write"] = time.perf_counter() - t
     t = time.perf_counter()
     try:
-        expect = int(table.n - (table.weights[res.suppressed_mask].sum() if suppressed_rows == "drop" else 0))
+        dropped = table.row_weights()[res.suppressed_mask].sum() if suppressed_rows == "drop" else 0
+        expect = int(table.n - dropped)
         if written >= 0 and written != expect:
             raise AnonymizeError(f"the engine wrote {written:,} rows where {expect:,} were expected")
         remeasured = _remeasure(engine, out, qis, sens, sep, res, progress)

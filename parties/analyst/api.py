@@ -122,13 +122,20 @@ def mine_centralized(
     """Mine ``db`` (a :class:`anonymize.itemsets.TransactionDB`) in this process; the joint jobs' shape.
 
     ``names[i]`` names the item at position ``i`` of ``db.items`` (text or integers); without it
-    the item ids are the names.
+    the item ids are the names. ``db`` may also be baskets partitioned on an engine
+    (:class:`anonymize.itemsets.partitioned.BasketPartitions`), mined by SON with its item names.
     """
     from anonymize.itemsets import association_rules, frequent_itemsets
     from parties.ratio import exact_ratio
 
     t0 = time.perf_counter()
-    fi = frequent_itemsets(db, exact_ratio(min_support, "min support"))
+    if hasattr(db, "mine"):  # anonymize.itemsets.partitioned.BasketPartitions on an engine: SON
+        from anonymize.itemsets.support import min_count_for
+
+        fi = db.mine(min_count_for(exact_ratio(min_support, "min support"), db.n_transactions))
+        names = db.item_names if names is None else names
+    else:
+        fi = frequent_itemsets(db, exact_ratio(min_support, "min support"))
     t1 = time.perf_counter()
     rules = association_rules(fi, exact_ratio(min_confidence, "min confidence")) if min_confidence is not None else None
     t2 = time.perf_counter()

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -109,27 +107,21 @@ def engine_input(args) -> Iterator[TableInput]:
     if args.duckdb:
         yield TableInput(database=str(Path(args.duckdb)), query=args.query)
         return
+    from parties.sources.engine_input import table_input
     from parties.sources.spec import SourceError, TableSource
 
     url = args.postgresql
     if "@" in url.split("//", 1)[-1].split("/", 1)[0] and ":" in url.split("//", 1)[-1].split("@", 1)[0]:
         raise AnonymizeError("the PostgreSQL URL carries a password: put it in a file given with --password-file")
-    from parties.sources.reader import spill_to_parquet
-
-    tmp = tempfile.mkdtemp(prefix="ppdm-spill-")
+    src = TableSource(
+        key="input",
+        kind="postgresql",
+        location=url,
+        query=args.query,
+        password_file=Path(args.password_file) if args.password_file else None,
+    )
     try:
-        path = str(Path(tmp) / "table.parquet")
-        src = TableSource(
-            key="input",
-            kind="postgresql",
-            location=url,
-            query=args.query,
-            password_file=Path(args.password_file) if args.password_file else None,
-        )
-        try:
-            spill_to_parquet(src, path, memory_limit=getattr(args, "memory_limit", None))
-        except SourceError as e:
-            raise AnonymizeError(e.full().replace("data 'input': ", "PostgreSQL: ")) from None
-        yield TableInput(paths=(path,), fmt="parquet")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        with table_input(src, memory_limit=getattr(args, "memory_limit", None)) as inp:
+            yield inp
+    except SourceError as e:
+        raise AnonymizeError(e.full().replace("data 'input': ", "PostgreSQL: ")) from None

@@ -307,7 +307,15 @@ def _cmd(args) -> int:
             if not any(c in f for c in "*?[") and not Path(f).is_file():
                 raise CLIError(f"cannot read {f}: no such file")
         sources = _sources(args)
-        res = _run_local(args, sources, ms, mc, dp, shape) if args.local is not None else _centralized(sources, ms, mc)
+        if args.local is not None and args.engine not in ("auto", "memory"):
+            raise CLIError(
+                "--engine applies to a local run on this machine; --local daemons take theirs from party.toml"
+            )
+        res = (
+            _run_local(args, sources, ms, mc, dp, shape)
+            if args.local is not None
+            else _centralized(sources, ms, mc, args)
+        )
     text = json.dumps(res) if args.json else format_human(res)
     if args.output:
         from anonymize.publish.io import atomic_write_text
@@ -317,11 +325,15 @@ def _cmd(args) -> int:
     return 0
 
 
-def _centralized(sources: list, ms: str, mc: str | None) -> dict:
+def _centralized(sources: list, ms: str, mc: str | None, args=None) -> dict:
     if len(sources) != 1:
         raise CLIError("one data source to mine locally (several FILEs go with --local, one per party)")
     from parties.analyst.api import mine_centralized
     from parties.sources import SourceError, load_source
+
+    engine = getattr(args, "engine", "auto") if args is not None else "auto"
+    if engine not in ("auto", "memory"):
+        return _centralized_on_engine(sources[0], ms, mc, args)
 
     try:
         kt = load_source(sources[0], progress=lambda line: print(line, file=sys.stderr, flush=True))
@@ -382,6 +394,9 @@ def register(sub) -> None:
     p.add_argument("--postgresql", metavar="URL", help="read from PostgreSQL (postgresql://user@host/db) with --query")
     p.add_argument("--password-file", metavar="FILE", help="with --postgresql: a file holding the password (mode 600)")
     p.add_argument("--query", metavar="SQL", help="with --duckdb/--postgresql: the rows (key and item columns)")
+    from parties.cli.engine_args import add_engine_args
+
+    add_engine_args(p)
     p.add_argument(
         "--data",
         default="transactions",
@@ -473,3 +488,35 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("-o", "--output", help="also write the JSON result to this file (atomically)")
     p.set_defaults(func=_cmd)
+
+
+def _centralized_on_engine(src, ms: str, mc: str | None, args) -> dict:
+    """``ppdm mine --engine duckdb|spark``: the baskets partitioned on the engine, mined by SON."""
+    from anonymize.engines import EngineError, open_engine
+    from parties.analyst.api import mine_centralized
+    from parties.cli.engine_args import engine_kwargs
+    from parties.sources import SourceError
+    from parties.sources.engine_input import table_input
+
+    if src.kind == "legacy":
+        raise CLIError(f"--engine {args.engine} reads CSV, Parquet or a database; {src.location} is a FIMI/CSR file")
+
+    def say(line: str) -> None:
+        print(f"ppdm: {line}", file=sys.stderr, flush=True)
+
+    try:
+        with (
+            table_input(src, memory_limit=args.memory_limit) as inp,
+            open_engine(args.engine, **engine_kwargs(args)) as eng,
+        ):
+            baskets = eng.baskets(inp, src.transaction, src.item, progress=say)
+            try:
+                res = mine_centralized(baskets, ms, mc)
+            finally:
+                baskets.close()
+    except SourceError as e:
+        raise CLIError(e.full()) from None
+    except EngineError as e:
+        raise CLIError(str(e)) from None
+    res["protocol"]["engine"] = args.engine
+    return res

@@ -17,6 +17,7 @@ at admission (:mod:`parties.guards.dp_budget`); ``mine.vertical`` refuses ``epsi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import resource
 import sys
@@ -144,6 +145,8 @@ async def _load(ctx: JobContext) -> KeyedTransactions:
     problem, kt = None, None
     try:
         src = ctx.data_source(key)
+        if getattr(src, "engine", "memory") != "memory":
+            return await _load_on_engine(ctx, src, limit)
         if src.kind == "legacy":
             size = os.path.getsize(src.location) if os.path.exists(src.location) else 0
             need = estimate_file_bytes(src.location, size)
@@ -162,6 +165,49 @@ async def _load(ctx: JobContext) -> KeyedTransactions:
         raise JobError(problem)
     assert kt is not None
     return kt
+
+
+async def _load_on_engine(ctx: JobContext, src, limit: int) -> KeyedTransactions:
+    """A ``[data.KEY]`` with ``engine = "duckdb" | "spark"``: the baskets partitioned on that engine
+    (:mod:`anonymize.itemsets.partitioned`); the session closes them (:func:`_close_engine`). Horizontal
+    jobs only: the protocol asks them for support counts, which the engine sums over its partitions."""
+    from anonymize.engines import EngineError, open_engine
+    from parties.sources.engine_input import table_input
+
+    if ctx.job != "mine.horizontal" or "epsilon" in ctx.params:
+        raise JobError(
+            f"party {ctx.name!r}: data {src.key!r} runs on the {src.engine} engine, which serves horizontal jobs "
+            "without epsilon; run this job on a memory data key"
+        )
+    spark = getattr(ctx.config, "spark", None) or {}
+
+    def build():
+        stack = contextlib.ExitStack()
+        try:
+            inp = stack.enter_context(table_input(src, memory_limit=limit // 2))
+            eng = stack.enter_context(
+                open_engine(
+                    src.engine,
+                    spark_master=spark.get("master"),
+                    spark_conf=spark.get("conf"),
+                    memory_limit=limit // 2,
+                )
+            )
+            baskets = eng.baskets(inp, src.transaction, src.item, progress=_progress(ctx))
+            stack.callback(baskets.close)
+            return baskets, stack.pop_all()
+        except BaseException:
+            stack.close()
+            raise
+
+    try:
+        baskets, stack = await asyncio.to_thread(build)
+    except (SourceError, EngineError) as e:
+        detail = e.full() if isinstance(e, SourceError) else str(e)
+        ctx.log.warning("session %s cannot read data %r on the %s engine: %s", ctx.session, src.key, src.engine, detail)
+        raise JobError(f"data {src.key!r} cannot be read on the {src.engine} engine") from None
+    ctx.cleanup.append(stack.close)
+    return KeyedTransactions(baskets, baskets.item_names, None, baskets.item_kind)
 
 
 def _progress(ctx: JobContext):

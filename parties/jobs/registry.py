@@ -105,6 +105,8 @@ class JobContext:
     max_length: int | None = None  # this party's policy cap on its input vector ([policy.job.NAME] max_length)
     # set by the daemon: the charge its budget guard made for this session (raises ProtocolError if none)
     privacy: Callable[[Any], PrivacyCharge] | None = None
+    # called (in reverse order, off the event loop) when the session ends on any path: engines, spill files
+    cleanup: list[Callable[[], Any]] = field(default_factory=list)
 
     @property
     def parties(self) -> tuple[str, ...]:

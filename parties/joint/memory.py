@@ -49,7 +49,11 @@ def estimate_job_bytes(db: TransactionDB, split: str, n_items: int | None = None
     """
     N = db.n_transactions
     items = int(db.items.size)
-    nnz = int(db.indices.size)
+    if hasattr(db, "largest_partition_lines"):  # partitioned on an engine: one partition in memory at a time
+        nnz = int(db.largest_partition_lines())
+        N = max(1, N // max(1, getattr(db, "n_partitions", 1)))
+    else:
+        nnz = int(db.indices.size)
     csr = 8 * (N + 1) + 8 * nnz + 8 * items
     bit_columns = items * ((N + 63) // 64) * 8  # the cached packed columns of every item held
     if split == "horizontal":

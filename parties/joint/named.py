@@ -113,6 +113,8 @@ def renumber(db: TransactionDB, names: Sequence[Any], universe: Sequence[Any]) -
     index = {n: i for i, n in enumerate(universe)}
     pos = np.array([index.get(n, -1) for n in names], dtype=np.int64) if len(names) else np.zeros(0, np.int64)
     dropped = int(np.count_nonzero(pos < 0))
+    if hasattr(db, "renumbered"):  # baskets partitioned on an engine (anonymize.itemsets.partitioned)
+        return db.renumbered(pos, len(universe), list(universe)), dropped
     universe_ids = np.arange(len(universe), dtype=np.int64)
     kept = pos[pos >= 0]
     if kept.size and kept.size > 1 and not (np.diff(kept) > 0).all():

@@ -517,6 +517,13 @@ class PartyService(pb_grpc.PartyServicer):
             raise ProtocolTimeoutError(
                 f"job {s.job!r} did not finish within the session timeout ({s.timeout:g} s)"
             ) from None
+        finally:  # what the job opened for the session (an engine, its spill files) ends on every path
+            for close in reversed(ctx.cleanup):
+                try:
+                    await asyncio.to_thread(close)
+                except Exception as e:  # a failing close must not hide the job's outcome
+                    self.log.warning("session %s: cleanup failed: %s", ctx.session, e.__class__.__name__)
+            ctx.cleanup.clear()
         if not isinstance(out, dict):
             raise ProtocolError(f"job {s.job!r} returned {type(out).__name__}, not a dict")
         try:

@@ -28,6 +28,7 @@ line or any error: only the path of its file is kept, and it is read when the co
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,7 +41,9 @@ __all__ = ["SourceError", "TableSource", "parse_source", "source_from_flags", "L
 LEGACY_SUFFIXES = (".dat", ".npz")  # FIMI text and CSR arrays of integer item ids: no key or item columns
 FILE_FORMATS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet"}
 _KINDS = ("path", "duckdb", "postgresql")
-_KEYS = {"path", "duckdb", "postgresql", "password_file", "query", "transaction", "item", "format"}
+_KEYS = {"path", "duckdb", "postgresql", "password_file", "query", "transaction", "item", "format", "engine"}
+ENGINES = ("memory", "duckdb", "spark")
+"""Where a party's local work on a data key runs (``engine =``; anonymize.engines)."""
 
 
 class SourceError(ValueError):
@@ -76,6 +79,7 @@ class TableSource:
     query: str | None = None
     password_file: Path | None = None
     format: str | None = None  # files: "csv" or "parquet"
+    engine: str = "memory"  # where the party's local work runs: memory | duckdb | spark
 
     def describe(self) -> str:
         """A short public description for messages and logs (no password, no query text)."""
@@ -185,6 +189,9 @@ def parse_source(key: str, value: Any, base: Path | str, file: str = "party.toml
     for k, v in value.items():
         if not isinstance(v, str) or not v.strip():
             raise SourceError(f"{where}{k} must be a non-empty string, got {v!r}")
+    engine = value.get("engine", "memory")
+    if engine not in ENGINES:
+        raise SourceError(f"{where}engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     kinds = [k for k in _KINDS if k in value]
     if len(kinds) != 1:
         raise SourceError(f"{file}: data.{key} needs exactly one of path, duckdb, postgresql (got {kinds or 'none'})")
@@ -213,6 +220,12 @@ def parse_source(key: str, value: Any, base: Path | str, file: str = "party.toml
             pw = Path(_abs(base, value["password_file"])) if "password_file" in value else None
             src = TableSource(key, "postgresql", url, value.get("transaction"), value.get("item"), value["query"], pw)
     src.check_columns()
+    if engine != "memory":
+        if src.kind == "legacy":
+            raise SourceError(
+                f'{where}engine = "{engine}" reads CSV, Parquet or a database, not a {Path(src.location).suffix} file'
+            )
+        src = dataclasses.replace(src, engine=engine)
     return src
 
 
