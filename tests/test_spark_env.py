@@ -15,10 +15,15 @@ import stat
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import spark_env
-from spark_env import REPO_ROOT, batch_row_counts, executor_count, partition_origin, spark_unavailable
+from spark_env import REPO_ROOT, SparkCluster, batch_row_counts, executor_count, partition_origin, spark_unavailable
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
 
 needs_spark = pytest.mark.skipif(spark_unavailable() is not None, reason=spark_unavailable() or "")
 JOB_BOUND = 90.0  # seconds a job may take on a loaded 2-core machine before the test calls it hung
@@ -46,7 +51,7 @@ def test_the_skip_reason_is_one_line_naming_what_is_missing(monkeypatch: pytest.
 
 
 @needs_spark
-def test_the_local_session_counts_and_groups(spark_local) -> None:
+def test_the_local_session_counts_and_groups(spark_local: SparkSession) -> None:
     assert spark_local.sparkContext.master == "local[2]"
     assert spark_local.conf.get("spark.sql.shuffle.partitions") == "4"
     df = spark_local.range(1000)
@@ -56,7 +61,7 @@ def test_the_local_session_counts_and_groups(spark_local) -> None:
 
 
 @needs_spark
-def test_map_in_arrow_runs_a_function_the_python_workers_import_from_the_repository(spark_local) -> None:
+def test_map_in_arrow_runs_a_function_the_python_workers_import_from_the_repository(spark_local: SparkSession) -> None:
     out = (
         spark_local.range(1000)
         .repartition(4)
@@ -69,7 +74,7 @@ def test_map_in_arrow_runs_a_function_the_python_workers_import_from_the_reposit
 
 
 @needs_spark
-def test_the_standalone_cluster_has_two_alive_workers(spark_cluster) -> None:
+def test_the_standalone_cluster_has_two_alive_workers(spark_cluster: SparkCluster) -> None:
     status = spark_cluster.status()
     assert status["status"] == "ALIVE" and status["aliveworkers"] == 2 and status["cores"] == 2
     assert spark_cluster.master_url == status["url"]
@@ -79,7 +84,7 @@ def test_the_standalone_cluster_has_two_alive_workers(spark_cluster) -> None:
 
 
 @needs_spark
-def test_a_job_runs_on_both_workers_and_the_local_session_comes_back(spark_cluster) -> None:
+def test_a_job_runs_on_both_workers_and_the_local_session_comes_back(spark_cluster: SparkCluster) -> None:
     spark = spark_cluster.session("both-workers")
     assert executor_count(spark) == 2
     rows = spark.sparkContext.parallelize(range(100), 8).mapPartitions(partition_origin).collect()
@@ -97,7 +102,7 @@ def test_a_job_runs_on_both_workers_and_the_local_session_comes_back(spark_clust
     assert local.sparkContext.master == "local[2]" and local.range(10).count() == 10
 
 
-def _wait_for_running_tasks(sc, n: int, timeout: float = JOB_BOUND) -> None:
+def _wait_for_running_tasks(sc: SparkContext, n: int, timeout: float = JOB_BOUND) -> None:
     tracker, deadline = sc.statusTracker(), time.monotonic() + timeout
     while time.monotonic() < deadline:
         infos = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
@@ -107,7 +112,7 @@ def _wait_for_running_tasks(sc, n: int, timeout: float = JOB_BOUND) -> None:
     raise AssertionError(f"fewer than {n} tasks running after {timeout} s")
 
 
-def _submit(pool: ThreadPoolExecutor, sc, group: str, partitions: int, seconds: float) -> Future[int]:
+def _submit(pool: ThreadPoolExecutor, sc: SparkContext, group: str, partitions: int, seconds: float) -> Future[int]:
     """Run a job of ``partitions`` tasks of ``seconds`` each in its own job group; its future is the sum."""
 
     def job() -> int:
@@ -120,7 +125,7 @@ def _submit(pool: ThreadPoolExecutor, sc, group: str, partitions: int, seconds: 
 
 @needs_spark
 def test_a_lost_worker_costs_its_tasks_only_and_with_no_worker_left_the_job_waits_until_cancelled(
-    spark_cluster,
+    spark_cluster: SparkCluster,
 ) -> None:
     spark = spark_cluster.session("worker-loss", {"spark.task.maxFailures": "2"})
     sc = spark.sparkContext
