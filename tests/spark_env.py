@@ -62,7 +62,7 @@ INSTALL_JAVA = "a JDK 17: apt install openjdk-17-jre-headless, or JAVA_HOME set 
 # C1 only: C2's background compiles of a JVM's start-up code took half of two cores and doubled the time to a
 # first result (cluster up, session, first job: 35 s instead of 70 s); serial GC, no GC threads to share them with
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-STARTUP_TIMEOUT = 60.0  # seconds for workers to register, and for executors to come up
+STARTUP_TIMEOUT = 120.0  # seconds for workers to register, and for executors to come up (a loaded 2-core CI machine)
 CLUSTER_CONF = {"spark.executor.memory": "512m", "spark.cores.max": "2", "spark.executor.cores": "1"}
 
 

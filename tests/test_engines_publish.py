@@ -372,3 +372,37 @@ def test_spark_master_unreachable_is_one_line(tmp_path):
         from anonymize.engines.spark_engine import SparkEngine
 
         SparkEngine("yarn")
+
+
+@needs_spark
+def test_spark_cluster_worker_loss(adult, tmp_path, spark_cluster):
+    """On a standalone cluster (a master, two worker JVMs): one worker killed during a release still
+    gives the memory engine's release (Spark re-runs the lost tasks on the other); with every worker
+    gone the job is cancelled after the engine's timeout with one line, and no output file is left."""
+    import threading
+
+    from anonymize.engines.spark_engine import SparkEngine
+
+    df, hs = adult
+    df.to_parquet(tmp_path / "rel.in.parquet")
+    schema = Schema(qis=ADULT_QIS, sensitive=["salary-class"])
+    spark = spark_cluster.session("worker-loss")
+    eng = SparkEngine(spark_cluster.master_url, session=spark)
+    eng.lost_workers_timeout = 8.0
+    killer = threading.Timer(1.0, spark_cluster.kill_worker, args=(0,))
+    killer.start()
+    try:
+        _compare(df, schema, hs, "mondrian", [KAnonymity(5)], 0.0, tmp_path / "rel.parquet", eng)
+    finally:
+        killer.cancel()
+    for i in (0, 1):  # every worker gone (killing a dead one again is a no-op)
+        spark_cluster.kill_worker(i)
+    out = tmp_path / "gone.parquet"
+    t = time.monotonic()
+    with pytest.raises(EngineError, match="no live worker for 8 s"):
+        anonymize_on_engine(
+            eng, TableInput.file(tmp_path / "rel.in.parquet"), schema, hs, out, algorithm="flash",
+            models=[KAnonymity(5)],
+        )  # fmt: skip
+    assert time.monotonic() - t < 90
+    assert not out.exists() and not list(tmp_path.glob(".gone*"))

@@ -24,6 +24,8 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -123,9 +125,19 @@ class SparkEngine(Engine):
 
     name = "spark"
 
+    #: seconds a job may run while the cluster has no live executor before it is cancelled (Spark itself
+    #: would wait for a worker forever); ``ppdm.lost_workers_timeout`` in ``conf`` sets it
+    lost_workers_timeout = 120.0
+
     def __init__(self, master: str = "local[2]", conf: Mapping[str, str] | None = None, *, session: Any = None):
         self.master = master
         self._own = session is None
+        conf = dict(conf or {})
+        if "ppdm.lost_workers_timeout" in conf:
+            try:
+                self.lost_workers_timeout = float(conf.pop("ppdm.lost_workers_timeout"))
+            except ValueError:
+                raise EngineError("ppdm.lost_workers_timeout must be a number of seconds") from None
         if session is not None:
             self.spark = session
             return
@@ -182,13 +194,45 @@ class SparkEngine(Engine):
                     total += info.numTasks
             return (done / total if total else 0.0, f"stage {max(ids)}, {done} of {total} tasks")
 
+        group = f"ppdm-{os.getpid()}-{threading.get_ident()}-{time.monotonic_ns()}"
+        sc.setJobGroup(group, what, interruptOnCancel=True)
+        lost = threading.Event()
+        stop = threading.Event()
+
+        def watch() -> None:  # a standalone cluster without live executors: Spark would wait forever
+            since = None
+            while not stop.wait(1.0):
+                try:
+                    live = sc._jsc.sc().getExecutorMemoryStatus().size() - 1  # the driver is listed too
+                except Exception:
+                    return
+                now = time.monotonic()
+                since = None if live > 0 else (since or now)
+                if since is not None and now - since >= self.lost_workers_timeout:
+                    lost.set()
+                    sc.cancelJobGroup(group)
+                    return
+
+        th = None
+        if not self.master.startswith("local"):
+            th = threading.Thread(target=watch, name="ppdm-spark-watch", daemon=True)
+            th.start()
         try:
             with polled(what, poll, progress):
                 return action()
         except EngineError:
             raise
         except Exception as e:
+            if lost.is_set():
+                raise EngineError(
+                    f"Spark could not {what}: no live worker for {self.lost_workers_timeout:g} s, the job was cancelled"
+                ) from None
             raise EngineError(f"Spark could not {what}: {spark_error(e)}") from None
+        finally:
+            stop.set()
+            if th is not None:
+                th.join(timeout=5)
+            sc.setLocalProperty("spark.jobGroup.id", None)
 
     # ------------------------------------------------------------------ Engine
     def columns(self, src: TableInput) -> list[str]:
