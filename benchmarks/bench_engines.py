@@ -2,6 +2,7 @@
 
     python benchmarks/bench_engines.py publish TABLE.parquet --engine duckdb|memory|spark --algorithm flash|mondrian
     python benchmarks/bench_engines.py mine LINES.parquet --min-support S [--mllib]
+    python benchmarks/bench_engines.py joint LINES.parquet [--min-support S] [--check]
 
 Tables come from ``benchmarks/make_adult_like.py`` (Adult's columns and joint distribution, N rows) and
 ``benchmarks/make_baskets.py`` (FIMI files replicated R times as basket lines); nothing is stored in the
@@ -114,6 +115,59 @@ def mine(args) -> dict:
     return out
 
 
+def joint(args) -> dict:
+    """Three daemons (``ppdm mine --local``'s cluster): party p0's ``args.lines`` on DuckDB (``engine =
+    "duckdb"``), p1 and p2 the FIMI file ``args.small`` as Parquet in memory; a horizontal job at
+    ``--min-support``. Reports wall time and each daemon's peak RSS, and checks the itemsets against a
+    centralized SON run over the three tables on DuckDB (itself checked against brute force and mlxtend
+    in tests/test_engines_mining.py)."""
+    import tempfile
+
+    import numpy as np
+    import pandas as pd
+
+    from anonymize.engines import TableInput
+    from anonymize.engines.duckdb_engine import DuckDBEngine
+    from anonymize.itemsets import read_fimi
+    from anonymize.itemsets.support import min_count_for
+    from parties.analyst.local_cluster import LocalCluster
+    from parties.ratio import exact_ratio
+
+    with tempfile.TemporaryDirectory(prefix="ppdm-joint-") as d:
+        db = read_fimi(args.small)
+        tx = np.repeat(np.arange(db.n_transactions, dtype=np.int64), np.diff(db.indptr))
+        data = [{"lines": {"path": os.path.abspath(args.lines), "transaction": "basket", "item": "item",
+                           "engine": "duckdb"}}]  # fmt: skip
+        files = [os.path.abspath(args.lines)]
+        for p in (1, 2):
+            f = Path(d) / f"p{p}.parquet"
+            pd.DataFrame({"basket": tx + p * 10**12, "item": db.items[db.indices]}).to_parquet(f)
+            data.append({"lines": {"path": str(f), "transaction": "basket", "item": "item"}})
+            files.append(str(f))
+        params = {"min_support": args.min_support, "data": "lines"}
+        with LocalCluster(3, workdir=Path(d) / "c", data={f"p{i}": x for i, x in enumerate(data)},
+                          policy={"min_parties": 2}, limits={"session_timeout": 7200}) as c:  # fmt: skip
+            t0 = time.perf_counter()
+            out = c.run_job("mine.horizontal", params, timeout=7200)
+            wall = time.perf_counter() - t0
+        rep = next(v for v in out.values() if "itemsets" in v)
+        got = {frozenset(x["items"]): x["count"] for x in rep["itemsets"]}
+        res = {
+            "wall_s": round(wall, 1),
+            "peak_rss_mb": {k: round(v["peak_rss_bytes"] / 2**20) for k, v in out.items()},
+            "transactions": rep["transactions"],
+            "itemsets": len(got),
+        }
+        if args.check:
+            with DuckDBEngine() as eng:
+                b = eng.baskets(TableInput(paths=tuple(files), fmt="parquet"), "basket", "item")
+                fi = b.mine(min_count_for(exact_ratio(args.min_support, "min support"), b.n_transactions))
+                want = {frozenset(b.item_names[i] for i in s): int(n) for s, n in fi}
+                b.close()
+            res["equal_to_centralized"] = got == want
+        return res
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="what", required=True)
@@ -132,8 +186,13 @@ def main() -> None:
     m.add_argument("--mllib", action="store_true")
     m.add_argument("--reference", default=None)
     m.add_argument("--replicas", type=int, default=1)
+    j = sub.add_parser("joint")
+    j.add_argument("lines")
+    j.add_argument("--small", default=str(REPO.parent / "shared" / "data" / "fimi" / "T10I4D100K.dat"))
+    j.add_argument("--min-support", default="0.01")
+    j.add_argument("--check", action="store_true")
     args = p.parse_args()
-    res = publish(args) if args.what == "publish" else mine(args)
+    res = {"publish": publish, "mine": mine, "joint": joint}[args.what](args)
     print(json.dumps(res))
 
 

@@ -411,6 +411,7 @@ def write_config(
     overwrite: bool = True,
     audit: Mapping[str, Any] | None = None,
     dp: Mapping[str, Any] | None = None,
+    spark: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write a ``party.toml`` atomically and check it loads.
 
@@ -418,6 +419,7 @@ def write_config(
     fingerprint, ``policy`` is a ``[policy]`` table (see :mod:`parties.guards.policy`),
     ``audit`` an ``[audit]`` table (see :mod:`parties.guards.audit_state`).
     ``dp`` a ``[dp]`` table (see :mod:`parties.guards.dp_budget`).
+    ``spark`` a ``[spark]`` table (``master``, ``conf``) for data keys with ``engine = "spark"``.
     With ``overwrite=False`` an existing file is an error (:class:`ConfigError`).
     """
     party: dict[str, Any] = {
@@ -450,6 +452,8 @@ def write_config(
         doc["audit"] = dict(audit)
     if dp:
         doc["dp"] = dict(dp)
+    if spark:
+        doc["spark"] = dict(spark)
     out = Path(path)
     text = dump_toml(doc)
     parse_config(tomllib.loads(text), out.parent.resolve() if out.parent.exists() else out.parent, str(out))

@@ -200,3 +200,35 @@ def test_joint_job_with_a_party_on_a_standalone_cluster(tmp_path, spark_cluster)
     res = run_joint(parts, ["spark", "memory"], "0.1", tmp_path, spark=spark)
     pooled = [s for p in parts for s in p]
     assert _itemsets(res) == brute_force(pooled, math.ceil(Fraction("0.1") * len(pooled)))
+
+
+@pytest.mark.daemons
+def test_daemon_with_unreachable_spark_master_fails_the_session_and_serves_the_next(tmp_path):
+    """A party whose data key runs on an unreachable Spark master: the job fails at once on every party with
+    one line naming the data key (the master's address stays in that party's log), no session is left, and
+    the same daemons serve the next job on a memory data key."""
+    from parties.analyst.local_cluster import LocalCluster
+
+    for p in range(2):
+        lines_file(tmp_path / f"p{p}.parquet", [{"tea", "milk"}, {"tea"}, {"jam"}], prefix=f"p{p}")
+    data = {
+        f"p{p}": {
+            "remote": {"path": str(tmp_path / f"p{p}.parquet"), "transaction": "basket", "item": "item",
+                       "engine": "spark" if p == 0 else "memory"},
+            "local": {"path": str(tmp_path / f"p{p}.parquet"), "transaction": "basket", "item": "item"},
+        }
+        for p in range(2)
+    }  # fmt: skip
+    spark = {"p0": {"master": "spark://127.0.0.1:1"}}
+    with LocalCluster(2, workdir=tmp_path / "c", data=data, policy={"min_parties": 2}, spark=spark) as c:
+        from parties.analyst.client import PartyError
+
+        with pytest.raises(PartyError) as e:
+            c.run_job("mine.horizontal", {"min_support": "0.5", "data": "remote"}, timeout=120)
+        msg = str(e.value)
+        assert "cannot be read on the spark engine" in msg and "\n" not in msg
+        assert "127.0.0.1:1" not in msg
+        out = c.run_job("mine.horizontal", {"min_support": "0.5", "data": "local"}, timeout=120)
+        rep = next(v for v in out.values() if "itemsets" in v)
+        assert {frozenset(x["items"]): x["count"] for x in rep["itemsets"]} == {frozenset({"tea"}): 4}
+        assert "spark://127.0.0.1:1 is unreachable" in c.log("p0")

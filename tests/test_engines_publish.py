@@ -406,3 +406,42 @@ def test_spark_cluster_worker_loss(adult, tmp_path, spark_cluster):
         )  # fmt: skip
     assert time.monotonic() - t < 90
     assert not out.exists() and not list(tmp_path.glob(".gone*"))
+
+
+def test_postgresql_table_on_duckdb_engine_equals_memory(adult, tmp_path, pg_server):
+    """``ppdm anonymize --postgresql URL --password-file F --query SQL --engine duckdb``: the rows come from a
+    real PostgreSQL server (streamed once to a private Parquet file, removed afterwards) and the release is
+    the memory engine's on the same table."""
+    import pyarrow as pa
+
+    df, _ = adult
+    pg_server.ingest("adult_pub", pa.Table.from_pandas(df, preserve_index=False))
+    pw = pg_server.password_file(tmp_path / "pw")
+    common = ["--qi", ",".join(ADULT_QIS), "--sensitive", "salary-class", "--hierarchies", str(DATA),
+              "--algorithm", "mondrian", "--k", "5", "--quiet", "--out-sep", ","]  # fmt: skip
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    r1 = subprocess.run(
+        [sys.executable, "-m", "parties.cli", "anonymize", "--postgresql", pg_server.url, "--password-file", str(pw),
+         "--query", "SELECT * FROM adult_pub", "-o", str(a), "--engine", "duckdb", *common],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r1.returncode == 0, r1.stderr
+    r2 = subprocess.run(
+        [sys.executable, "-m", "parties.cli", "anonymize", str(DATA / "adult_subset.csv"), "-o", str(b),
+         "--engine", "memory", *common],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r2.returncode == 0, r2.stderr
+    assert sorted(a.read_text().splitlines()[1:]) == sorted(b.read_text().splitlines()[1:])
+    # a wrong password: one line, nothing written, the password never printed
+    bad = tmp_path / "bad"
+    bad.write_text("not-the-password\n")
+    bad.chmod(0o600)
+    c = tmp_path / "c.csv"
+    r3 = subprocess.run(
+        [sys.executable, "-m", "parties.cli", "anonymize", "--postgresql", pg_server.url, "--password-file", str(bad),
+         "--query", "SELECT * FROM adult_pub", "-o", str(c), "--engine", "duckdb", *common],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r3.returncode == 2 and len(r3.stderr.strip().splitlines()) == 1, r3.stderr
+    assert "not-the-password" not in r3.stderr and not c.exists()

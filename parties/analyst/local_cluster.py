@@ -107,6 +107,7 @@ class LocalCluster:
         daemons (:mod:`parties.runtime.shaping`; ``mbit`` None: no bandwidth cap).
     dp: ``[dp]`` (privacy budgets, :mod:`parties.guards.dp_budget`) for every party, or
         ``{party: table}`` when the keys are party names.
+    spark: ``{party: [spark] table}`` (``master``, ``conf``) for parties with ``engine = "spark"`` data.
     """
 
     def __init__(
@@ -128,6 +129,7 @@ class LocalCluster:
         audit: Mapping[str, Any] | None = None,
         dp: Mapping[str, Any] | None = None,
         diagnostics: bool = True,
+        spark: Mapping[str, Mapping[str, Any]] | None = None,
     ):
         names = [f"p{i}" for i in range(parties)] if isinstance(parties, int) else list(parties)
         if len(names) < 1 or len(set(names)) != len(names):
@@ -157,6 +159,7 @@ class LocalCluster:
             {n: dict(dpt.get(n) or {}) for n in names} if dpt and set(dpt) <= set(names) else {n: dpt for n in names}
         )
         self._crl = crl
+        self._spark = {n: dict(t) for n, t in (spark or {}).items()}
         aud = dict(audit or {})
         self._audit = (
             {n: dict(aud.get(n) or {}) for n in names} if aud and set(aud) <= set(names) else {n: aud for n in names}
@@ -218,6 +221,7 @@ class LocalCluster:
                 crl=ca["crl"].resolve() if self._crl else None,
                 pins={p: fp or fingerprints[p] for p, fp in self._pins.get(n, {}).items()},
                 dp=self._dp.get(n) or None,
+                spark=self._spark.get(n) or None,
             )
 
     def _spawn(self, name: str) -> subprocess.Popen:

@@ -51,8 +51,8 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
         type=parse_size,
         default=None,
         metavar="SIZE",
-        help="with --engine duckdb: memory DuckDB may use before spilling to disk (default: a quarter of RAM, "
-        "at most 4GB)",
+        help="with --engine duckdb: memory DuckDB may use before spilling to disk (default: an eighth of RAM, "
+        "at most 2GB)",
     )
 
 
