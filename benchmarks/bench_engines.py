@@ -81,15 +81,15 @@ def mine(args) -> dict:
     from anonymize.engines import TableInput
     from anonymize.engines.spark_engine import SparkEngine
     from anonymize.itemsets import frequent_itemsets, read_fimi
-    from anonymize.itemsets.support import min_count_for
     from parties.ratio import exact_ratio
 
     ms = exact_ratio(args.min_support, "min support")
     eng = SparkEngine(args.spark_master, {"spark.driver.memory": "6g"})
     out: dict = {"lines": args.lines, "min_support": args.min_support}
     t = time.perf_counter()
-    b = eng.baskets(TableInput.file(args.lines), "basket", "item")
-    fi = b.mine(min_count_for(ms, b.n_transactions))
+    b = eng.baskets(TableInput.file(args.lines), "basket", "item", clustered=False if args.shuffle else None)
+    fi = b.mine_support(ms)
+    out["partitions"] = "input splits (stored in basket order)" if b.clustered else "hash partitions by basket"
     out["son_s"] = round(time.perf_counter() - t, 1)
     out["itemsets"] = len(fi)
     if args.reference:
@@ -184,6 +184,7 @@ def main() -> None:
     m.add_argument("--min-support", required=True)
     m.add_argument("--spark-master", default="local[2]")
     m.add_argument("--mllib", action="store_true")
+    m.add_argument("--shuffle", action="store_true", help="always repartition by basket (no input-order path)")
     m.add_argument("--reference", default=None)
     m.add_argument("--replicas", type=int, default=1)
     j = sub.add_parser("joint")

@@ -232,3 +232,36 @@ def test_daemon_with_unreachable_spark_master_fails_the_session_and_serves_the_n
         rep = next(v for v in out.values() if "itemsets" in v)
         assert {frozenset(x["items"]): x["count"] for x in rep["itemsets"]} == {frozenset({"tea"}): 4}
         assert "spark://127.0.0.1:1 is unreachable" in c.log("p0")
+
+
+@needs_spark
+@pytest.mark.parametrize("order", ["basket order, baskets cut by splits", "shuffled"])
+def test_spark_input_splits_or_hash_partitions_equal_brute_force(tmp_path, spark_local, order):
+    """Lines stored in basket order are counted on the input's own splits (the baskets cut by a split's
+    ends set aside and counted by the driver); shuffled lines fall back to hash partitions. Both equal
+    the brute force, with text items and baskets without items."""
+    from anonymize.engines.spark_engine import SparkEngine
+
+    rng = np.random.default_rng(11)
+    baskets = [set(rng.choice(ITEMS, size=rng.integers(0, 4), replace=False)) for _ in range(400)]
+    rows = [(f"b{t:04d}", i) for t, s in enumerate(baskets) for i in sorted(s)]
+    rows += [(f"b{t:04d}", None) for t, s in enumerate(baskets) if not s]
+    df = pd.DataFrame(rows, columns=["basket", "item"]).sort_values("basket", kind="stable").reset_index(drop=True)
+    if order == "shuffled":
+        df = df.sample(frac=1.0, random_state=3).reset_index(drop=True)
+    f = tmp_path / "lines.parquet"
+    df.to_parquet(f, row_group_size=97)  # row groups (and so Spark's splits) end inside baskets
+    eng = SparkEngine(session=spark_local)
+    before = spark_local.conf.get("spark.sql.files.maxPartitionBytes")
+    spark_local.conf.set("spark.sql.files.maxPartitionBytes", "2048")
+    try:
+        b = eng.baskets(TableInput.file(f), "basket", "item")
+        assert b.data.rdd.getNumPartitions() > 2
+        fi = b.mine_support(Fraction(1, 20))
+    finally:
+        spark_local.conf.set("spark.sql.files.maxPartitionBytes", before)
+    assert b.clustered == (order != "shuffled")
+    assert b.n_transactions == len(baskets)
+    got = named(fi, b.item_names)
+    b.close()
+    assert got == brute_force(baskets, math.ceil(len(baskets) / 20))

@@ -33,10 +33,11 @@ from typing import Any
 
 import pandas as pd
 
+from ..itemsets.db import TransactionDB
 from ..itemsets.partitioned import BasketPartitions
 from .base import Engine, EngineError, Progress, TableInput
 from .progress import polled
-from .spark_tasks import unpack
+from .spark_tasks import BOUNDARY, COUNTS, ITEMS, LOCAL, RANGE, STATS, SUPPORT, lines_db, unpack, unpack_arrow
 
 __all__ = ["SparkEngine", "spark_available", "default_conf"]
 
@@ -303,11 +304,13 @@ class SparkEngine(Engine):
         item: str,
         *,
         n_partitions: int | None = None,
+        clustered: bool | None = None,
         progress: Progress | None = None,
     ) -> SparkBaskets:
-        """The basket lines of ``src`` repartitioned by basket on the cluster and persisted there
-        (memory and disk); items numbered by their sorted values; only counts come back to the driver."""
-        from pyspark import StorageLevel
+        """The basket lines of ``src`` on the cluster (:class:`SparkBaskets`): read where they are and
+        counted in the executors; only counts come back to the driver. ``clustered`` — None: use the
+        input's own splits when the baskets are stored in order (checked, see :mod:`.spark_tasks`), else
+        repartition by basket; False: always repartition."""
         from pyspark.sql import functions as F
 
         df = self.dataframe(src)
@@ -315,30 +318,7 @@ class SparkEngine(Engine):
             if c not in df.columns:
                 raise EngineError(f"no column {c!r} in {src.describe()}")
         lines = df.select(F.col(transaction).alias("t"), F.col(item).alias("i"))
-        nulls = self._run("check the keys", lambda: lines.where(F.col("t").isNull()).count(), progress)
-        if nulls:
-            raise EngineError(f"column {transaction!r} has {nulls:,} NULL transaction id(s)")
-        names_pd = self._run(
-            "number the items",
-            lambda: lines.where(F.col("i").isNotNull()).select("i").distinct().orderBy("i").toPandas(),
-            progress,
-        )
-        names = names_pd["i"].tolist()
-        import numpy as np
-
-        kind = "int" if pd.api.types.is_integer_dtype(names_pd["i"].dtype) else "text"
-        codes = self.spark.createDataFrame(names_pd.assign(code=np.arange(len(names), dtype=np.int64)))
-        P = n_partitions or max(2 * self.spark.sparkContext.defaultParallelism, 2)
-        coded = (
-            lines.join(F.broadcast(codes), on="i", how="inner")
-            .select("t", "code")
-            .repartition(P, "t")
-            .persist(StorageLevel.MEMORY_AND_DISK)
-        )
-        n_tx = self._run("count the baskets", lambda: lines.select("t").distinct().count(), progress)
-        b = SparkBaskets(self, coded, int(n_tx), names, kind, progress)
-        b.item_support()
-        return b
+        return SparkBaskets(self, lines, transaction, n_partitions, clustered, progress)
 
     def close(self) -> None:
         """Stop the session this engine started (not one it was given)."""
@@ -351,106 +331,231 @@ class SparkEngine(Engine):
 
 
 class SparkBaskets(BasketPartitions):
-    """Basket lines persisted on a Spark cluster, partitioned by basket; counting and SON's two phases
-    run in the executors (:mod:`.spark_tasks`) and only per-partition counts come back."""
+    """Basket lines on a Spark cluster, counted in the executors (:func:`.spark_tasks.pass_task`).
 
-    def __init__(self, engine: SparkEngine, coded: Any, n_tx: int, names: list, kind: str, progress=None):
+    Partitions are the input's own splits when its baskets are stored in order — the first pass checks
+    that the splits' basket ranges meet only at their ends, sets the split baskets aside and counts them
+    in the driver (``boundary``) — or else hash partitions of whole baskets (``repartition`` by basket,
+    persisted on the cluster). Items are numbered by their sorted values. The first pass also runs SON's
+    phase 1 when :meth:`mine_support` asks for it, so local mining reads the lines twice."""
+
+    def __init__(self, engine: SparkEngine, lines: Any, key: str, n_partitions, clustered, progress=None):
         self.engine = engine
-        self.coded = coded
-        self.n_transactions = n_tx
-        self.item_names = list(names)
-        self.n_items = len(self.item_names)
-        self.item_kind = kind
+        self.lines = lines
+        self.key = key
         self.progress = progress
-        self._support: Any = None
-        self._m = self.n_items
+        self.n_parts = n_partitions or max(2 * engine.spark.sparkContext.defaultParallelism, 2)
+        self.clustered = clustered is not False
+        self.data = lines if self.clustered else self._hashed()
+        self._ready = False
+        self._local: dict[int, Any] = {}
+        self.boundary: TransactionDB | None = None
 
-    def _collect(self, what: str, fn) -> list:
-        from .spark_tasks import RESULT_SCHEMA
+    def _hashed(self) -> Any:
+        from pyspark import StorageLevel
 
-        rows = self.engine._run(what, lambda: self.coded.mapInArrow(fn, RESULT_SCHEMA).collect(), self.progress)
-        return [(int(r["k"]), unpack(r["data"])) for r in rows]
+        return self.lines.repartition(self.n_parts, "t").persist(StorageLevel.MEMORY_AND_DISK)
 
-    def item_support(self) -> Any:
-        """Item supports summed over the partitions (computed once)."""
+    def _pass(self, what: str, **kw) -> list[list[tuple[int, bytes]]]:
+        """One ``mapInArrow`` pass; the rows of every partition (each starts with its STATS row)."""
+        from .spark_tasks import RESULT_SCHEMA, pass_task
+
+        fn = functools.partial(pass_task, clustered=self.clustered, **kw)
+        rows = self.engine._run(what, lambda: self.data.mapInArrow(fn, RESULT_SCHEMA).collect(), self.progress)
+        parts: list[list[tuple[int, bytes]]] = []
+        for r in rows:
+            k, d = int(r["k"]), bytes(r["data"])
+            if k == STATS:
+                parts.append([])
+            parts[-1].append((k, d))
+        return parts
+
+    # ------------------------------------------------------------------ the first pass
+    def _first(self, fraction: tuple[int, int] | None = None, max_len: int | None = None) -> None:
         import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
 
-        if self._support is None:
-            from .spark_tasks import stats_task
+        parts = self._pass("read the baskets" if fraction is None else "mine the partitions (SON phase 1)",
+                           fraction=fraction, max_len=max_len)  # fmt: skip
+        if self.clustered and not _ranges_meet_at_ends(parts):
+            self.clustered = False  # not stored in basket order: hash partitions of whole baskets
+            self.data = self._hashed()
+            parts = self._pass("mine the partitions (SON phase 1)", fraction=fraction, max_len=max_len)
+        nulls = sum(int(unpack(p[0][1])[1]) for p in parts)
+        if nulls:
+            raise EngineError(f"column {self.key!r} has {nulls:,} NULL transaction id(s)")
+        dicts = [unpack_arrow(d).column("v").combine_chunks() for p in parts for k, d in p if k == ITEMS]
+        bnd = [unpack_arrow(d) for p in parts for k, d in p if k == BOUNDARY]
+        btab = pa.concat_tables(bnd) if bnd else None
+        allv = [x for x in dicts if len(x)]
+        if btab is not None and btab.num_rows:
+            allv.append(pc.drop_null(btab.column("i").combine_chunks()))
+        if allv:
+            uniq = pc.unique(pa.chunked_array(allv).combine_chunks())
+            names_arr = pc.take(uniq, pc.sort_indices(uniq))
+        else:
+            names_arr = pa.array([], pa.int64())
+        self.names_arr = names_arr
+        self.item_names = names_arr.to_pylist()
+        self.n_items = len(self.item_names)
+        self.item_kind = "int" if pa.types.is_integer(names_arr.type) else "text"
+        m = self.n_items
+        support = np.zeros(m, np.int64)
+        n = 0
+        cands: dict[int, list] = {}
+        for p in parts:
+            fields = dict(p)
+            n += int(unpack(fields[STATS])[0])
+            if ITEMS not in fields:
+                continue
+            local = unpack_arrow(fields[ITEMS]).column("v").combine_chunks()
+            if len(local) == 0:
+                continue
+            gmap = np.asarray(pc.index_in(local, value_set=names_arr).to_numpy(zero_copy_only=False), np.int64)
+            np.add.at(support, gmap, unpack(fields[SUPPORT]))
+            for k, d in p:
+                if k >= LOCAL:
+                    cands.setdefault(k - LOCAL, []).append(np.sort(gmap[unpack(d)], axis=1))
+        self.boundary = None
+        if btab is not None and btab.num_rows:
+            codes = pc.index_in(btab.column("i").combine_chunks(), value_set=names_arr).fill_null(-1)
+            self.boundary = lines_db(
+                btab.column("t").combine_chunks(), np.asarray(codes.to_numpy(zero_copy_only=False), np.int64), m
+            )
+            n += self.boundary.n_transactions
+            support += self.boundary.item_support()
+            if fraction is not None and self.boundary.n_transactions:
+                from ..itemsets.engine import mine_bitsets
 
-            sup = np.zeros(self._m, np.int64)
-            for k, a in self._collect("count the items", functools.partial(stats_task, m=self._m)):
-                if k == 1:
-                    sup += a
-            self._support = sup
+                M, D = fraction
+                fi = mine_bitsets(self.boundary, max(1, -(-M * self.boundary.n_transactions // D)), max_len=max_len)
+                for k in fi.levels:
+                    cands.setdefault(k, []).append(fi.itemsets(k))
+        self.n_transactions = n
+        self._support = support
+        self._local = {k: np.unique(np.concatenate(v), axis=0) for k, v in cands.items()}
+        self._ready = True
+
+    def _ensure(self) -> None:
+        if not self._ready:
+            self._first()
+
+    def __getattr__(self, name: str) -> Any:  # n_transactions, item_names, n_items, item_kind: after the first pass
+        if name in ("n_transactions", "item_names", "n_items", "item_kind") and not self.__dict__.get("_ready"):
+            self._first()
+            return self.__dict__[name]
+        raise AttributeError(name)
+
+    # ------------------------------------------------------------------ BasketPartitions
+    def item_support(self) -> Any:
+        """Item supports summed over the partitions (and the boundary baskets)."""
+        self._ensure()
         return self._support
 
     def count_support(self, itemsets) -> Any:
         """Per-partition counts summed (``mapInArrow`` with the candidates broadcast)."""
         import numpy as np
 
-        from .spark_tasks import count_task
+        from ..itemsets.candidates import as_itemset_matrix
+        from ..itemsets.support import count_support
 
+        self._ensure()
         mat = np.asarray(itemsets, dtype=np.int64)
         if mat.ndim != 2:
-            from ..itemsets.candidates import as_itemset_matrix
-
             mat = as_itemset_matrix(itemsets)
         if mat.shape[0] == 0:
             return np.zeros(0, np.int64)
         if mat.shape[1] == 1:
-            return self.item_support()[mat[:, 0]]
-        bc = self.engine.spark.sparkContext.broadcast({mat.shape[1]: mat})
+            return self._support[mat[:, 0]]
+        out = self._count({mat.shape[1]: mat})[mat.shape[1]]
+        if self.boundary is not None:
+            out += count_support(self.boundary, mat)
+        return out
+
+    def _count(self, cands: dict) -> dict:
+        import numpy as np
+
+        sc = self.engine.spark.sparkContext
+        names, bc = sc.broadcast(self.names_arr), sc.broadcast(cands)
         try:
-            out = np.zeros(mat.shape[0], np.int64)
-            for _k, a in self._collect("count the candidates", functools.partial(count_task, m=self._m, cands=bc)):
-                out += a
-            return out
+            counts = {k: np.zeros(m.shape[0], np.int64) for k, m in cands.items()}
+            for p in self._pass("count the candidates", names=names, cands=bc):
+                for k, d in p:
+                    if k >= COUNTS and k < LOCAL:
+                        counts[k - COUNTS] += unpack(d)
+            return counts
         finally:
+            names.unpersist()
             bc.unpersist()
 
     def renumbered(self, pos, n_items: int, names) -> BasketPartitions:
-        """Renumbering on the cluster: a join with the new codes (items mapped to -1 dropped)."""
+        """The same lines with the agreed item names: items outside ``names`` dropped, the rest numbered by
+        their position in ``names`` (the executors map values to positions with ``index_in``)."""
         import numpy as np
-        from pyspark.sql import functions as F
+        import pyarrow as pa
 
+        self._ensure()
+        b = SparkBaskets.__new__(SparkBaskets)
+        b.__dict__.update(self.__dict__)
         pos = np.asarray(pos, dtype=np.int64)
-        mp = self.engine.spark.createDataFrame(
-            pd.DataFrame({"code": np.arange(pos.size, dtype=np.int64), "new": pos})
-        ).where(F.col("new") >= 0)
-        coded = self.coded.join(F.broadcast(mp), on="code").select("t", F.col("new").alias("code"))
-        b = SparkBaskets(self.engine, coded, self.n_transactions, list(names), self.item_kind, self.progress)
-        b._m = n_items
+        b.names_arr = pa.array(list(names), type=self.names_arr.type) if len(names) else self.names_arr[:0]
+        b.item_names = list(names)
+        b.n_items = n_items
+        support = np.zeros(n_items, np.int64)
+        ok = pos >= 0
+        np.add.at(support, pos[ok], self._support[ok])
+        b._support = support
+        if self.boundary is not None:
+            from ..itemsets.partitioned import remap_db
+
+            b.boundary = remap_db(self.boundary, pos, n_items)
         return b
 
-    def mine(self, min_count: int, max_len: int | None = None, progress=None):
-        """SON with both phases in the executors."""
-        import numpy as np
+    def mine_support(self, min_support, max_len: int | None = None) -> Any:
+        """Frequent itemsets at the fraction ``min_support`` (a Fraction): SON with phase 1 in the first
+        pass (local threshold ⌈s·n_p⌉) and phase 2 in the second."""
 
-        from ..itemsets.partitioned import frequent_from_counts, stack_levels
-        from .spark_tasks import count_task, local_frequent_task
+        self._first(fraction=(min_support.numerator, min_support.denominator), max_len=max_len)
+        min_count = max(1, -(-min_support.numerator * self.n_transactions // min_support.denominator))
+        return self._phase2(min_count)
 
-        phase1 = self._collect(
-            "mine the partitions (SON phase 1)",
-            functools.partial(
-                local_frequent_task, m=self._m, min_count=min_count, n_total=self.n_transactions, max_len=max_len
-            ),
-        )
-        cands = stack_levels({k: a} for k, a in phase1)
-        counts = {k: np.zeros(m.shape[0], np.int64) for k, m in cands.items()}
-        bc = self.engine.spark.sparkContext.broadcast(cands)
-        try:
-            for k, a in self._collect(
-                "count the candidates (SON phase 2)", functools.partial(count_task, m=self._m, cands=bc)
-            ):
-                counts[k] += a
-        finally:
-            bc.unpersist()
+    def mine(self, min_count: int, max_len: int | None = None, progress=None) -> Any:
+        """SON at an integer ``min_count`` (phase 1 at ⌈min_count·n_p/N⌉ needs N: a first pass more)."""
+        self._ensure()
+        self._first(fraction=(min_count, max(self.n_transactions, 1)), max_len=max_len)
+        return self._phase2(min_count)
+
+    def _phase2(self, min_count: int) -> Any:
+        from ..itemsets.partitioned import frequent_from_counts
+        from ..itemsets.support import count_support
+
+        cands = {k: v for k, v in self._local.items() if v.size}
+        multi = {k: v for k, v in cands.items() if k >= 2}
+        counts = self._count(multi) if multi else {}
+        if 1 in cands:
+            counts[1] = self._support[cands[1][:, 0]].copy()
+        if self.boundary is not None:
+            for k, m in multi.items():
+                counts[k] += count_support(self.boundary, m)
         return frequent_from_counts(cands, counts, self.n_transactions, min_count)
 
     def close(self) -> None:
-        """Unpersist the cached lines."""
-        try:
-            self.coded.unpersist()
-        except Exception:
-            pass
+        """Unpersist the hash partitions (when made)."""
+        if not self.clustered:
+            try:
+                self.data.unpersist()
+            except Exception:
+                pass
+
+
+def _ranges_meet_at_ends(parts: list) -> bool:
+    """The splits' basket ranges ``[lo, hi]`` overlap at most at their ends (input stored in basket order)."""
+    ranges = []
+    for p in parts:
+        for k, d in p:
+            if k == RANGE:
+                v = unpack_arrow(d).column("v").to_pylist()
+                ranges.append((v[0], v[1]))
+    ranges.sort()
+    return all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:]))

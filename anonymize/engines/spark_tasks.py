@@ -1,7 +1,14 @@
-"""Functions Spark runs inside its executors (``mapInArrow``) on one partition of basket lines — whole
-baskets, since the lines are repartitioned by basket — with the project's numpy counters; each yields
-one Arrow batch of serialized numpy results that the driver sums (:mod:`.spark_engine`). Imported by
-name in the executors, so this module imports no Spark."""
+"""Functions Spark runs inside its executors (``mapInArrow``) on one partition of basket lines with the
+project's numpy counters; each yields Arrow rows ``(k, data)`` of serialized results that the driver
+merges (:class:`.spark_engine.SparkBaskets`). Imported by name in the executors: no Spark here.
+
+A partition is either a hash partition of whole baskets (after ``repartition(basket)``), or — when the
+input is stored in basket order, the usual form of a basket-line export — one of the input's own splits:
+then only the first and last basket of a split can continue in a neighbouring split, so those lines are
+set aside (*boundary* lines, returned raw) and every other basket of the split is whole. The driver
+checks that the splits' basket ranges meet only at their ends (else it falls back to the hash
+partitioning) and counts the boundary baskets itself.
+"""
 
 from __future__ import annotations
 
@@ -11,13 +18,16 @@ from typing import Any
 
 import numpy as np
 
-from ..itemsets.db import TransactionDB
-from ..itemsets.partitioned import _count_levels, _local_frequent
+from ..itemsets.db import TransactionDB, sorted_unique
+from ..itemsets.engine import mine_bitsets
+from ..itemsets.partitioned import _count_levels
 
-__all__ = ["stats_task", "count_task", "local_frequent_task", "pack", "unpack", "RESULT_SCHEMA"]
+__all__ = ["pass_task", "RESULT_SCHEMA", "pack", "unpack", "pack_arrow", "unpack_arrow", "lines_db"]
 
 RESULT_SCHEMA = "k long, data binary"
-"""Every task's output rows: a key (itemset length, or a field number) and an ``np.save`` blob."""
+"""Every task's output rows: a field number and an ``np.save`` (or Arrow IPC) blob."""
+
+STATS, ITEMS, SUPPORT, BOUNDARY, RANGE, COUNTS, LOCAL = 0, 1, 2, 3, 4, 100, 200
 
 
 def pack(a: np.ndarray) -> bytes:
@@ -32,51 +42,120 @@ def unpack(b: bytes) -> np.ndarray:
     return np.load(io.BytesIO(b), allow_pickle=False)
 
 
-def _partition_db(batches: Iterator[Any], m: int) -> TransactionDB:
-    """The partition's lines ``(t, code)`` as a :class:`TransactionDB` over ``0..m-1`` (repeats once)."""
+def pack_arrow(table: Any) -> bytes:
+    """An Arrow table as IPC stream bytes (values of any type: text or integer items and baskets)."""
     import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def unpack_arrow(b: bytes) -> Any:
+    """Inverse of :func:`pack_arrow`."""
+    import pyarrow as pa
+
+    return pa.ipc.open_stream(b).read_all()
+
+
+def _columns(batches: Iterator[Any]) -> tuple[Any, Any]:
+    """The partition's ``t`` and ``i`` columns as two Arrow arrays."""
+    import pyarrow as pa
+
+    bs = [b for b in batches if b.num_rows]
+    if not bs:
+        return pa.array([], pa.int64()), pa.array([], pa.int64())
+    tab = pa.Table.from_batches(bs)
+    return tab.column("t").combine_chunks(), tab.column("i").combine_chunks()
+
+
+def lines_db(t: Any, codes: np.ndarray, m: int) -> TransactionDB:
+    """Lines ``(basket t, item code ≥ 0 or -1 for no item)`` as a :class:`TransactionDB` over ``0..m-1``:
+    baskets ranked by first appearance, repeated lines once, baskets without items kept."""
     import pyarrow.compute as pc
 
-    tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
     universe = np.arange(m, dtype=np.int64)
-    if not tables:
+    if len(t) == 0:
         return TransactionDB(0, universe, np.zeros(1, np.int64), np.zeros(0, np.int32))
-    tab = pa.concat_tables(tables)
-    t = pc.dictionary_encode(tab.column("t").combine_chunks()).indices
-    r = np.asarray(t.to_numpy(zero_copy_only=False), dtype=np.int64)
-    code = np.asarray(tab.column("code").to_numpy(), dtype=np.int64)
-    key = np.unique(r * m + code)
+    r = np.asarray(pc.dictionary_encode(t).indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    n = int(r.max()) + 1
+    keep = codes >= 0
+    key = sorted_unique(r[keep] * m + codes[keep])
     rr = key // m
-    n = int(r.max()) + 1 if r.size else 0
     indptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(rr, minlength=n), out=indptr[1:])
     return TransactionDB(n, universe, indptr, (key - rr * m).astype(np.int32))
 
 
-def _out(rows: list[tuple[int, np.ndarray]]) -> Iterator[Any]:
+def _out(rows: list[tuple[int, bytes]]) -> Iterator[Any]:
     import pyarrow as pa
 
     yield pa.RecordBatch.from_pydict(
-        {"k": [k for k, _ in rows], "data": [pack(a) for _, a in rows]},
+        {"k": [k for k, _ in rows], "data": [d for _, d in rows]},
         schema=pa.schema([("k", pa.int64()), ("data", pa.binary())]),
     )
 
 
-def stats_task(batches: Iterator[Any], m: int) -> Iterator[Any]:
-    """``k=0``: [baskets, lines] of the partition; ``k=1``: its item supports."""
-    db = _partition_db(batches, m)
-    yield from _out([(0, np.array([db.n_transactions, db.indices.size], np.int64)), (1, db.item_support())])
+def pass_task(
+    batches: Iterator[Any],
+    clustered: bool,
+    names: Any = None,
+    fraction: tuple[int, int] | None = None,
+    max_len: int | None = None,
+    cands: Any = None,
+) -> Iterator[Any]:
+    """One pass over a partition. Always: ``STATS`` = [baskets, NULL baskets], and for ``clustered``
+    splits the ``RANGE`` (first and last basket) and the ``BOUNDARY`` lines. Without ``names`` (the first
+    pass): the partition's own item dictionary (``ITEMS``), their supports (``SUPPORT``) and with
+    ``fraction = (M, D)`` SON's phase 1: the itemsets with ``count ≥ ⌈M·n_p / D⌉`` in local codes
+    (``LOCAL + length``). With ``names`` (the sorted global item values, broadcast) and ``cands``
+    (length → itemsets in global codes, broadcast): their counts (``COUNTS + length``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-
-def count_task(batches: Iterator[Any], m: int, cands: Any) -> Iterator[Any]:
-    """Support counts of the broadcast candidates (``cands.value``: length → itemset matrix), per length."""
-    db = _partition_db(batches, m)
-    counts = _count_levels(db, cands.value)
-    yield from _out(sorted(counts.items()))
-
-
-def local_frequent_task(batches: Iterator[Any], m: int, min_count: int, n_total: int, max_len: int | None):
-    """SON phase 1 on the partition: its locally frequent itemsets, per length."""
-    db = _partition_db(batches, m)
-    got = _local_frequent(db, min_count, n_total, max_len)
-    yield from _out(sorted(got.items()))
+    t, i = _columns(batches)
+    rows: list[tuple[int, bytes]] = []
+    nulls = int(t.null_count)
+    if nulls:
+        keep = pc.is_valid(t)
+        t, i = pc.filter(t, keep), pc.filter(i, keep)
+    if clustered and len(t):
+        mm = pc.min_max(t)
+        lo, hi = mm["min"], mm["max"]
+        edge = pc.or_(pc.equal(t, lo), pc.equal(t, hi))
+        rows.append((BOUNDARY, pack_arrow(pa.table({"t": pc.filter(t, edge), "i": pc.filter(i, edge)}))))
+        rows.append(
+            (
+                RANGE,
+                pack_arrow(
+                    pa.table({"v": pa.concat_arrays([pa.array([lo.as_py()], t.type), pa.array([hi.as_py()], t.type)])})
+                ),
+            )
+        )
+        inner = pc.invert(edge)
+        t, i = pc.filter(t, inner), pc.filter(i, inner)
+    if names is None:
+        enc = pc.dictionary_encode(i)
+        dictionary = enc.dictionary
+        codes = np.asarray(enc.indices.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        db = lines_db(t, codes, len(dictionary))
+        rows.append((STATS, pack(np.array([db.n_transactions, nulls], np.int64))))
+        rows.append((ITEMS, pack_arrow(pa.table({"v": dictionary}))))
+        rows.append((SUPPORT, pack(db.item_support())))
+        if fraction is not None and db.n_transactions:
+            M, D = fraction
+            local = max(1, -(-M * db.n_transactions // D))
+            fi = mine_bitsets(db, local, max_len=max_len)
+            rows.extend((LOCAL + k, pack(fi.itemsets(k))) for k in fi.levels)
+    else:
+        vs = names.value
+        if len(i):
+            codes = np.asarray(pc.index_in(i, value_set=vs).fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
+        else:  # an empty partition (its columns carry no type)
+            codes = np.zeros(0, np.int64)
+        db = lines_db(t, codes, len(vs))
+        rows.append((STATS, pack(np.array([db.n_transactions, nulls], np.int64))))
+        if cands is not None:
+            rows.extend((COUNTS + k, pack(c)) for k, c in _count_levels(db, cands.value).items())
+    yield from _out(sorted(rows, key=lambda r: r[0] != STATS))  # STATS first: it starts a partition's rows

@@ -129,7 +129,10 @@ def mine_centralized(
     from parties.ratio import exact_ratio
 
     t0 = time.perf_counter()
-    if hasattr(db, "mine"):  # anonymize.itemsets.partitioned.BasketPartitions on an engine: SON
+    if hasattr(db, "mine_support"):  # baskets on Spark: SON's phase 1 in the pass that reads them
+        fi = db.mine_support(exact_ratio(min_support, "min support"))
+        names = db.item_names if names is None else names
+    elif hasattr(db, "mine"):  # anonymize.itemsets.partitioned.BasketPartitions on an engine: SON
         from anonymize.itemsets.support import min_count_for
 
         fi = db.mine(min_count_for(exact_ratio(min_support, "min support"), db.n_transactions))
