@@ -37,7 +37,7 @@ from ..itemsets.db import TransactionDB
 from ..itemsets.partitioned import BasketPartitions
 from .base import Engine, EngineError, Progress, TableInput
 from .progress import polled
-from .spark_tasks import BOUNDARY, COUNTS, ITEMS, LOCAL, RANGE, STATS, SUPPORT, lines_db, unpack, unpack_arrow
+from .spark_tasks import BOUNDARY, COUNTS, ITEMS, LOCAL, RANGE, STATS, SUPPORT, TINY, lines_db, unpack, unpack_arrow
 
 __all__ = ["SparkEngine", "spark_available", "default_conf"]
 
@@ -378,7 +378,8 @@ class SparkBaskets(BasketPartitions):
 
         parts = self._pass("read the baskets" if fraction is None else "mine the partitions (SON phase 1)",
                            fraction=fraction, max_len=max_len)  # fmt: skip
-        if self.clustered and not _ranges_meet_at_ends(parts):
+        tiny = any(k == TINY for p in parts for k, _ in p)
+        if self.clustered and (tiny or not _ranges_meet_at_ends(parts)):
             self.clustered = False  # not stored in basket order: hash partitions of whole baskets
             self.data = self._hashed()
             parts = self._pass("mine the partitions (SON phase 1)", fraction=fraction, max_len=max_len)
@@ -425,13 +426,7 @@ class SparkBaskets(BasketPartitions):
             )
             n += self.boundary.n_transactions
             support += self.boundary.item_support()
-            if fraction is not None and self.boundary.n_transactions:
-                from ..itemsets.engine import mine_bitsets
-
-                M, D = fraction
-                fi = mine_bitsets(self.boundary, max(1, -(-M * self.boundary.n_transactions // D)), max_len=max_len)
-                for k in fi.levels:
-                    cands.setdefault(k, []).append(fi.itemsets(k))
+            # not mined: the splits' thresholds hold these baskets as slack (spark_tasks.pass_task)
         self.n_transactions = n
         self._support = support
         self._local = {k: np.unique(np.concatenate(v), axis=0) for k, v in cands.items()}

@@ -27,7 +27,7 @@ __all__ = ["pass_task", "RESULT_SCHEMA", "pack", "unpack", "pack_arrow", "unpack
 RESULT_SCHEMA = "k long, data binary"
 """Every task's output rows: a field number and an ``np.save`` (or Arrow IPC) blob."""
 
-STATS, ITEMS, SUPPORT, BOUNDARY, RANGE, COUNTS, LOCAL = 0, 1, 2, 3, 4, 100, 200
+STATS, ITEMS, SUPPORT, BOUNDARY, RANGE, TINY, COUNTS, LOCAL = 0, 1, 2, 3, 4, 5, 100, 200
 
 
 def pack(a: np.ndarray) -> bytes:
@@ -108,8 +108,9 @@ def pass_task(
     """One pass over a partition. Always: ``STATS`` = [baskets, NULL baskets], and for ``clustered``
     splits the ``RANGE`` (first and last basket) and the ``BOUNDARY`` lines. Without ``names`` (the first
     pass): the partition's own item dictionary (``ITEMS``), their supports (``SUPPORT``) and with
-    ``fraction = (M, D)`` SON's phase 1: the itemsets with ``count ≥ ⌈M·n_p / D⌉`` in local codes
-    (``LOCAL + length``). With ``names`` (the sorted global item values, broadcast) and ``cands``
+    ``fraction = (M, D)`` SON's phase 1: the itemsets with ``count ≥ ⌈(M·n_p − (D − M)·b_p) / D⌉`` in local
+    codes (``LOCAL + length``; ``b_p`` the baskets set aside at the split's ends), or ``TINY`` for a split
+    too small to mine (the driver then repartitions by basket). With ``names`` (the sorted global item values, broadcast) and ``cands``
     (length → itemsets in global codes, broadcast): their counts (``COUNTS + length``)."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -120,6 +121,7 @@ def pass_task(
     if nulls:
         keep = pc.is_valid(t)
         t, i = pc.filter(t, keep), pc.filter(i, keep)
+    b_p = 0  # baskets set aside at this split's ends
     if clustered and len(t):
         mm = pc.min_max(t)
         lo, hi = mm["min"], mm["max"]
@@ -133,6 +135,7 @@ def pass_task(
                 ),
             )
         )
+        b_p = 1 if mm["min"] == mm["max"] else 2
         inner = pc.invert(edge)
         t, i = pc.filter(t, inner), pc.filter(i, inner)
     if names is None:
@@ -144,10 +147,15 @@ def pass_task(
         rows.append((ITEMS, pack_arrow(pa.table({"v": dictionary}))))
         rows.append((SUPPORT, pack(db.item_support())))
         if fraction is not None and db.n_transactions:
+            # SON's local threshold with the set-aside baskets as slack: θ_p = s·n_p − (1 − s)·b_p, so that
+            # Σ_p θ_p + (boundary baskets) ≤ s·N and a globally frequent itemset is locally frequent somewhere
             M, D = fraction
-            local = max(1, -(-M * db.n_transactions // D))
-            fi = mine_bitsets(db, local, max_len=max_len)
-            rows.extend((LOCAL + k, pack(fi.itemsets(k))) for k in fi.levels)
+            local = -(-(M * db.n_transactions - (D - M) * b_p) // D)
+            if local < 2 and clustered:  # a sliver of a split: mining it at 1 would list every subset
+                rows.append((TINY, pack(np.array([db.n_transactions], np.int64))))
+            else:
+                fi = mine_bitsets(db, max(1, local), max_len=max_len)
+                rows.extend((LOCAL + k, pack(fi.itemsets(k))) for k in fi.levels)
     else:
         vs = names.value
         if len(i):
