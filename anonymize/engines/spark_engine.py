@@ -350,6 +350,7 @@ class SparkBaskets(BasketPartitions):
         self._ready = False
         self._local: dict[int, Any] = {}
         self.boundary: TransactionDB | None = None
+        self.csr: Any = None
 
     def _hashed(self) -> Any:
         from pyspark import StorageLevel
@@ -357,11 +358,30 @@ class SparkBaskets(BasketPartitions):
         return self.lines.repartition(self.n_parts, "t").persist(StorageLevel.MEMORY_AND_DISK)
 
     def _pass(self, what: str, **kw) -> list[list[tuple[int, bytes]]]:
-        """One ``mapInArrow`` pass; the rows of every partition (each starts with its STATS row)."""
-        from .spark_tasks import RESULT_SCHEMA, pass_task
+        """The first ``mapInArrow`` pass over the lines; its output is persisted on the cluster (the
+        baskets as CSR, :data:`.spark_tasks.KEPT`) and the rest collected: the rows of every partition,
+        each starting with its STATS row."""
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        from .spark_tasks import KEPT, RESULT_SCHEMA, pass_task
 
         fn = functools.partial(pass_task, clustered=self.clustered, **kw)
-        rows = self.engine._run(what, lambda: self.data.mapInArrow(fn, RESULT_SCHEMA).collect(), self.progress)
+        if self.csr is not None:
+            self.csr.unpersist()
+        self.csr = self.data.mapInArrow(fn, RESULT_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
+        small = self.csr.where(~F.col("k").isin(*KEPT))
+        return self._split(self.engine._run(what, small.collect, self.progress))
+
+    def _later(self, what: str, fn: Any) -> list[list[tuple[int, bytes]]]:
+        """A pass over the persisted first-pass output (``fn`` from :mod:`.spark_tasks`)."""
+        from .spark_tasks import RESULT_SCHEMA
+
+        assert self.csr is not None
+        return self._split(self.engine._run(what, self.csr.mapInArrow(fn, RESULT_SCHEMA).collect, self.progress))
+
+    @staticmethod
+    def _split(rows: list) -> list[list[tuple[int, bytes]]]:
         parts: list[list[tuple[int, bytes]]] = []
         for r in rows:
             k, d = int(r["k"]), bytes(r["data"])
@@ -475,7 +495,9 @@ class SparkBaskets(BasketPartitions):
         names, bc = sc.broadcast(self.names_arr), sc.broadcast(cands)
         try:
             counts = {k: np.zeros(m.shape[0], np.int64) for k, m in cands.items()}
-            for p in self._pass("count the candidates", names=names, cands=bc):
+            from .spark_tasks import count_task
+
+            for p in self._later("count the candidates", functools.partial(count_task, names=names, cands=bc)):
                 for k, d in p:
                     if k >= COUNTS and k < LOCAL:
                         counts[k - COUNTS] += unpack(d)
@@ -536,7 +558,12 @@ class SparkBaskets(BasketPartitions):
         return frequent_from_counts(cands, counts, self.n_transactions, min_count)
 
     def close(self) -> None:
-        """Unpersist the hash partitions (when made)."""
+        """Unpersist the first pass's output and the hash partitions (when made)."""
+        if self.csr is not None:
+            try:
+                self.csr.unpersist()
+            except Exception:
+                pass
         if not self.clustered:
             try:
                 self.data.unpersist()

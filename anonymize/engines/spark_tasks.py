@@ -22,12 +22,25 @@ from ..itemsets.db import TransactionDB, sorted_unique
 from ..itemsets.engine import mine_bitsets
 from ..itemsets.partitioned import _count_levels
 
-__all__ = ["pass_task", "RESULT_SCHEMA", "pack", "unpack", "pack_arrow", "unpack_arrow", "lines_db"]
+__all__ = [
+    "pass_task",
+    "count_task",
+    "KEPT",
+    "RESULT_SCHEMA",
+    "pack",
+    "unpack",
+    "pack_arrow",
+    "unpack_arrow",
+    "lines_db",
+]
 
 RESULT_SCHEMA = "k long, data binary"
 """Every task's output rows: a field number and an ``np.save`` (or Arrow IPC) blob."""
 
-STATS, ITEMS, SUPPORT, BOUNDARY, RANGE, TINY, COUNTS, LOCAL = 0, 1, 2, 3, 4, 5, 100, 200
+STATS, ITEMS, SUPPORT, BOUNDARY, RANGE, TINY, INDPTR, CODES, COUNTS, LOCAL = 0, 1, 2, 3, 4, 5, 6, 7, 100, 200
+KEPT = (INDPTR, CODES)
+"""Rows that stay on the cluster (the partition's baskets as CSR over its sorted item dictionary): the
+first pass's output is persisted and later passes (:func:`count_task`) read these instead of the lines."""
 
 
 def pack(a: np.ndarray) -> bytes:
@@ -140,12 +153,18 @@ def pass_task(
         t, i = pc.filter(t, inner), pc.filter(i, inner)
     if names is None:
         enc = pc.dictionary_encode(i)
-        dictionary = enc.dictionary
-        codes = np.asarray(enc.indices.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        order = np.asarray(pc.sort_indices(enc.dictionary).to_numpy(), dtype=np.int64)  # a sorted dictionary:
+        dictionary = pc.take(enc.dictionary, pa.array(order))  # its codes map to global codes in order
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order), dtype=np.int64)
+        raw = np.asarray(enc.indices.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        codes = np.where(raw >= 0, rank[np.maximum(raw, 0)], -1) if len(order) else raw
         db = lines_db(t, codes, len(dictionary))
         rows.append((STATS, pack(np.array([db.n_transactions, nulls], np.int64))))
         rows.append((ITEMS, pack_arrow(pa.table({"v": dictionary}))))
         rows.append((SUPPORT, pack(db.item_support())))
+        rows.append((INDPTR, pack(db.indptr)))
+        rows.append((CODES, pack(db.indices)))
         if fraction is not None and db.n_transactions:
             # SON's local threshold with the set-aside baskets as slack: θ_p = s·n_p − (1 − s)·b_p, so that
             # Σ_p θ_p + (boundary baskets) ≤ s·N and a globally frequent itemset is locally frequent somewhere
@@ -167,3 +186,41 @@ def pass_task(
         if cands is not None:
             rows.extend((COUNTS + k, pack(c)) for k, c in _count_levels(db, cands.value).items())
     yield from _out(sorted(rows, key=lambda r: r[0] != STATS))  # STATS first: it starts a partition's rows
+
+
+def count_task(batches: Iterator[Any], names: Any, cands: Any) -> Iterator[Any]:
+    """A later pass over a partition of the persisted first-pass output: its baskets (``INDPTR``,
+    ``CODES`` over its sorted dictionary ``ITEMS``) mapped to the broadcast global ``names`` (positions;
+    items outside them dropped), and the counts of the broadcast candidates (``COUNTS + length``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    fields: dict[int, bytes] = {}
+    for b in batches:
+        for k, d in zip(b.column("k").to_pylist(), b.column("data").to_pylist()):
+            fields[int(k)] = d
+    vs = names.value
+    m = len(vs)
+    universe = np.arange(m, dtype=np.int64)
+    if STATS not in fields:
+        return
+    rows: list[tuple[int, bytes]] = [(STATS, fields[STATS])]
+    local = unpack_arrow(fields[ITEMS]).column("v").combine_chunks() if ITEMS in fields else pa.array([])
+    indptr, codes = unpack(fields[INDPTR]), unpack(fields[CODES]).astype(np.int64)
+    n = len(indptr) - 1
+    if len(local) and m:
+        gmap = np.asarray(pc.index_in(local, value_set=vs).fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
+    else:
+        gmap = np.full(len(local), -1, np.int64)
+    g = gmap[codes] if codes.size else codes
+    kept = gmap[gmap >= 0]
+    if (g >= 0).all() and (kept.size < 2 or bool((np.diff(kept) > 0).all())):
+        db = TransactionDB(n, universe, indptr, g.astype(np.int32))
+    else:
+        keep = g >= 0
+        tx = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+        ip = np.zeros(n + 1, np.int64)
+        np.cumsum(np.bincount(tx[keep], minlength=n), out=ip[1:])
+        db = TransactionDB.from_csr(ip, g[keep], items=universe)
+    rows.extend((COUNTS + k, pack(c)) for k, c in _count_levels(db, cands.value).items())
+    yield from _out(rows)
