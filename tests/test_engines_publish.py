@@ -395,17 +395,23 @@ def test_spark_cluster_worker_loss(adult, tmp_path, spark_cluster):
         _compare(df, schema, hs, "mondrian", [KAnonymity(5)], 0.0, tmp_path / "rel.parquet", eng)
     finally:
         killer.cancel()
-    for i in (0, 1):  # every worker gone (killing a dead one again is a no-op)
-        spark_cluster.kill_worker(i)
-    out = tmp_path / "gone.parquet"
-    t = time.monotonic()
-    with pytest.raises(EngineError, match="no live worker for 8 s"):
-        anonymize_on_engine(
-            eng, TableInput.file(tmp_path / "rel.in.parquet"), schema, hs, out, algorithm="flash",
-            models=[KAnonymity(5)],
-        )  # fmt: skip
-    assert time.monotonic() - t < 90
-    assert not out.exists() and not list(tmp_path.glob(".gone*"))
+    try:
+        for i in (0, 1):  # every worker gone (killing a dead one again is a no-op)
+            spark_cluster.kill_worker(i)
+        out = tmp_path / "gone.parquet"
+        t = time.monotonic()
+        with pytest.raises(EngineError, match="no live worker for 8 s"):
+            anonymize_on_engine(
+                eng, TableInput.file(tmp_path / "rel.in.parquet"), schema, hs, out, algorithm="flash",
+                models=[KAnonymity(5)],
+            )  # fmt: skip
+        assert time.monotonic() - t < 90
+        assert not out.exists() and not list(tmp_path.glob(".gone*"))
+    finally:  # the cluster as the next test expects it: two live workers
+        for i, proc in enumerate(spark_cluster.workers):
+            if proc is None or proc.poll() is not None:
+                spark_cluster.start_worker(i, wait=False)
+        spark_cluster.wait_for_workers()
 
 
 def test_postgresql_table_on_duckdb_engine_equals_memory(adult, tmp_path, pg_server):
@@ -445,3 +451,19 @@ def test_postgresql_table_on_duckdb_engine_equals_memory(adult, tmp_path, pg_ser
     )  # fmt: skip
     assert r3.returncode == 2 and len(r3.stderr.strip().splitlines()) == 1, r3.stderr
     assert "not-the-password" not in r3.stderr and not c.exists()
+
+
+@needs_spark
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=small_tables())
+def test_spark_engine_equals_memory_on_random_tables(case, tmp_path_factory, spark_local):
+    """The Spark engine (``local[2]``) on random tables: the memory engine's node, metrics and per-row release."""
+    from anonymize.engines.spark_engine import SparkEngine
+
+    df, alg, k, ldiv, sup = case
+    d = tmp_path_factory.mktemp("spk")
+    out = d / "rel.parquet"
+    df.to_parquet(out.with_suffix(".in.parquet"))
+    schema = Schema(qis=["age", "colour", "zip"], sensitive=["disease"])
+    models = [KAnonymity(k)] + ([DistinctLDiversity(2)] if ldiv else [])
+    _compare(df, schema, {}, alg, models, sup, out, SparkEngine(session=spark_local))

@@ -15,6 +15,7 @@ the release written with a recoding. Every algorithm runs once, in :mod:`anonymi
 * :mod:`.progress` — stages, rows and an ETA polled from the engine while a query runs.
 """
 
-from .base import ENGINES, Engine, EngineError, TableInput, choose_engine, open_engine
+from .base import ENGINES, Engine, EngineError, TableInput, choose_engine
+from .opening import open_engine
 
 __all__ = ["ENGINES", "Engine", "EngineError", "TableInput", "choose_engine", "open_engine"]

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..errors import AnonymizeError
 
-__all__ = ["ENGINES", "Engine", "EngineError", "TableInput", "choose_engine", "open_engine", "MEMORY_ENGINE_MAX"]
+__all__ = ["ENGINES", "Engine", "EngineError", "TableInput", "choose_engine", "MEMORY_ENGINE_MAX"]
 
 ENGINES = ("memory", "duckdb", "spark")
 """Engine names (``--engine``, ``engine =`` in ``party.toml``); ``auto`` picks memory or duckdb."""
@@ -173,23 +173,3 @@ def choose_engine(name: str, src: TableInput, *, needs_rows: bool = False) -> st
         return "memory"
     limit = int(os.environ.get("PPDM_MEMORY_ENGINE_MAX", MEMORY_ENGINE_MAX))
     return "memory" if src.kind == "files" and src.estimated_bytes() <= limit else "duckdb"
-
-
-def open_engine(
-    name: str,
-    *,
-    spark_master: str | None = None,
-    spark_conf: Mapping[str, str] | None = None,
-    memory_limit: int | None = None,
-    threads: int | None = None,
-) -> Engine:
-    """An engine by name (duckdb | spark); memory is not an :class:`Engine` (the numpy code runs directly)."""
-    if name == "duckdb":
-        from .duckdb_engine import DuckDBEngine
-
-        return DuckDBEngine(memory_limit=memory_limit, threads=threads)
-    if name == "spark":
-        from .spark_engine import SparkEngine
-
-        return SparkEngine(spark_master or "local[2]", dict(spark_conf or {}))
-    raise EngineError(f"engine {name!r} has no engine object (use duckdb or spark)")

@@ -169,15 +169,14 @@ class SparkEngine(Engine):
         if src.database is not None:
             raise EngineError("the spark engine reads files (Parquet or CSV); export the query or use --engine duckdb")
         files = [os.path.abspath(f) for f in src.files()]
-        try:
-            if src.fmt == "parquet":
-                return self.spark.read.parquet(*files)
-            from .duckdb_engine import _sniff
+        if src.fmt == "parquet":
+            return self._run(f"read {src.describe()}", lambda: self.spark.read.parquet(*files))
+        from .duckdb_engine import _sniff
 
-            sep = src.sep or _sniff(files[0])
-            return self.spark.read.csv(files, header=True, inferSchema=True, sep=sep)
-        except Exception as e:
-            raise EngineError(f"Spark cannot read {src.describe()}: {spark_error(e)}") from None
+        sep = src.sep or _sniff(files[0])
+        return self._run(
+            f"read {src.describe()}", lambda: self.spark.read.csv(files, header=True, inferSchema=True, sep=sep)
+        )
 
     def _run(self, what: str, action, progress: Progress | None = None) -> Any:
         sc = self.spark.sparkContext
