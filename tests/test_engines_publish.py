@@ -467,3 +467,28 @@ def test_spark_engine_equals_memory_on_random_tables(case, tmp_path_factory, spa
     schema = Schema(qis=["age", "colour", "zip"], sensitive=["disease"])
     models = [KAnonymity(k)] + ([DistinctLDiversity(2)] if ldiv else [])
     _compare(df, schema, {}, alg, models, sup, out, SparkEngine(session=spark_local))
+
+
+def test_engine_release_is_not_in_input_order(tmp_path):
+    """A reader must not be able to join the release to a copy of the input row by row (Sweeney's
+    complementary-release attack): the DuckDB engine writes the rows in a fresh random order, different
+    from one release to the next."""
+    rng = np.random.default_rng(4)
+    n = 2000
+    df = pd.DataFrame(
+        {"age": rng.integers(20, 60, n), "zip": rng.choice(["13053", "13068", "14850"], n), "row_no": np.arange(n)}
+    )
+    df.to_parquet(tmp_path / "in.parquet")
+    orders = []
+    with DuckDBEngine() as eng:
+        for j in range(2):
+            out = tmp_path / f"r{j}.parquet"
+            anonymize_on_engine(
+                eng, TableInput.file(tmp_path / "in.parquet"), Schema(qis=["age", "zip"]), {}, out,
+                algorithm="mondrian", models=[KAnonymity(10)],
+            )  # fmt: skip
+            orders.append(pd.read_parquet(out)["row_no"].to_numpy())
+    for o in orders:
+        assert sorted(o.tolist()) == list(range(n))
+        assert abs(np.corrcoef(o, np.arange(n))[0, 1]) < 0.1  # no trace of the input order
+    assert (orders[0] != orders[1]).mean() > 0.9  # and a fresh order each time
