@@ -308,7 +308,7 @@ class Hierarchy:
     def masking(cls, name: str, values) -> Hierarchy:
         """Masking hierarchy for code-like strings (ZIP): mask one more trailing character per level.
 
-        ``47677 → 4767* → 476** → 47*** → 4**** → *`` (one common ZIP hierarchy;
+        ``47677 → 4767* → 476** → 47*** → 4**** → *`` (one common ZIP hierarchy; leaves in sorted order;
         Aggarwal 2015, §20.3.1 and Figs. 20.1–20.2, discusses value and domain hierarchies
         for ZIP codes in general). Values of different lengths are masked from the right
         as well; the top level is ``*``.
@@ -316,7 +316,10 @@ class Hierarchy:
         vals = pd.Series(np.asarray(values).ravel())
         if vals.isna().any():
             raise AnonymizeError(f"column '{name}': masking hierarchies need values without missing entries")
-        strs = pd.unique(np.array([value_str(v) for v in pd.unique(vals)], dtype=object))
+        # sorted, not in order of appearance: the hierarchy (and every result that depends on its leaf
+        # order, such as Mondrian's ties) must not depend on the row order — an engine's GROUP BY
+        # returns the distinct values in any order
+        strs = sorted({value_str(v) for v in pd.unique(vals)})
         if len(strs) == 0:
             raise AnonymizeError(f"column '{name}': no values to build a hierarchy from")
         L = max(len(s) for s in strs)
