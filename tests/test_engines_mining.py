@@ -9,7 +9,6 @@ against the pooled brute force.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import math
 import subprocess
 import sys
@@ -31,24 +30,15 @@ from parties.config import Limits
 from parties.jobs.mining import mine_horizontal_job
 from parties.jobs.registry import JobContext
 from parties.sources import parse_source
+from tests.test_keyed_mining import brute_force as keyed_brute_force
 
 ITEMS = ["tea", "milk", "jam", "rye", "oat", "fig"]
 needs_spark = pytest.mark.skipif(spark_unavailable() is not None, reason=spark_unavailable() or "")
 
 
 def brute_force(transactions: list[set], min_count: int) -> dict:
-    items = sorted(set().union(*transactions)) if transactions else []
-    out = {}
-    for k in range(1, len(items) + 1):
-        found = False
-        for c in itertools.combinations(items, k):
-            cnt = sum(1 for t in transactions if set(c) <= t)
-            if cnt >= min_count and cnt > 0:
-                out[frozenset(c)] = cnt
-                found = True
-        if not found:
-            break
-    return out
+    """Every itemset with ``count ≥ min_count`` by exhaustive counting (tests.test_keyed_mining's oracle)."""
+    return keyed_brute_force(transactions, f"{min_count}/{len(transactions)}") if transactions else {}
 
 
 def lines_file(path: Path, baskets: list[set], prefix: str = "b") -> None:

@@ -147,14 +147,12 @@ class Progress:
         print(f"ppdm: [{now - self.t0:6.1f} s] {msg}", file=self.stream, flush=True)
 
 
-def run_anonymize(args, progress=None, frame=None):
-    """Read the inputs named by ``args`` (or take the table ``frame``), anonymize, and return
-    ``(result, output_sep)`` without writing anything."""
-    from anonymize.publish.anonymizer import anonymize_table, build_models
+def models_from_args(args) -> list:
+    """The privacy models of ``--k``, ``--l`` (``--l-variant``, ``--c``) and ``--t`` (``--t-distance``,
+    ``--t-ground``): :func:`anonymize.publish.anonymizer.build_models`."""
+    from anonymize.publish.anonymizer import build_models
 
-    if not comma_list(args.qi):
-        raise AnonymizeError("--qi needs at least one column")
-    models = build_models(
+    return build_models(
         k=args.k,
         l=args.l,
         l_variant=args.l_variant,
@@ -163,6 +161,16 @@ def run_anonymize(args, progress=None, frame=None):
         t_distance=args.t_distance,
         t_ground=args.t_ground,
     )
+
+
+def run_anonymize(args, progress=None, frame=None):
+    """Read the inputs named by ``args`` (or take the table ``frame``), anonymize, and return
+    ``(result, output_sep)`` without writing anything."""
+    from anonymize.publish.anonymizer import anonymize_table
+
+    if not comma_list(args.qi):
+        raise AnonymizeError("--qi needs at least one column")
+    models = models_from_args(args)
     df, schema, hs = read_table_args(args, frame=frame)
     out_sep = output_sep(args)
     options: dict = {}
@@ -291,7 +299,6 @@ def _main(args) -> int:
 def _main_engine(args, src, name: str, prog) -> int:
     """``--engine duckdb|spark``: :func:`anonymize.publish.on_engine.anonymize_on_engine`."""
     from anonymize.engines import open_engine
-    from anonymize.publish.anonymizer import build_models
     from anonymize.publish.io import atomic_write_text, read_hierarchies
     from anonymize.publish.table import Schema
 
@@ -301,15 +308,7 @@ def _main_engine(args, src, name: str, prog) -> int:
     qis, sens, ids = comma_list(args.qi), comma_list(args.sensitive), comma_list(args.id)
     if not qis:
         raise AnonymizeError("--qi needs at least one column")
-    models = build_models(
-        k=args.k,
-        l=args.l,
-        l_variant=args.l_variant,
-        c=args.c,
-        t=args.t,
-        t_distance=args.t_distance,
-        t_ground=args.t_ground,
-    )
+    models = models_from_args(args)
     out = check_output_path(args.output, "output", Path(args.input) if args.input else None)
     rep_path = check_output_path(args.report, "report") if args.report else None
     if rep_path is not None and rep_path.resolve() == out.resolve():
