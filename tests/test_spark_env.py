@@ -112,6 +112,17 @@ def _wait_for_running_tasks(sc: SparkContext, n: int, timeout: float = JOB_BOUND
     raise AssertionError(f"fewer than {n} tasks running after {timeout} s")
 
 
+def _stages_waiting_without_tasks(sc: SparkContext, timeout: float) -> bool:
+    """True once some stage is active and none of the active stages has a running task."""
+    tracker, deadline = sc.statusTracker(), time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
+        if stages and all(s is not None and s.numActiveTasks == 0 for s in stages):
+            return True
+        time.sleep(0.2)
+    return False
+
+
 def _submit(pool: ThreadPoolExecutor, sc: SparkContext, group: str, partitions: int, seconds: float) -> Future[int]:
     """Run a job of ``partitions`` tasks of ``seconds`` each in its own job group; its future is the sum."""
 
@@ -145,13 +156,16 @@ def test_a_lost_worker_costs_its_tasks_only_and_with_no_worker_left_the_job_wait
         while executor_count(spark) > 0 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert executor_count(spark) == 0
-        with pytest.raises(TimeoutError):
-            job.result(timeout=4)
-        # ... it waits for a worker: its stage is active with no task running, the application is still RUNNING
-        tracker = sc.statusTracker()
-        stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
-        assert stages and all(s is not None and s.numActiveTasks == 0 for s in stages)
-        assert [a["state"] for a in spark_cluster.status()["activeapps"]] == ["RUNNING"]
+        try:
+            with pytest.raises(TimeoutError):
+                job.result(timeout=4)
+            # ... it waits for a worker: its stage is active with no task running (the status tracker learns of the
+            # lost tasks from the listener bus, asynchronously: poll it), the application is still RUNNING
+            assert _stages_waiting_without_tasks(sc, timeout=JOB_BOUND)
+            assert [a["state"] for a in spark_cluster.status()["activeapps"]] == ["RUNNING"]
+        except BaseException:
+            sc.cancelJobGroup("none-left")  # never leave the pool waiting on a job nobody can run
+            raise
         # ... until the caller cancels it, which fails it at once
         sc.cancelJobGroup("none-left")
         started = time.monotonic()
