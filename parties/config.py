@@ -67,6 +67,7 @@ __all__ = [
     "ConfigError",
     "PeerInfo",
     "Limits",
+    "MetricsSettings",
     "PartyConfig",
     "load_config",
     "parse_config",
@@ -111,6 +112,9 @@ class Limits:
     max_peer_streams: int = 128  # message streams (Deliver calls) one peer may have open here at once
     stream_idle_timeout: float = 60.0  # a message stream that sends no chunk for this long is cut (s)
     tls_handshake_timeout: float = 10.0  # a connection that has not completed TLS by then is closed (s)
+    max_queued_sessions: int = 64  # StartJob calls beyond max_sessions wait here, in order, up to their deadline
+    drain_timeout: float = 30.0  # SIGTERM: running sessions may finish for this long, then they are aborted (s)
+    cert_check_interval: float = 300.0  # re-read the certificate and revocation list when their files change (s)
 
     _positive_ints = (
         "max_message_bytes",
@@ -121,7 +125,16 @@ class Limits:
         "max_peer_buffer_bytes",
         "max_job_memory_bytes",
         "max_peer_streams",
+        "max_queued_sessions",
     )
+
+
+@dataclass(frozen=True)
+class MetricsSettings:
+    """``[metrics]``: where the Prometheus endpoint listens (None: off) and whether it requires mTLS."""
+
+    address: str | None = None
+    tls: bool = False
 
 
 @dataclass(frozen=True)
@@ -146,6 +159,8 @@ class PartyConfig:
     policy: Policy = field(default_factory=Policy)
     audit: AuditSettings = field(default_factory=AuditSettings)  # [audit] (parties.guards.audit)
     dp: DPConfig | None = None  # [dp]: privacy budgets (None: sessions with epsilon are refused)
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)  # [metrics] (parties.runtime.metrics)
+    reflection: bool = False  # [server] reflection: gRPC server reflection (service discovery for grpcurl & co.)
 
     def credentials(self) -> Credentials:
         """Load this party's key, certificate and CA; the certificate's CN must be ``name``."""
@@ -200,7 +215,10 @@ def parse_config(doc: Mapping[str, Any], base_dir: Path | str = ".", file: str =
     """Validate a parsed TOML document; relative paths are resolved against ``base_dir``."""
     base = Path(base_dir).resolve()
     _check_keys(
-        doc, {"party", "peers", "data", "limits", "analysts", "jobs", "policy", "audit", "dp", "spark"}, "", file
+        doc,
+        {"party", "peers", "data", "limits", "analysts", "jobs", "policy", "audit", "dp", "spark", "metrics", "server"},
+        "",
+        file,
     )
     party = doc.get("party")
     if not isinstance(party, Mapping):
@@ -319,6 +337,15 @@ def parse_config(doc: Mapping[str, Any], base_dir: Path | str = ".", file: str =
     if any(getattr(v, "engine", "memory") == "spark" for v in data.values()) and "master" not in spark_t:
         raise ConfigError(f'{file}: a data key has engine = "spark": name the cluster in [spark] master')
 
+    metrics = _parse_metrics(doc.get("metrics", {}), file)
+    server_t = doc.get("server", {})
+    if not isinstance(server_t, Mapping):
+        raise ConfigError(f"{file}: server must be a table [server]")
+    _check_keys(server_t, {"reflection"}, "server.", file)
+    reflection = server_t.get("reflection", False)
+    if not isinstance(reflection, bool):
+        raise ConfigError(f"{file}: server.reflection must be true or false, got {reflection!r}")
+
     return PartyConfig(
         name=name,
         listen=listen,
@@ -335,7 +362,43 @@ def parse_config(doc: Mapping[str, Any], base_dir: Path | str = ".", file: str =
         audit=audit,
         dp=dp,
         spark=spark,
+        metrics=metrics,
+        reflection=reflection,
     )
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _parse_metrics(t: Any, file: str) -> MetricsSettings:
+    """``[metrics] address = "127.0.0.1:9464"``, ``tls = false``: off unless an address is given; an
+    address other than loopback must be served behind the daemon's own mTLS (``tls = true``)."""
+    if not isinstance(t, Mapping):
+        raise ConfigError(f"{file}: metrics must be a table [metrics]")
+    _check_keys(t, {"address", "tls"}, "metrics.", file)
+    tls = t.get("tls", False)
+    if not isinstance(tls, bool):
+        raise ConfigError(f"{file}: metrics.tls must be true or false, got {tls!r}")
+    if "address" not in t:
+        if tls:
+            raise ConfigError(f'{file}: metrics.tls is set but metrics.address is not (e.g. "127.0.0.1:9464")')
+        return MetricsSettings()
+    address = parse_address(_str(t, "address", "metrics.", file), f"{file}: metrics.address")
+    host = address.rpartition(":")[0]
+    if not tls and not _is_loopback(host):
+        raise ConfigError(
+            f"{file}: metrics.address {address} is not a loopback address: serve it with tls = true "
+            "(scrapers then present a certificate of the party's CA) or listen on 127.0.0.1"
+        )
+    return MetricsSettings(address=address, tls=tls)
 
 
 def load_config(path: str | os.PathLike) -> PartyConfig:
@@ -412,6 +475,8 @@ def write_config(
     audit: Mapping[str, Any] | None = None,
     dp: Mapping[str, Any] | None = None,
     spark: Mapping[str, Any] | None = None,
+    metrics: Mapping[str, Any] | None = None,
+    server: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write a ``party.toml`` atomically and check it loads.
 
@@ -420,6 +485,7 @@ def write_config(
     ``audit`` an ``[audit]`` table (see :mod:`parties.guards.audit_state`).
     ``dp`` a ``[dp]`` table (see :mod:`parties.guards.dp_budget`).
     ``spark`` a ``[spark]`` table (``master``, ``conf``) for data keys with ``engine = "spark"``.
+    ``metrics`` a ``[metrics]`` table (``address``, ``tls``), ``server`` a ``[server]`` table (``reflection``).
     With ``overwrite=False`` an existing file is an error (:class:`ConfigError`).
     """
     party: dict[str, Any] = {
@@ -454,6 +520,10 @@ def write_config(
         doc["dp"] = dict(dp)
     if spark:
         doc["spark"] = dict(spark)
+    if metrics:
+        doc["metrics"] = dict(metrics)
+    if server:
+        doc["server"] = dict(server)
     out = Path(path)
     text = dump_toml(doc)
     parse_config(tomllib.loads(text), out.parent.resolve() if out.parent.exists() else out.parent, str(out))

@@ -74,7 +74,8 @@ def test_survivors_detect_the_dead_peer_themselves(make_cluster):
 
 
 def test_sigterm_stops_a_daemon_cleanly_and_aborts_its_sessions(make_cluster):
-    c = make_cluster(NAMES)
+    # SIGTERM drains: running sessions may finish for drain_timeout, then they are aborted (peers told)
+    c = make_cluster(NAMES, limits={"drain_timeout": 1})
 
     async def scenario():
         killer = asyncio.create_task(kill_later(c, "carol", 1.0, signal.SIGTERM))

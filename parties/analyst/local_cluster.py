@@ -108,6 +108,9 @@ class LocalCluster:
     dp: ``[dp]`` (privacy budgets, :mod:`parties.guards.dp_budget`) for every party, or
         ``{party: table}`` when the keys are party names.
     spark: ``{party: [spark] table}`` (``master``, ``conf``) for parties with ``engine = "spark"`` data.
+    metrics: ``{party: [metrics] table}`` (``address``, ``tls``): Prometheus endpoints (:mod:`parties.runtime.metrics`).
+    server: ``[server]`` (``reflection``) for every party.
+    log_format: ``text`` or ``json`` (:mod:`parties.runtime.logs`).
     """
 
     def __init__(
@@ -130,6 +133,9 @@ class LocalCluster:
         dp: Mapping[str, Any] | None = None,
         diagnostics: bool = True,
         spark: Mapping[str, Mapping[str, Any]] | None = None,
+        metrics: Mapping[str, Mapping[str, Any]] | None = None,
+        server: Mapping[str, Any] | None = None,
+        log_format: str = "text",
     ):
         names = [f"p{i}" for i in range(parties)] if isinstance(parties, int) else list(parties)
         if len(names) < 1 or len(set(names)) != len(names):
@@ -160,6 +166,9 @@ class LocalCluster:
         )
         self._crl = crl
         self._spark = {n: dict(t) for n, t in (spark or {}).items()}
+        self._metrics = {n: dict(t) for n, t in (metrics or {}).items()}
+        self._server = dict(server or {})
+        self._log_format = log_format
         aud = dict(audit or {})
         self._audit = (
             {n: dict(aud.get(n) or {}) for n in names} if aud and set(aud) <= set(names) else {n: aud for n in names}
@@ -222,6 +231,8 @@ class LocalCluster:
                 pins={p: fp or fingerprints[p] for p, fp in self._pins.get(n, {}).items()},
                 dp=self._dp.get(n) or None,
                 spark=self._spark.get(n) or None,
+                metrics=self._metrics.get(n) or None,
+                server=self._server or None,
             )
 
     def _spawn(self, name: str) -> subprocess.Popen:
@@ -244,6 +255,8 @@ class LocalCluster:
                     str(self.configs[name]),
                     "--log-level",
                     self._log_level,
+                    "--log-format",
+                    self._log_format,
                     "--exit-with-parent",
                 ],
                 stdin=subprocess.DEVNULL,

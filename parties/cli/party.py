@@ -139,7 +139,14 @@ def register(sub) -> None:
 
     s = psub.add_parser("serve", help="run the daemon until SIGTERM/SIGINT")
     s.add_argument("--config", required=True, help="path of party.toml")
-    s.add_argument("--log-level", default="INFO")
+    s.add_argument(
+        "--log-level", default=None, help="DEBUG, INFO, WARNING or ERROR (default: $PPDM_LOG_LEVEL, else INFO)"
+    )
+    s.add_argument(
+        "--log-format",
+        default="text",
+        help="text (default) or json: one object a line with time, level, session, job, peer, event",
+    )
     s.set_defaults(func=cmd_serve)
 
     st = psub.add_parser("status", help="ask every configured peer for Health, as this party")
@@ -397,18 +404,27 @@ def cmd_analyst(args) -> int:
 def cmd_serve(args) -> int:
     from parties.runtime.daemon import main as daemon_main
 
-    return daemon_main(["--config", args.config, "--log-level", args.log_level], prog="ppdm")
+    argv = ["--config", args.config, "--log-format", args.log_format]
+    if args.log_level is not None:
+        argv += ["--log-level", args.log_level]
+    return daemon_main(argv, prog="ppdm")
 
 
 def cmd_status(args) -> int:
+    """The daemon itself (serving, sessions, certificate and CRL dates, warnings) and each peer, as this party.
+
+    Exit 0 when the daemon admits sessions and every peer answers; 1 otherwise (each problem on its line;
+    a missing data file is shown as a problem but does not fail the status: the other jobs run).
+    """
     from concurrent.futures import ThreadPoolExecutor
 
     import grpc
 
-    from parties.config import ConfigError, load_config
+    from parties.config import ConfigError, PeerInfo, load_config
     from parties.proto.ppdm.v1 import party_pb2 as pb
     from parties.proto.ppdm.v1 import party_pb2_grpc as pb_grpc
     from parties.runtime.grpc_channel import channel_options
+    from parties.runtime.lifecycle import tls_dates, tls_problems, tls_warnings
 
     try:
         cfg = load_config(args.config)
@@ -417,22 +433,71 @@ def cmd_status(args) -> int:
         raise CLIError(str(e)) from None
     chan_creds = creds.channel_credentials()
 
-    def one(info):  # the synchronous gRPC API: no event loop needed
-        row = {"peer": info.name, "address": info.address}
+    def ask(info):  # the synchronous gRPC API: no event loop needed
         with grpc.secure_channel(info.address, chan_creds, options=channel_options(info.name)) as ch:
-            try:
-                r = pb_grpc.PartyStub(ch).Health(pb.HealthRequest(), timeout=args.timeout)
-            except grpc.RpcError as e:
-                return {**row, "ok": False, "error": f"{e.code().name}: {(e.details() or '')[:200]}"}
-        return {**row, "ok": True, "version": r.version, "active_sessions": r.active_sessions}
+            return pb_grpc.PartyStub(ch).Health(pb.HealthRequest(), timeout=args.timeout)
 
+    def one(info):
+        row = {"peer": info.name, "address": info.address}
+        try:
+            r = ask(info)
+        except grpc.RpcError as e:
+            return {**row, "ok": False, "error": f"{e.code().name}: {(e.details() or '')[:200]}"}
+        return {**row, "ok": True, "version": r.version, "active_sessions": r.active_sessions, "serving": r.serving}
+
+    host, _, port = cfg.listen.rpartition(":")
+    own = PeerInfo(cfg.name, f"{'127.0.0.1' if host in ('0.0.0.0', '', '*') else host}:{port}")
+    files = tls_dates(creds)  # what the files on disk say (the daemon may still run older ones: SIGHUP)
+    me: dict = {"address": own.address, "files": {**files.as_json(), "warnings": tls_warnings(files)}}
+    me["files"]["problems"] = tls_problems(files)
+    try:
+        r = ask(own)
+    except grpc.RpcError as e:
+        me.update(ok=False, serving=False, error=f"{e.code().name}: {(e.details() or '')[:200]}")
+    else:
+        me.update(
+            ok=r.admitting,
+            serving=r.serving,
+            admitting=r.admitting,
+            draining=r.draining,
+            version=r.version,
+            running_sessions=r.running_sessions,
+            queued_sessions=r.queued_sessions,
+            certificate_not_after=r.certificate_not_after,
+            ca_not_after=r.ca_not_after,
+            crl_next_update=r.crl_next_update or None,
+            warnings=list(r.warnings),
+            problems=list(r.problems),
+        )
     with ThreadPoolExecutor(max_workers=8) as pool:
         rows = list(pool.map(one, cfg.peers.values()))
     if args.json:
-        print(json.dumps({"party": cfg.name, "peers": rows}, indent=2))
+        print(json.dumps({"party": cfg.name, "self": me, "peers": rows}, indent=2))
     else:
-        print(f"party {cfg.name}: {len(rows)} peer(s)")
+        if "error" in me:
+            print(f"party {cfg.name} at {own.address}: not answering ({me['error']})")
+        else:
+            state = (
+                "serving"
+                if me["serving"]
+                else "draining"
+                if me["draining"]
+                else "serving, with problems"
+                if me["admitting"]
+                else "NOT serving"
+            )
+            print(
+                f"party {cfg.name} at {own.address}: {state} (version {me['version']}, "
+                f"{me['running_sessions']} running, {me['queued_sessions']} queued sessions)"
+            )
+            crl = f", revocation list until {me['crl_next_update'][:16]}" if me["crl_next_update"] else ""
+            print(f"  certificate until {me['certificate_not_after'][:16]}, CA until {me['ca_not_after'][:16]}{crl}")
+            for line in me["problems"]:
+                print(f"  problem: {line}")
+        for line in me["files"]["warnings"] if "error" in me else me["warnings"]:
+            print(f"  warning: {line}")
+        print(f"{len(rows)} peer(s):")
         for r in rows:
             state = f"ok (version {r['version']}, {r['active_sessions']} active sessions)" if r["ok"] else r["error"]
             print(f"  {r['peer']:<16} {r['address']:<24} {state}")
-    return 0 if all(r["ok"] for r in rows) else 1
+    return 0 if me["ok"] and all(r["ok"] for r in rows) else 1

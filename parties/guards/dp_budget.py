@@ -237,6 +237,22 @@ class BudgetGuard(Guard):
         self.config.budget_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         return BudgetAccountant.create(path, total, exist_ok=True)
 
+    def budget_left(self) -> list[tuple[str, str, float]]:
+        """``(analyst, data key, epsilon left)`` of every ledger on disk (data key ``*``: party scope;
+        analyst ``all-analysts``: a shared budget; a hashed key file name stands for a long key) — for metrics."""
+        cfg = self.config
+        if cfg is None or not cfg.budget_dir.is_dir():
+            return []
+        out = []
+        for f in sorted(cfg.budget_dir.glob("*.json")):
+            who, _, key = f.name[: -len(".json")].partition(".")
+            try:
+                left = BudgetAccountant(f).status()["epsilon_left"]
+            except (AnonymizeError, OSError, ValueError, KeyError):
+                continue  # being created or unreadable: the next scrape reads it
+            out.append((who, key or "*", float(left)))
+        return out
+
     def check(self, request: SessionRequest) -> Refusal | None:
         self._sweep()
         raw = request.params.get("epsilon")

@@ -23,8 +23,21 @@ Model and guarantees
   survives every failed session.
 * Logs name sessions, jobs, parties, tags, sizes and errors — never payloads,
   parameter values or data.
-* Prints ``party NAME listening on HOST:PORT`` when ready; SIGTERM/SIGINT abort
-  running sessions (peers are told) and stop the server.
+* Prints ``party NAME listening on HOST:PORT`` when ready.
+* Operators' conventions: the standard ``grpc.health.v1`` service (``SERVING``;
+  ``NOT_SERVING`` while draining or while its certificates or data are
+  unusable), server reflection when ``[server] reflection = true``, Prometheus
+  metrics when ``[metrics] address`` is set (:mod:`parties.runtime.metrics`),
+  text or JSON logs (:mod:`parties.runtime.logs`).
+* SIGTERM/SIGINT drain: no new session is admitted (waiting ones are refused),
+  running sessions may finish for ``drain_timeout`` seconds, then they are
+  aborted with a clear error at the peers and the server stops; a second signal
+  stops at once. SIGHUP (and a check every ``cert_check_interval`` seconds for
+  changed files) reloads the certificate, key, CA and revocation list without
+  touching running sessions (:mod:`parties.runtime.lifecycle`); expiry within
+  7 days is warned about in the log, the metrics and ``ppdm party status``.
+* A ``StartJob`` beyond ``max_sessions`` waits in a bounded queue up to its
+  deadline (:mod:`parties.runtime.admission`).
 
 This module is the process: the :class:`Daemon` (server, peer pool, session
 table, housekeeping, aborts sent to peers, the watchdog's Health probe) and
@@ -35,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as _dt
 import errno
 import logging
 import os
@@ -46,6 +60,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import grpc
+from grpc_health.v1 import health as grpc_health
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from mpc.errors import PeerFailedError
 from parties import jobs as jobs_mod
@@ -55,9 +71,10 @@ from parties.guards.audit_pool import with_audit_round
 from parties.guards.audit_state import AuditStateError
 from parties.guards.dp_budget import BudgetGuard
 from parties.guards.policy import PolicyGuard, SessionGuard, SessionRequest
-from parties.identity.tls import Credentials
+from parties.identity.tls import Credentials, TLSError
 from parties.proto.ppdm.v1 import party_pb2 as pb
 from parties.proto.ppdm.v1 import party_pb2_grpc as pb_grpc
+from parties.runtime.admission import AdmissionQueue
 from parties.runtime.grpc_channel import (
     KEEPALIVE_OPTIONS,
     MAX_RECEIVE_BYTES,
@@ -65,6 +82,10 @@ from parties.runtime.grpc_channel import (
     map_rpc_error,
     short_details,
 )
+from parties.runtime.lifecycle import FileStamp, data_problems, tls_dates, tls_problems, tls_warnings
+from parties.runtime.logs import FORMATS, LogSettingError, check_level
+from parties.runtime.logs import configure_logging as _configure_logging
+from parties.runtime.metrics import DaemonMetrics, MetricsServer
 from parties.runtime.service import PartyService
 from parties.runtime.sessions import Session, SessionManager, SessionState
 from parties.runtime.watchdog import PeerUnreachable
@@ -151,9 +172,22 @@ class Daemon:
             *guards,
         ]
         self.sessions = SessionManager(self.me, self.limits)
+        self.admission = AdmissionQueue(self.sessions)
         self.pool = PeerPool(self.creds, config.peers, max_streams=self.limits.max_peer_streams)
+        self.metrics = DaemonMetrics(read_gauges=self._gauges)
+        self.metrics_server: MetricsServer | None = None
+        self.health = grpc_health.aio.HealthServicer()
         self.server: grpc.aio.Server | None = None
         self.address: str | None = None
+        self.draining = False
+        self.tls = tls_dates(self.creds)
+        self.tls_problems: list[str] = []
+        self.tls_warnings: list[str] = []
+        self.data_problems: list[str] = []
+        self._warned: dict[str, _dt.date] = {}  # each expiry warning once a day
+        self._files = FileStamp([config.cert, config.key, config.ca, config.crl])
+        self._next_server_tls: grpc.ServerCertificateConfiguration | None = None
+        self._retire_after: set[str] = set()  # sessions that may still use the previous credentials' channels
         self._bg: set[asyncio.Task] = set()  # aborts being sent to peers
         self._housekeeping: list[asyncio.Task] = []
         self._stopping = asyncio.Event()
@@ -176,8 +210,17 @@ class Daemon:
             options=server_options(self.limits.tls_handshake_timeout), maximum_concurrent_rpcs=rpcs
         )
         pb_grpc.add_PartyServicer_to_server(PartyService(self), self.server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        if self.config.reflection:
+            from grpc_reflection.v1alpha import reflection
+
+            names = [
+                pb.DESCRIPTOR.services_by_name["Party"].full_name,
+                health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+            ]
+            reflection.enable_server_reflection([*names, reflection.SERVICE_NAME], self.server)
         try:
-            port = self.server.add_secure_port(self.config.listen, self.creds.server_credentials())
+            port = self.server.add_secure_port(self.config.listen, self._server_credentials())
         except RuntimeError:
             raise ListenError(f"cannot listen on {self.config.listen}: address in use or not local") from None
         if not port:
@@ -185,7 +228,10 @@ class Daemon:
         await self.server.start()
         host = self.config.listen.rpartition(":")[0]
         self.address = f"{host}:{port}"
+        self._start_metrics()
+        await self.check_usable()
         self._housekeeping.append(asyncio.create_task(self._reaper()))
+        self._housekeeping.append(asyncio.create_task(self._tls_watch()))
         self.log.info("jobs: %s (modules: %s)", ", ".join(jobs_mod.registered_jobs()), ", ".join(loaded) or "built-in")
         for g in self.guards:
             if isinstance(g, AuditGuard):
@@ -194,6 +240,165 @@ class Daemon:
         if rev.path:
             self.log.info("revocation list %s: %d revoked certificate(s)", rev.path, len(rev.serials))
         return self.address
+
+    # ------------------------------------------------------------------ operators' surfaces
+    def _server_credentials(self) -> grpc.ServerCredentials:
+        """mTLS server credentials whose certificate can be swapped for new handshakes (:meth:`reload_tls`)."""
+        first = grpc.ssl_server_certificate_configuration(
+            [(self.creds.key_pem, self.creds.cert_pem)], root_certificates=self.creds.ca_pem
+        )
+
+        def fetch() -> grpc.ServerCertificateConfiguration | None:  # called by gRPC before each handshake
+            new, self._next_server_tls = self._next_server_tls, None
+            return new
+
+        return grpc.dynamic_ssl_server_credentials(first, fetch, require_client_authentication=True)
+
+    def _start_metrics(self) -> None:
+        m = self.config.metrics
+        if m.address is None:
+            return
+        tls: dict[str, str] = {}
+        if m.tls:
+            tls = {"certfile": str(self.config.cert), "keyfile": str(self.config.key), "cafile": str(self.config.ca)}
+        try:
+            self.metrics_server = MetricsServer(self.metrics.registry, m.address, **tls)
+        except OSError as e:
+            raise ListenError(f"cannot serve metrics on {m.address}: {e.strerror or e}") from None
+        self.log.info("metrics on %s://%s/metrics", "https" if m.tls else "http", self.metrics_server.address)
+
+    def not_serving(self) -> str | None:
+        """Why no new session is admitted now (draining, an expired certificate, CA or CRL), or None.
+
+        A ``[data]`` file that is gone does not stop other jobs (a job on it fails with its own error),
+        but the standard health service reports ``NOT_SERVING`` for it (:meth:`_set_health`).
+        """
+        if self.draining:
+            return f"party {self.me!r} is shutting down and admits no new session"
+        if self.tls_problems:
+            return f"party {self.me!r} cannot serve: {self.tls_problems[0]}"
+        return None
+
+    async def _set_health(self) -> None:
+        usable = self.not_serving() is None and not self.data_problems
+        status = health_pb2.HealthCheckResponse.SERVING if usable else health_pb2.HealthCheckResponse.NOT_SERVING
+        for service in ("", pb.DESCRIPTOR.services_by_name["Party"].full_name):
+            await self.health.set(service, status)
+
+    async def check_usable(self) -> None:
+        """Re-read what makes the daemon usable: certificate, CA and CRL dates, data files; warn, set health."""
+        now = _dt.datetime.now(_dt.UTC)
+        self.tls_problems = tls_problems(self.tls, now)
+        self.tls_warnings = tls_warnings(self.tls, now)
+        self.data_problems = data_problems(self.config.data)
+        for line in self.tls_problems + self.data_problems:
+            if self._warned.get(line) != now.date():
+                self.log.error("not serving: %s", line)
+                self._warned[line] = now.date()
+        for line in self.tls_warnings:
+            key = line.split(" (in ", 1)[0]
+            if self._warned.get(key) != now.date():
+                self.log.warning("%s", line)
+                self._warned[key] = now.date()
+        await self._set_health()
+
+    def reload_tls(self, why: str) -> bool:
+        """Load the certificate, key, CA and CRL again; swap them in if the whole set checks out.
+
+        New TLS handshakes present the new certificate, new calls to peers use new channels, the new
+        revocation list applies to every call from now on; running sessions are not touched. A set
+        that does not load (a bad file, an expired CRL, the party's own certificate revoked) is
+        refused with one log line and the daemon keeps what it has. True if swapped.
+        """
+        try:
+            creds = self.config.credentials()
+        except (ConfigError, TLSError) as e:
+            self.log.error("%s: certificates not reloaded, keeping the current ones: %s", why, e)
+            return False
+        if creds.name != self.me:  # pragma: no cover - config.credentials() checks it
+            return False
+        old = self.creds
+        self.creds = creds
+        self.tls = tls_dates(creds)
+        if (creds.cert_pem, creds.key_pem, creds.ca_pem) != (old.cert_pem, old.key_pem, old.ca_pem):
+            self._next_server_tls = grpc.ssl_server_certificate_configuration(
+                [(creds.key_pem, creds.cert_pem)], root_certificates=creds.ca_pem
+            )
+            self._retire_after |= set(self.sessions.sessions)
+            self.pool.use_credentials(creds)
+        rev = creds.revocations
+        self.log.info(
+            "%s: certificates reloaded (certificate valid until %s%s)",
+            why,
+            f"{self.tls.certificate:%Y-%m-%d %H:%M} UTC",
+            f"; revocation list {rev.path}: {len(rev.serials)} revoked, next update {rev.next_update:%Y-%m-%d %H:%M} UTC"
+            if rev.path and rev.next_update is not None
+            else "",
+        )
+        return True
+
+    async def _reload(self, why: str) -> None:
+        self.reload_tls(why)
+        await self.check_usable()
+
+    async def _tls_watch(self) -> None:
+        """Every ``cert_check_interval``: reload changed certificate files, warn of expiry, update health."""
+        while True:
+            await asyncio.sleep(self.limits.cert_check_interval)
+            try:
+                if self._files.changed():
+                    self.reload_tls("files changed")
+                await self.check_usable()
+            except Exception:  # pragma: no cover - housekeeping must go on
+                self.log.exception("certificate check failed")
+
+    def health_reply(self, reply: pb.HealthReply) -> pb.HealthReply:
+        """``reply`` with this daemon's own state (``ppdm party status``)."""
+        reply.active_sessions = self.sessions.active
+        reply.serving = self.not_serving() is None and not self.data_problems
+        reply.admitting = self.not_serving() is None
+        reply.draining = self.draining
+        reply.running_sessions = self.sessions.running
+        reply.queued_sessions = len(self.admission)
+        reply.certificate_not_after = self.tls.certificate.isoformat()
+        reply.ca_not_after = self.tls.ca.isoformat()
+        reply.crl_next_update = "" if self.tls.crl is None else self.tls.crl.isoformat()
+        reply.warnings.extend(self.tls_warnings)
+        reply.problems.extend(self.tls_problems + self.data_problems)
+        return reply
+
+    def _gauges(self):
+        """The gauges of a scrape (parties.runtime.metrics): read from the daemon's state, never from data."""
+        yield "ppdm_sessions_running", "Sessions running here", [], [([], self.sessions.running)]
+        yield "ppdm_sessions_queued", "StartJob calls waiting for a slot", [], [([], len(self.admission))]
+        yield (
+            "ppdm_serving",
+            "1 while serving, 0 while draining or unusable",
+            [],
+            [([], float(self.not_serving() is None and not self.data_problems))],
+        )
+        budget = next((g for g in self.guards if isinstance(g, BudgetGuard)), None)
+        if budget is not None:
+            rows = [([a, k], left) for a, k, left in budget.budget_left()]
+            yield "ppdm_privacy_budget_remaining", "Epsilon left per analyst and data key", ["analyst", "data"], rows
+        audit = next((g for g in self.guards if isinstance(g, AuditGuard)), None)
+        if audit is not None:
+            size = audit.path.stat().st_size if audit.path.exists() else 0
+            yield "ppdm_audit_state_bytes", "Size of the audit state file", [], [([], float(size))]
+        now = _dt.datetime.now(_dt.UTC)
+        items = self.tls.items()
+        yield (
+            "ppdm_tls_not_after_seconds",
+            "Expiry (Unix time) of the certificate, the CA and the revocation list",
+            ["what"],
+            [([k], v.timestamp()) for k, v in items],
+        )
+        yield (
+            "ppdm_tls_expiring",
+            "1 when the certificate, CA or revocation list expires within 7 days (or has expired)",
+            ["what"],
+            [([k], float(v - now <= _dt.timedelta(days=7))) for k, v in items],
+        )
 
     def _start_audit(self) -> None:
         """Put the party's auditor ([audit], :mod:`parties.guards.audit`) right after the policy guard."""
@@ -212,16 +417,49 @@ class Daemon:
         return with_audit_round(info.fn, guard, request, pooled=info.private_data)
 
     async def serve_until_signal(self, exit_with_parent: bool = False) -> None:
+        """Serve until SIGTERM/SIGINT (drain, then stop; a second signal stops at once); SIGHUP reloads."""
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             try:
-                loop.add_signal_handler(sig, self._stopping.set)
+                loop.add_signal_handler(sig, self._on_stop_signal, sig)
             except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix
                 pass
+        try:
+            loop.add_signal_handler(signal.SIGHUP, lambda: self._spawn(self._reload("SIGHUP")))
+        except (NotImplementedError, RuntimeError, AttributeError):  # pragma: no cover - non-Unix
+            pass
         if exit_with_parent:
             self._housekeeping.append(asyncio.create_task(self._watch_parent(os.getppid())))
         await self._stopping.wait()
         await self.stop()
+
+    def _on_stop_signal(self, sig: int) -> None:
+        if self.draining:
+            self.log.warning("%s again: stopping now", signal.Signals(sig).name)
+            self._stopping.set()
+            return
+        self._spawn(self.drain(signal.Signals(sig).name))
+
+    async def drain(self, why: str = "drain") -> None:
+        """Admit nothing new, let running sessions finish for ``drain_timeout`` seconds, then stop."""
+        if self.draining:
+            return
+        self.draining = True
+        await self._set_health()
+        self.admission.close(f"party {self.me!r} is shutting down and admits no new session")
+        running = self.sessions.running
+        self.log.info(
+            "%s: draining: %d running session(s) may finish within %g s", why, running, self.limits.drain_timeout
+        )
+        deadline = asyncio.get_running_loop().time() + self.limits.drain_timeout
+        while self.sessions.running and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.1)
+        left = self.sessions.running
+        if left:
+            self.log.warning(
+                "drain: %d session(s) still running after %g s: aborting them", left, self.limits.drain_timeout
+            )
+        self._stopping.set()
 
     async def _watch_parent(self, ppid: int) -> None:
         while True:
@@ -238,14 +476,20 @@ class Daemon:
         self._stopping.set()
         for t in self._housekeeping:
             t.cancel()
+        self.draining = True
+        self.admission.close(f"party {self.me!r} is shutting down")
+        why = f"party {self.me!r} is shutting down: its running sessions had {self.limits.drain_timeout:g} s to finish"
         for s in list(self.sessions.sessions.values()):
-            s.fail(PeerFailedError(f"party {self.me!r} is shutting down"))
+            s.fail(PeerFailedError(why))
         if self._bg:
             await asyncio.wait(list(self._bg), timeout=ABORT_TIMEOUT + 0.5)
         for t in list(self._bg):
             t.cancel()
         if self.server is not None:
+            await self.health.enter_graceful_shutdown()
             await self.server.stop(grace)
+        if self.metrics_server is not None:
+            await asyncio.to_thread(self.metrics_server.close)
         await self.pool.close()
         for g in self.guards:  # e.g. the auditor releases its state file
             close = getattr(g, "close", None)
@@ -263,7 +507,11 @@ class Daemon:
         while True:
             await asyncio.sleep(REAP_INTERVAL)
             try:
-                self.sessions.expire()
+                if self.sessions.expire():
+                    self.admission.wake()
+                if self._retire_after and not (self._retire_after & set(self.sessions.sessions)):
+                    self._retire_after.clear()
+                    await self.pool.close_retired()  # no session of the previous credentials is left
             except Exception:  # pragma: no cover - housekeeping must go on
                 self.log.exception("session expiry failed")
 
@@ -330,12 +578,9 @@ class Daemon:
 
 
 # --------------------------------------------------------------------------- entry point
-def configure_logging(name: str, level: str = "INFO") -> None:
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+def configure_logging(name: str, level: str = "INFO", fmt: str = "text") -> None:
+    """The daemon's log on stderr (:func:`parties.runtime.logs.configure_logging`)."""
+    _configure_logging(level, fmt)
 
 
 def raise_descriptor_limit() -> tuple[int, int]:
@@ -368,16 +613,31 @@ def main(argv: list[str] | None = None, *, prog: str = "ppdm party") -> int:
     """Run a daemon until SIGTERM/SIGINT; errors are one line ``PROG: error: ...`` (exit 2: bad config or address)."""
     ap = argparse.ArgumentParser(prog="python -m parties.runtime.daemon", description="Run a ppdm party daemon.")
     ap.add_argument("--config", required=True, help="path of party.toml")
-    ap.add_argument("--log-level", default=os.environ.get("PPDM_LOG_LEVEL", "INFO"))
+    ap.add_argument(
+        "--log-level", default=None, help="DEBUG, INFO, WARNING, ERROR (default: $PPDM_LOG_LEVEL, else INFO)"
+    )
+    ap.add_argument("--log-format", default="text", help="text (default) or json: one JSON object a line")
     ap.add_argument("--exit-with-parent", action="store_true", help="stop when the parent process exits")
     args = ap.parse_args(argv)
+    try:
+        if args.log_level is not None:
+            level = check_level(args.log_level)
+        else:
+            level = check_level(os.environ.get("PPDM_LOG_LEVEL") or "INFO", "PPDM_LOG_LEVEL")
+        if args.log_format not in FORMATS:
+            raise LogSettingError(
+                f"--log-format: unknown format {args.log_format!r} (choose from {', '.join(FORMATS)})"
+            )
+    except LogSettingError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
     try:
         cfg = load_config(args.config)
         cfg.credentials()
     except ConfigError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
-    configure_logging(cfg.name, args.log_level)
+    configure_logging(cfg.name, level, args.log_format)
     try:
         asyncio.run(serve(cfg, exit_with_parent=args.exit_with_parent))
     except (ListenError, ConfigError) as e:

@@ -22,7 +22,7 @@ place even at its address.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import cast
 
 import grpc
@@ -112,6 +112,7 @@ class PeerPool:
         self._creds = creds.channel_credentials()
         self._peers = dict(peers)
         self._channels: dict[str, grpc.aio.Channel] = {}
+        self._retired: list[grpc.aio.Channel] = []  # channels with the previous credentials, closed at close()
         self._stubs: dict[str, pb_grpc.PartyStub] = {}
         self._max_streams = max_streams
         self._slots: dict[str, asyncio.Semaphore] = {}
@@ -145,7 +146,21 @@ class PeerPool:
         ch = self._channels.get(name)
         return ch is not None and ch.get_state(try_to_connect=False) == grpc.ChannelConnectivity.READY
 
+    def use_credentials(self, creds: Credentials) -> None:
+        """Present ``creds`` on every new call (a reloaded certificate). Calls already made finish on the
+        channels they started on, which are kept until :meth:`close` or :meth:`close_retired`."""
+        self._creds = creds.channel_credentials()
+        self._retired.extend(self._channels.values())
+        self._channels.clear()
+        self._stubs.clear()
+
+    async def close_retired(self) -> None:
+        """Close the channels of earlier credentials (no session uses them any more)."""
+        chans, self._retired = self._retired, []
+        await asyncio.gather(*(c.close(grace=None) for c in chans), return_exceptions=True)
+
     async def close(self) -> None:
+        await self.close_retired()
         chans = list(self._channels.values())
         self._channels.clear()
         self._stubs.clear()
@@ -164,7 +179,14 @@ def _chunks(session: str, tag: str, payload: bytes):
 class GrpcChannel:
     """One party's end of one session between daemons (see :class:`mpc.channel.Channel`)."""
 
-    def __init__(self, session: Session, pool: PeerPool, max_message_bytes: int):
+    def __init__(
+        self,
+        session: Session,
+        pool: PeerPool,
+        max_message_bytes: int,
+        on_sent: Callable[[str, int], None] | None = None,
+    ):
+        self._on_sent = on_sent  # (peer, bytes) after each message delivered (the daemon's metrics)
         self._session = session
         self._pool = pool
         self._max = max_message_bytes
@@ -211,6 +233,8 @@ class GrpcChannel:
             if slots is not None:
                 slots.release()
         self.bytes_sent += n
+        if self._on_sent is not None:
+            self._on_sent(to, n)
 
     async def recv(self, frm: str, tag: str) -> bytes:
         """The next message ``tag`` from ``frm``. A message of several chunks comes as the bytearray it was

@@ -13,7 +13,10 @@ if TYPE_CHECKING:
     from parties.config import Limits, PartyConfig
     from parties.guards.policy import SessionGuard
     from parties.identity.tls import Credentials
+    from parties.proto.ppdm.v1 import party_pb2 as pb
+    from parties.runtime.admission import AdmissionQueue
     from parties.runtime.grpc_channel import PeerPool
+    from parties.runtime.metrics import DaemonMetrics
     from parties.runtime.sessions import Session, SessionManager, SessionState
 
 __all__ = ["DaemonHost"]
@@ -32,6 +35,12 @@ class DaemonHost(Protocol):
     creds: Credentials
     sessions: SessionManager
     pool: PeerPool
+    admission: AdmissionQueue
+    metrics: DaemonMetrics
+
+    def not_serving(self) -> str | None: ...
+
+    def health_reply(self, reply: pb.HealthReply) -> pb.HealthReply: ...
 
     @property
     def guards(self) -> Sequence[SessionGuard]: ...

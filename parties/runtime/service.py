@@ -40,6 +40,7 @@ import functools
 import json
 import logging
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -109,7 +110,11 @@ def _classify(e: BaseException, job: str) -> tuple[str, str]:
 
 
 class _GuardRefusal(Refused):
-    """A session guard (the policy first) refused the session."""
+    """A session guard (the policy first) refused the session (``rule``: the setting, e.g. ``dp.budget``)."""
+
+    def __init__(self, reason: str, rule: str):
+        super().__init__(reason)
+        self.rule = rule
 
 
 class PartyService(pb_grpc.PartyServicer):
@@ -122,11 +127,16 @@ class PartyService(pb_grpc.PartyServicer):
         self._streams: dict[str, int] = {}  # open Deliver streams per peer (limits.max_peer_streams)
 
     # ------------------------------------------------------------------ identity
-    async def _identify(self, context, *, peers: bool, analysts: bool, what: str) -> str:
+    async def _identify(self, context, *, peers: bool, analysts: bool, what: str, itself: bool = False) -> str:
         who, pem = _caller(context)
         if who is None:
             self.log.warning("%s refused: no client certificate name (%s)", what, context.peer())
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "a client certificate with a common name is required")
+        if itself and who == self.me:  # the party's own certificate (the CA signed it; TLS verified it)
+            why = self.d.creds.peer_refusal(pem, who)
+            if why is None:
+                return who
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, f"{self.me} refuses {who!r}: {why}")
         if (peers and who in self.config.peers) or (analysts and who in self.config.analysts):
             peer = self.config.peers.get(who)
             why = self.d.creds.peer_refusal(pem, who, peer.fingerprint if peer is not None else None)
@@ -269,6 +279,7 @@ class PartyService(pb_grpc.PartyServicer):
             else:
                 s.mailbox.put(sender, h.tag, first.data if buf is None else buf, reserved=total)
                 ok = True
+                self.d.metrics.received(sender, total)
                 self.log.debug("session %s: %r from %s, %d bytes", h.session, h.tag, sender, total)
         finally:
             if s is not None and not ok:
@@ -318,7 +329,13 @@ class PartyService(pb_grpc.PartyServicer):
         return pb.AbortReply()
 
     async def Health(self, request, context):
-        who = await self._identify(context, peers=True, analysts=True, what="Health")
+        """This daemon's state (serving, sessions, certificate and CRL dates) and one session's.
+
+        A peer asking about a session that waits here for a slot runs it already: the session is
+        admitted at once (:meth:`parties.runtime.admission.AdmissionQueue.join`). The party's own
+        certificate may call it too (``ppdm party status``).
+        """
+        who = await self._identify(context, peers=True, analysts=True, what="Health", itself=True)
         state = SessionState.UNKNOWN
         if request.session:
             try:
@@ -330,10 +347,15 @@ class PartyService(pb_grpc.PartyServicer):
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
             except Refused as e:
                 await context.abort(grpc.StatusCode.PERMISSION_DENIED, str(e))
-            state = self.sessions.state_of(key)
-        return pb.HealthReply(
-            name=self.me, version=VERSION, active_sessions=self.sessions.active, session_state=int(state)
-        )
+            if key in self.d.admission:
+                if who in self.config.peers:
+                    self.d.admission.join(key, who)
+                state = self.sessions.state_of(key)
+                if state is SessionState.UNKNOWN:
+                    state = SessionState.PENDING  # still waiting for a slot here
+            else:
+                state = self.sessions.state_of(key)
+        return self.d.health_reply(pb.HealthReply(name=self.me, version=VERSION, session_state=int(state)))
 
     # ------------------------------------------------------------------ StartJob
     def _reply_error(self, kind: str, message: str, t0: float, bytes_sent: int = 0) -> pb.StartJobReply:
@@ -370,7 +392,7 @@ class PartyService(pb_grpc.PartyServicer):
         )
         refusal = run_guards(self.d.guards, req)
         if refusal is not None:
-            raise _GuardRefusal(refusal.reason)
+            raise _GuardRefusal(refusal.reason, refusal.rule)
         return info, params, req
 
     async def StartJob(self, request, context):
@@ -380,6 +402,9 @@ class PartyService(pb_grpc.PartyServicer):
         key: str | None = None
         try:
             check_session_id(sid)
+            unusable = self.d.not_serving()
+            if unusable is not None:
+                raise Refused(unusable)
             if self.sessions.owner_conflict(analyst, sid):
                 raise Refused(f"session id {sid} is in use by another analyst")
             key = session_key(analyst, sid)
@@ -389,8 +414,8 @@ class PartyService(pb_grpc.PartyServicer):
             if left is not None:
                 timeout = min(timeout, max(0.1, left - 0.5))
             try:
-                s = self.sessions.start(key, parties, job, timeout, analyst=analyst)
-            except (Refused, SessionGone) as e:  # admitted by the guards, but it cannot start here
+                s = await self.d.admission.admit(key, parties, job, timeout, analyst)
+            except (Refused, SessionGone) as e:  # admitted by the guards, but it cannot start here (or in time)
                 withdraw_guards(self.d.guards, req, str(e))  # its job never runs here
                 self._guards_finished(req, None, str(e))
                 raise
@@ -399,7 +424,19 @@ class PartyService(pb_grpc.PartyServicer):
             return self._reply_error("peer", e.reason, t0)
         except (Refused, jobs_mod.UnknownJobError) as e:
             what = "refused by policy" if isinstance(e, _GuardRefusal) else "refused"
-            self.log.warning("session %s: job %r for %s %s: %s", (key or sid)[:140], job[:64], analyst, what, e)
+            self.log.warning(
+                "session %s: job %r for %s %s: %s",
+                (key or sid)[:140],
+                job[:64],
+                analyst,
+                what,
+                e,
+                extra={"session": key or sid[:140], "job": job[:64]},
+            )
+            if isinstance(e, _GuardRefusal):
+                self.d.metrics.refused(e.rule.split(".", 1)[0], e.rule)
+            else:
+                self.d.metrics.refused("daemon", _daemon_rule(e))
             if key is not None:
                 self.d.refuse_session(key, parties, f"refused by {self.me!r}: {e}")
             return self._reply_error("refused", f"refused by {self.me!r}: {e}", t0)
@@ -412,9 +449,11 @@ class PartyService(pb_grpc.PartyServicer):
             ",".join(s.parties),
             s.timeout,
             sorted(params),
+            extra={"session": key, "job": job},
         )
+        self.d.metrics.session_started(job)
         s.on_fail.append(self.d.on_session_fail)
-        ch = GrpcChannel(s, self.pool, self.limits.max_message_bytes)
+        ch = GrpcChannel(s, self.pool, self.limits.max_message_bytes, on_sent=self.d.metrics.sent)
         ctx = jobs_mod.JobContext(
             name=self.me,
             ch=ch,
@@ -453,17 +492,21 @@ class PartyService(pb_grpc.PartyServicer):
             if kind == "refused" and not msg.startswith("refused by"):
                 msg = f"refused by {self.me!r}: {msg}"
             if kind == "internal":
+                # an unexpected exception's message may quote data (a value in a ValueError): the log gets
+                # its type and where it was raised — the frames, never the message or the locals
                 self.log.error(
-                    "session %s: job %s failed after %.2f s: %s: %s",
+                    "session %s: job %s failed after %.2f s: %s raised at %s",
                     key,
                     job,
                     dt,
                     error.__class__.__name__,
-                    error,
-                    exc_info=self.log.isEnabledFor(logging.DEBUG),
+                    _where(error, self.log.isEnabledFor(logging.DEBUG)),
+                    extra={"session": key, "job": job},
                 )
             else:
-                self.log.warning("session %s: job %s failed after %.2f s: %s", key, job, dt, msg)
+                self.log.warning(
+                    "session %s: job %s failed after %.2f s: %s", key, job, dt, msg, extra={"session": key, "job": job}
+                )
             return self._reply_error(kind, msg, t0, ch.bytes_sent)
         _out, text = result
         self.log.info(
@@ -473,6 +516,7 @@ class PartyService(pb_grpc.PartyServicer):
             dt,
             ch.bytes_sent,
             len(text),
+            extra={"session": key, "job": job},
         )
         return pb.StartJobReply(result_json=text, bytes_sent=ch.bytes_sent, seconds=dt)
 
@@ -497,6 +541,12 @@ class PartyService(pb_grpc.PartyServicer):
         self.sessions.finish(s, error)
         result = None if error is not None else task.result()
         s.outcome = (error, result)
+        self.d.metrics.session_ended(
+            s.job,
+            time.monotonic() - (s.started or time.monotonic()),
+            None if error is None else _classify(error, s.job)[0],
+        )
+        self.d.admission.wake()  # its slot is free: the earliest waiting StartJob that fits takes it
         self._guards_finished(req, None if result is None else result[0], None if error is None else str(error))
 
     def _guards_finished(self, req: SessionRequest, result: dict[str, Any] | None, error: str | None) -> None:
@@ -530,6 +580,33 @@ class PartyService(pb_grpc.PartyServicer):
             return out, json.dumps(out)
         except (TypeError, ValueError) as e:
             raise ProtocolError(f"job {s.job!r} returned a result that is not JSON ({e.__class__.__name__})") from None
+
+
+def _where(e: BaseException, all_frames: bool) -> str:
+    """Where ``e`` was raised: ``file:line in function`` of the innermost frame (every frame, innermost
+    last, with ``all_frames``) — file names and line numbers only, nothing of the exception's message."""
+    import traceback
+
+    frames = traceback.extract_tb(e.__traceback__)
+    if not frames:
+        return "an unknown place"
+    shown = frames if all_frames else frames[-1:]
+    return " <- ".join(f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in reversed(shown))
+
+
+def _daemon_rule(e: BaseException) -> str:
+    """The label of a refusal the daemon itself made (metrics ``ppdm_refusals_total{guard="daemon"}``)."""
+    from parties.runtime.admission import QueueTimeout
+
+    if isinstance(e, jobs_mod.UnknownJobError):
+        return "unknown_job"
+    if isinstance(e, QueueTimeout):
+        return "queue_timeout"
+    if isinstance(e, Busy):
+        return "busy"
+    if isinstance(e, InvalidRequest):
+        return "invalid"
+    return "refused"
 
 
 def _as_protocol_error(e: BaseException, msg: str) -> ProtocolError:

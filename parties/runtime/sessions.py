@@ -281,8 +281,27 @@ class SessionManager:
         return s
 
     # ---- life cycle
-    def start(self, key: str, parties: Iterable[str], job: str, timeout: float, analyst: str = "") -> Session:
-        """Start (or adopt the pending) session ``key``; raise :class:`Refused` or :class:`SessionGone`."""
+    def slot_refusal(self, key: str) -> str | None:
+        """Why session ``key`` finds no slot now (``max_sessions``, or its analyst's share), or None."""
+        if self.running >= self.limits.max_sessions:
+            return f"too many sessions at {self.me} ({self.limits.max_sessions}); try again later"
+        analyst = key.split("/", 1)[0]
+        theirs = sum(
+            1 for k, x in self.sessions.items() if x.state is not SessionState.PENDING and k.split("/", 1)[0] == analyst
+        )
+        if theirs >= min(self.limits.max_sessions_per_analyst, self.limits.max_sessions):
+            return (
+                f"analyst {analyst!r} already runs {theirs} sessions at {self.me} (max_sessions_per_analyst); "
+                "try again later"
+            )
+        return None
+
+    def start(
+        self, key: str, parties: Iterable[str], job: str, timeout: float, analyst: str = "", *, joining: bool = False
+    ) -> Session:
+        """Start (or adopt the pending) session ``key``; raise :class:`Refused`, :class:`SessionGone` or
+        :class:`Busy` (no slot). ``joining``: a peer already runs it — it takes no slot of its own
+        (:mod:`parties.runtime.admission`)."""
         check_session_key(key)
         parties = tuple(parties)
         if self.me not in parties:
@@ -299,18 +318,10 @@ class SessionManager:
             raise Refused(f"session {key} is already running here")
         if s is not None and s.error is not None:
             raise SessionGone(str(s.error))
-        if self.running >= self.limits.max_sessions:
-            raise Busy(f"too many sessions at {self.me} ({self.limits.max_sessions}); try again later")
+        why = None if joining else self.slot_refusal(key)
+        if why is not None:
+            raise Busy(why)
         analyst = key.split("/", 1)[0]
-        theirs = sum(
-            1 for k, x in self.sessions.items() if x.state is not SessionState.PENDING and k.split("/", 1)[0] == analyst
-        )
-        cap = min(self.limits.max_sessions_per_analyst, self.limits.max_sessions)
-        if theirs >= cap:
-            raise Busy(
-                f"analyst {analyst!r} already runs {theirs} sessions at {self.me} (max_sessions_per_analyst); "
-                "try again later"
-            )
         if s is None:
             s = self._new(key, owner=None)
         else:

@@ -84,7 +84,7 @@ class HealthRequest(_message.Message):
     def __init__(self, session: _Optional[str] = ...) -> None: ...
 
 class HealthReply(_message.Message):
-    __slots__ = ("name", "version", "active_sessions", "session_state")
+    __slots__ = ("name", "version", "active_sessions", "session_state", "serving", "draining", "running_sessions", "queued_sessions", "certificate_not_after", "ca_not_after", "crl_next_update", "warnings", "problems", "admitting")
     class SessionState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         UNKNOWN: _ClassVar[HealthReply.SessionState]
@@ -101,8 +101,28 @@ class HealthReply(_message.Message):
     VERSION_FIELD_NUMBER: _ClassVar[int]
     ACTIVE_SESSIONS_FIELD_NUMBER: _ClassVar[int]
     SESSION_STATE_FIELD_NUMBER: _ClassVar[int]
+    SERVING_FIELD_NUMBER: _ClassVar[int]
+    DRAINING_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    QUEUED_SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    CERTIFICATE_NOT_AFTER_FIELD_NUMBER: _ClassVar[int]
+    CA_NOT_AFTER_FIELD_NUMBER: _ClassVar[int]
+    CRL_NEXT_UPDATE_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    PROBLEMS_FIELD_NUMBER: _ClassVar[int]
+    ADMITTING_FIELD_NUMBER: _ClassVar[int]
     name: str
     version: str
     active_sessions: int
     session_state: HealthReply.SessionState
-    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., active_sessions: _Optional[int] = ..., session_state: _Optional[_Union[HealthReply.SessionState, str]] = ...) -> None: ...
+    serving: bool
+    draining: bool
+    running_sessions: int
+    queued_sessions: int
+    certificate_not_after: str
+    ca_not_after: str
+    crl_next_update: str
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    problems: _containers.RepeatedScalarFieldContainer[str]
+    admitting: bool
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., active_sessions: _Optional[int] = ..., session_state: _Optional[_Union[HealthReply.SessionState, str]] = ..., serving: _Optional[bool] = ..., draining: _Optional[bool] = ..., running_sessions: _Optional[int] = ..., queued_sessions: _Optional[int] = ..., certificate_not_after: _Optional[str] = ..., ca_not_after: _Optional[str] = ..., crl_next_update: _Optional[str] = ..., warnings: _Optional[_Iterable[str]] = ..., problems: _Optional[_Iterable[str]] = ..., admitting: _Optional[bool] = ...) -> None: ...
