@@ -388,3 +388,73 @@ def test_party_status_reports_the_daemon_itself_and_its_peers(make_cluster, caps
     assert main(["party", "status", "--config", str(c.configs["alice"]), "--json"]) == 1
     st = json.loads(capsys.readouterr().out)
     assert st["self"]["ok"] is False and "UNAVAILABLE" in st["self"]["error"]
+
+
+# --------------------------------------------------------------------------- what logs and metrics never hold
+def _distinct_tables(tmp_path: Path, seed: int) -> tuple[dict[str, dict], set[str]]:
+    """Two parties' keyed basket tables whose customer keys and item names are unmistakable strings."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    customers = [f"cust{rng.integers(16**10):010x}" for _ in range(60)]
+    items = [f"sku{rng.integers(16**8):08x}" for _ in range(8)]
+    data, secrets = {}, set(customers) | set(items)
+    for i, name in enumerate(("alice", "bob")):
+        mine = items[4 * i : 4 * i + 4]
+        rows = [(c, it) for c in customers[10 * i :] for it in mine if rng.random() < 0.5]
+        path = tmp_path / f"{name}.csv"
+        pd.DataFrame(rows, columns=["customer", "sku"]).to_csv(path, index=False)
+        data[name] = {"crm": {"path": str(path), "transaction": "customer", "item": "sku"}}
+    return data, secrets
+
+
+def test_no_input_value_appears_in_any_log_line_of_full_jobs_at_debug(make_cluster, tmp_path):
+    data, secrets = _distinct_tables(tmp_path, 7)
+    c = make_cluster(
+        ["alice", "bob"],
+        data=data,
+        policy={"min_parties": 2},
+        log_level="DEBUG",
+        log_format="json",
+        metrics={"alice": {"address": "127.0.0.1:0"}},
+    )
+    vertical = c.run_job("mine.vertical", {"min_support": "0.2", "data": "crm"}, timeout=120)
+    horizontal = c.run_job("mine.horizontal", {"min_support": "0.2", "data": "crm"}, timeout=120)
+    found = {x for out in (vertical, horizontal) for r in out.values() for s in r.get("itemsets", []) for x in s["items"]}
+    assert found and found <= secrets  # the jobs did read and name the items: they are what must stay out of logs
+    logs = {n: c.log(n) for n in ("alice", "bob")}
+    assert all(len(t.splitlines()) > 50 for t in logs.values())  # DEBUG: the logs say a lot
+    pattern = re.compile("|".join(sorted(secrets)))
+    for n, text in logs.items():
+        leaks = pattern.findall(text)
+        assert not leaks, f"{n}'s log holds input values: {sorted(set(leaks))[:5]}"
+    page = urllib.request.urlopen(metrics_url(c, "alice"), timeout=5).read().decode()
+    assert not pattern.search(page)
+
+
+def test_forty_concurrent_jobs_against_three_daemons_with_sixteen_slots_all_succeed(make_cluster):
+    c = make_cluster(["alice", "bob", "carol"], limits={"max_sessions": 16, "max_sessions_per_analyst": 16})
+
+    async def burst():
+        return await asyncio.gather(*(c.arun_job("sleep", {"seconds": 0.5}, timeout=120) for _ in range(40)))
+
+    outs = run_sync(burst())
+    assert len(outs) == 40 and all(set(o) == {"alice", "bob", "carol"} for o in outs)
+    for n in ("alice", "bob", "carol"):
+        assert run_sync(health(c.party(n), c.creds)).active_sessions == 0
+
+
+def test_the_privacy_budget_left_is_a_metric(make_cluster, tmp_path):
+    import numpy as np
+
+    data = {}
+    for i in range(3):
+        np.save(tmp_path / f"p{i}.npy", np.arange(10) + i)
+        data[f"p{i}"] = {"vector": str(tmp_path / f"p{i}.npy")}
+    c = make_cluster(3, data=data, dp={"total_epsilon": 1}, metrics={"p0": {"address": "127.0.0.1:0"}})
+    c.run_job("secure_sum", {"epsilon": "0.25", "sensitivity": 2}, timeout=120)
+    samples = scrape(metrics_url(c, "p0"))
+    left = {k[1]: v for k, v in samples.items() if k[0] == "ppdm_privacy_budget_remaining"}
+    assert list(left.values()) == [0.75], left
+    assert dict(next(iter(left)))["analyst"] == "analyst"
