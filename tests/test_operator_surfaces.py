@@ -421,7 +421,9 @@ def test_no_input_value_appears_in_any_log_line_of_full_jobs_at_debug(make_clust
     )
     vertical = c.run_job("mine.vertical", {"min_support": "0.2", "data": "crm"}, timeout=120)
     horizontal = c.run_job("mine.horizontal", {"min_support": "0.2", "data": "crm"}, timeout=120)
-    found = {x for out in (vertical, horizontal) for r in out.values() for s in r.get("itemsets", []) for x in s["items"]}
+    found = {
+        x for out in (vertical, horizontal) for r in out.values() for s in r.get("itemsets", []) for x in s["items"]
+    }
     assert found and found <= secrets  # the jobs did read and name the items: they are what must stay out of logs
     logs = {n: c.log(n) for n in ("alice", "bob")}
     assert all(len(t.splitlines()) > 50 for t in logs.values())  # DEBUG: the logs say a lot
@@ -458,3 +460,46 @@ def test_the_privacy_budget_left_is_a_metric(make_cluster, tmp_path):
     left = {k[1]: v for k, v in samples.items() if k[0] == "ppdm_privacy_budget_remaining"}
     assert list(left.values()) == [0.75], left
     assert dict(next(iter(left)))["analyst"] == "analyst"
+
+
+def test_a_missing_data_file_turns_health_not_serving_until_it_is_back(make_cluster, tmp_path):
+    import numpy as np
+
+    data = {}
+    for n in ("alice", "bob"):
+        np.save(tmp_path / f"{n}.npy", np.arange(5))
+        data[n] = {"vector": str(tmp_path / f"{n}.npy")}
+    c = make_cluster(["alice", "bob"], data=data)
+    assert health_check(c, "alice") == SERVING
+    moved = tmp_path / "elsewhere.npy"
+    (tmp_path / "alice.npy").rename(moved)
+    os.kill(c.procs["alice"].pid, signal.SIGHUP)  # or wait for the periodic check
+    deadline = time.monotonic() + 10
+    while health_check(c, "alice") != NOT_SERVING:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    r = run_sync(health(c.party("alice"), c.creds))
+    assert not r.serving and r.admitting and "data 'vector'" in r.problems[0]
+    assert set(c.run_job("ping", timeout=20)) == {"alice", "bob"}  # jobs on other data still run
+    moved.rename(tmp_path / "alice.npy")
+    os.kill(c.procs["alice"].pid, signal.SIGHUP)
+    deadline = time.monotonic() + 10
+    while health_check(c, "alice") != SERVING:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+
+
+def test_expiry_rules_of_certificates_and_revocation_lists():
+    from parties.runtime.lifecycle import TLSDates, tls_problems, tls_warnings
+
+    now = dt.datetime(2026, 11, 26, 12, tzinfo=dt.UTC)
+    d = TLSDates(
+        certificate=now + dt.timedelta(days=3), ca=now + dt.timedelta(days=3000), crl=now - dt.timedelta(hours=1)
+    )
+    problems, warnings = tls_problems(d, now), tls_warnings(d, now)
+    assert problems == [
+        "the party's revocation list expired on 2026-11-26 11:00 UTC: fetch a fresh one from the CA (ppdm ca crl) "
+        "and send the daemon SIGHUP"
+    ]
+    assert len(warnings) == 1 and "certificate expires on 2026-11-29 12:00 UTC (in 3.0 days)" in warnings[0]
+    assert tls_warnings(TLSDates(now + dt.timedelta(days=8), now + dt.timedelta(days=8), None), now) == []
