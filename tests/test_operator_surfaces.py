@@ -13,6 +13,7 @@ import json
 import os
 import re
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -503,3 +504,35 @@ def test_expiry_rules_of_certificates_and_revocation_lists():
     ]
     assert len(warnings) == 1 and "certificate expires on 2026-11-29 12:00 UTC (in 3.0 days)" in warnings[0]
     assert tls_warnings(TLSDates(now + dt.timedelta(days=8), now + dt.timedelta(days=8), None), now) == []
+
+
+def test_sighup_rotates_the_partys_own_certificate_and_key_for_new_connections(make_cluster):
+    from cryptography import x509
+
+    from parties.identity.pki import make_csr, sign_csr
+
+    c = make_cluster(["alice", "bob"])
+    d = c.workdir / "alice"
+
+    def served_serial() -> int:
+        ctx = ssl.create_default_context(cafile=str(c.workdir / "ca" / "ca.pem"))
+        ctx.check_hostname = False
+        ctx.set_alpn_protocols(["h2"])
+        ctx.load_cert_chain(str(c.workdir / "analyst" / "analyst.pem"), str(c.workdir / "analyst" / "analyst.key"))
+        host, port = c.party("alice").address.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=5) as raw, ctx.wrap_socket(raw) as tls:
+            return x509.load_der_x509_certificate(tls.getpeercert(binary_form=True)).serial_number
+
+    old = served_serial()
+    make_csr("alice", d, overwrite=True)  # a new key ...
+    sign_csr(d / "alice.csr", c.workdir / "ca", d / "alice.pem", overwrite=True)  # ... and its certificate
+    new = x509.load_pem_x509_certificate((d / "alice.pem").read_bytes()).serial_number
+    assert new != old
+    os.kill(c.procs["alice"].pid, signal.SIGHUP)
+    deadline = time.monotonic() + 10
+    while "SIGHUP: certificates reloaded" not in c.log("alice"):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert served_serial() == new  # new handshakes get the new certificate, without a restart
+    out = c.run_job("exchange", {"size": 2000}, timeout=30)  # alice's calls to bob present it too
+    assert out["alice"]["sent"]["bob"] == out["bob"]["received"]["alice"] and c.alive("alice")
