@@ -6,10 +6,16 @@
     res = mine(HorizontalMining(min_support="0.3", n_items=120), cfg)
     res = mine_local("mushroom.dat", VerticalMining(min_support="0.4"), parties=3)
 
-A mining result is the JSON object ``ppdm mine --json`` prints: ``transactions``, ``itemsets``
-(``items``, ``count``), ``rules`` (``antecedent``, ``consequent``, ``support``, ``confidence``),
-``protocol`` (mode, parties, phases, rounds, bytes per party, what was revealed) and, with ε,
-``dp``. :func:`run` starts any registered job and returns every party's reply.
+A mining result (:class:`parties.analyst.result.MiningResult`) is the JSON object ``ppdm mine --json``
+prints — ``transactions``, ``itemsets`` (``items``, ``count``), ``rules`` (``antecedent``,
+``consequent``, ``support``, ``confidence``), ``protocol`` (mode, parties, phases, rounds, bytes per
+party, what was revealed) and, with ε, ``dp`` — as a ``dict``, with DataFrame views by item name::
+
+    res.itemsets   # items (tuple of names), length, support, support_fraction
+    res.rules      # antecedent, consequent, support, support_fraction, confidence, lift
+    res.raw        # the plain dict
+
+:func:`run` starts any registered job and returns every party's reply.
 
 Errors: :class:`AnalystError` for a config that cannot be used, :class:`JobParamError` for bad
 parameters (both ``ValueError``), :class:`parties.identity.keyfiles.TLSError` for credentials
@@ -31,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from parties.analyst.params import HorizontalMining, VerticalMining
+from parties.analyst.result import MiningResult
 
 if TYPE_CHECKING:
     from parties.config import PeerInfo
@@ -47,8 +54,6 @@ __all__ = [
     "merge_replies",
     "run",
 ]
-
-MiningResult = dict[str, Any]
 
 
 class AnalystError(ValueError):
@@ -113,7 +118,9 @@ def mine(
     cfg = _config(parties)
     t0 = time.perf_counter()
     out = run(params.job, job_params, cfg, timeout=timeout)
-    return merge_replies(out, params.split, time.perf_counter() - t0)
+    res = merge_replies(out, params.split, time.perf_counter() - t0)
+    res.analyst = cfg.creds.name
+    return res
 
 
 def mine_centralized(
@@ -147,7 +154,7 @@ def mine_centralized(
     def named(items) -> list:
         return list(items) if names is None else [names[pos[int(x)]] for x in items]
 
-    return {
+    res = {
         "transactions": fi.n_transactions,
         "itemsets": [{"items": named(i), "count": int(c)} for i, c in fi],
         "rules": []
@@ -169,6 +176,7 @@ def mine_centralized(
             "revealed": ["nothing leaves this process"],
         },
     }
+    return MiningResult(res)
 
 
 class _LogFollower(threading.Thread):
@@ -238,7 +246,7 @@ def mine_local(
                 flush=True,
             )
         out, wall = _run_on_local_cluster(Path(d), parties, data, params, job_params, progress, timeout, link_shape)
-    return merge_replies(out, split, wall)
+    return _local_result(out, split, wall)
 
 
 def _run_on_local_cluster(
@@ -308,11 +316,21 @@ def mine_local_sources(
         out, wall = _run_on_local_cluster(
             Path(d), len(sources), data, params, job_params, progress, timeout, link_shape
         )
-    return merge_replies(out, params.split, wall)
+    return _local_result(out, params.split, wall)
+
+
+def _local_result(out: Mapping[str, dict[str, Any]], split: str, wall: float) -> MiningResult:
+    """The merged result of a local cluster's run; its analyst is the cluster's analyst certificate."""
+    from parties.analyst.local_cluster import ANALYST
+
+    res = merge_replies(out, split, wall)
+    res.analyst = ANALYST
+    return res
 
 
 def merge_replies(out: Mapping[str, dict[str, Any]], split: str, wall: float) -> MiningResult:
-    """One result from the parties' replies: the reporting party's result, everyone's protocol stats."""
+    """One result from the parties' replies: the reporting party's result, everyone's protocol stats (and,
+    outside the JSON, each party's own job seconds: ``party_seconds``)."""
     reporter = next(v for v in out.values() if "itemsets" in v)
     proto = dict(reporter["protocol"])
     proto["mode"] = split
@@ -322,12 +340,16 @@ def merge_replies(out: Mapping[str, dict[str, Any]], split: str, wall: float) ->
     proto["network_waits"] = {p: v.get("network", {}).get("waits", 0) for p, v in out.items()}
     proto["peak_rss_bytes"] = {p: v.get("peak_rss_bytes") for p, v in out.items()}  # each daemon, since its start
     proto["wall_seconds"] = round(wall, 6)
-    res: MiningResult = {
-        "transactions": reporter["transactions"],
-        "itemsets": reporter["itemsets"],
-        "rules": reporter["rules"],
-        "protocol": proto,
-    }
+    seconds = {p: float(v["seconds"]) for p, v in out.items() if isinstance(v.get("seconds"), (int, float))}
+    res = MiningResult(
+        {
+            "transactions": reporter["transactions"],
+            "itemsets": reporter["itemsets"],
+            "rules": reporter["rules"],
+            "protocol": proto,
+        },
+        party_seconds=seconds,
+    )
     if "dp" in reporter:
         res["dp"] = reporter["dp"]
     return res

@@ -17,6 +17,9 @@ Errors become one line on stderr and a non-zero exit:
 * a command line argparse rejects (unknown option, bad value) — exit 2,
   ``ppdm: error: ... (see ppdm VERB --help)`` (:class:`OneLineParser`);
 * :class:`CLIError` or :class:`anonymize.errors.AnonymizeError` (bad input) — exit 2,
+* an optional package that is not installed — exit 2, ``ppdm: error: ppdm tune --plot needs the plots
+  extra: pip install 'ppdm[plots]'`` (:data:`.common.EXTRAS`; every ``--plot`` is checked before any
+  work, any other late import of such a package becomes the same line),
 * any other exception — exit 1, one line; set ``PPDM_DEBUG=1`` for the traceback.
 """
 
@@ -29,7 +32,7 @@ import sys
 from typing import NoReturn
 
 from anonymize.errors import AnonymizeError
-from parties.cli.common import CLIError
+from parties.cli.common import CLIError, missing_extra, require_extra
 
 __all__ = ["CLIError", "OneLineParser", "VERB_MODULES", "build_parser", "main"]
 
@@ -100,10 +103,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.command_line = ["ppdm", *(sys.argv[1:] if argv is None else argv)]  # as typed, for --report pages
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     try:
+        if getattr(args, "plot", None):  # every --plot draws with matplotlib (the plots extra)
+            require_extra("matplotlib", f"ppdm {args.verb} --plot")
         return int(args.func(args) or 0)
     except (CLIError, AnonymizeError) as e:
         print(f"ppdm: error: {e}", file=sys.stderr)
@@ -120,6 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # one clear line, never a traceback
         if os.environ.get("PPDM_DEBUG"):
             raise
+        extra = missing_extra(e, f"ppdm {args.verb}")
+        if extra is not None:  # an optional package the command needs is not installed
+            print(f"ppdm: error: {extra}", file=sys.stderr)
+            return 2
         msg = str(e) or e.__class__.__name__
         print(f"ppdm: error: {msg}", file=sys.stderr)
         return 1

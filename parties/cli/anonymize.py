@@ -5,7 +5,7 @@
         --algorithm samarati|incognito|flash|datafly|mondrian|gaa-cp|kaca|mdav|lca-fc|lca-rc|
                     msal|anatomy|condensation
         [--k K] [--l L --l-variant distinct|entropy|recursive --c C] [--t T --t-distance emd|variational|kl]
-        [--max-suppression FRACTION] [--seed N] [--condensation static|dynamic] [--report REPORT.json]
+        [--max-suppression FRACTION] [--seed N] [--condensation static|dynamic] [--report REPORT.json|.html]
 
 A thin layer over :func:`anonymize.publish.anonymizer.anonymize_table`; the algorithm choices come
 from the registry. What OUT holds depends on the algorithm's kind:
@@ -38,6 +38,7 @@ from pathlib import Path
 from anonymize.errors import AnonymizeError
 from parties.cli.common import comma_list
 from parties.cli.engine_args import add_database_args, add_engine_args, engine_input, engine_kwargs
+from parties.cli.report_args import release_report_text, report_path
 from parties.cli.schema_args import (
     add_release_args,
     add_table_args,
@@ -63,7 +64,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         "LCA-RC), bucketization (Anatomy, MSAL: OUT is the QI table, each sensitive table goes to "
         "OUT.<name>.<ext>) or synthetic records (condensation), under k-anonymity, l-diversity and "
         "t-closeness where the algorithm honours them. Writes the release and, with --report, a JSON "
-        "report (parameters, chosen levels, every metric, timings).",
+        "report (parameters, chosen levels, every metric, timings) or, for a .html name, a page a person reads.",
     )
     add_table_args(p, "table to anonymize", optional_input=True)
     p.add_argument(
@@ -114,7 +115,12 @@ def register(subparsers) -> argparse.ArgumentParser:
         help="write rows in the input's order (default: a fresh random order, so that two releases of the same "
         "table, or a release and a copy of the input, cannot be joined row by row)",
     )
-    p.add_argument("--report", metavar="REPORT.json", help="write the JSON report here")
+    p.add_argument(
+        "--report",
+        metavar="REPORT",
+        help="write the report here: for REPORT.html a self-contained page a person reads (what was computed, "
+        "the achieved k/l/t, class sizes, information loss and risks as charts), else the JSON report",
+    )
     p.add_argument(
         "--plot", metavar="OUT.png", help="draw the trade-off around the parameters and the release's class sizes"
     )
@@ -309,8 +315,9 @@ def _main_engine(args, src, name: str, prog) -> int:
     if not qis:
         raise AnonymizeError("--qi needs at least one column")
     models = models_from_args(args)
+    started = time.time()
     out = check_output_path(args.output, "output", Path(args.input) if args.input else None)
-    rep_path = check_output_path(args.report, "report") if args.report else None
+    rep_path = report_path(args)
     if rep_path is not None and rep_path.resolve() == out.resolve():
         raise AnonymizeError(f"output files would collide: {out}; choose another -o name")
     hs = read_hierarchies(args.hierarchies, args.hierarchy, columns=set(qis) | set(sens))
@@ -337,7 +344,8 @@ def _main_engine(args, src, name: str, prog) -> int:
     res.report["output"] = str(args.output)
     if rep_path is not None:
         try:
-            atomic_write_text(rep_path, json.dumps(res.report, indent=2, default=float) + "\n")
+            text = json.dumps(res.report, indent=2, default=float) + "\n"
+            atomic_write_text(rep_path, release_report_text(args, res.report, text, started=started))
         except BaseException:
             out.unlink(missing_ok=True)
             raise
@@ -349,8 +357,9 @@ def _main_engine(args, src, name: str, prog) -> int:
 def _main_memory(args, prog, frame=None) -> int:
     from anonymize.publish.io import atomic_write_text
 
+    started = time.time()
     out = check_output_path(args.output, "output", Path(args.input) if args.input else None)
-    rep_path = check_output_path(args.report, "report") if args.report else None
+    rep_path = report_path(args)
     plot_path = check_output_path(args.plot, "plot") if args.plot else None
     res, out_sep = run_anonymize(args, progress=prog, frame=frame)
     extra = {name: table_path(out, name) for name in res.tables}
@@ -370,6 +379,8 @@ def _main_memory(args, prog, frame=None) -> int:
     res.report["timings"]["write"] = time.perf_counter() - t
     if rep_path is not None:
         text = json.dumps(res.report, indent=2, default=float) + "\n"
+        qis, sens = comma_list(args.qi), comma_list(args.sensitive)
+        text = release_report_text(args, res.report, text, started=started, result=res, qis=qis, sensitive=sens)
         atomic_write_text(rep_path, text)
     if plot_path is not None:
         from parties.cli.plotting import plot_anonymize

@@ -13,17 +13,24 @@
 
 ``--json`` prints ``{"transactions", "itemsets": [{"items", "count"}], "rules":
 [{"antecedent", "consequent", "support", "confidence"}], "protocol": {...}}``.
+``-o FILE`` also writes the result, by extension: ``.json`` (that object), ``.csv`` or ``.parquet``
+(one table, a ``kind`` column ``itemset``/``rule``: :func:`parties.analyst.result.write_result`);
+``--report FILE.html`` a page a person reads (:mod:`parties.analyst.report`). Both paths are checked
+before any work, both files are made in memory and written atomically at the end.
 
 With ``--epsilon E`` (joint horizontal jobs) the whole job is ε-differentially private
 (:mod:`parties.joint.dp_mining`): counts and decisions are noisy, the JSON gains a ``"dp"`` block
 (ε, its split over N and the levels, the sensitivities, the expected errors), and each daemon
-charges ε to the analyst's budget (:mod:`parties.guards.dp_budget`).
+charges ε to the analyst's budget (:mod:`parties.guards.dp_budget`). When the noise of a count
+exceeds the support threshold, one line on stderr says so before the results: ``most itemsets
+below are noise at this ε: try ε ≥ X`` (:mod:`parties.analyst.noise`).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 from parties.cli.common import CLIError
@@ -234,8 +241,19 @@ def _sources(args) -> list:
 def _check_flags(args, dp) -> None:
     if args.max_len is not None and args.max_len < 1:
         raise CLIError("--max-len must be at least 1")
-    if args.output and not Path(args.output).resolve().parent.is_dir():
-        raise CLIError(f"cannot write {args.output}: its directory does not exist")
+    if args.output:
+        from parties.analyst.result import output_format
+
+        try:
+            output_format(args.output)
+        except ValueError as e:
+            raise CLIError(str(e)) from None
+        if not Path(args.output).resolve().parent.is_dir():
+            raise CLIError(f"cannot write {args.output}: its directory does not exist")
+    if args.report:
+        from anonymize.reporting import check_report_path
+
+        check_report_path(args.report)  # AnonymizeError: one line, exit 2
     if args.candidates != "union" and args.split != "horizontal":
         raise CLIError("--candidates applies to joint horizontal jobs (--split horizontal)")
     if args.private_counts and args.split != "horizontal":
@@ -271,6 +289,7 @@ def _local_count(args) -> None:
 
 
 def _cmd(args) -> int:
+    started = time.time()
     _local_count(args)
     dp = _dp_args(args)
     if args.candidates is None:
@@ -296,7 +315,7 @@ def _cmd(args) -> int:
             cfg = AnalystConfig.load(args.parties)
         except AnalystError as e:
             raise CLIError(str(e)) from None
-        res = mine(_job_params(args, ms, mc, dp), cfg)
+        res: dict = mine(_job_params(args, ms, mc, dp), cfg)
     else:
         if not (args.files or args.duckdb or args.postgresql):
             raise CLIError(
@@ -317,12 +336,73 @@ def _cmd(args) -> int:
             else _centralized(sources, ms, mc, args)
         )
     text = json.dumps(res) if args.json else format_human(res)
-    if args.output:
-        from anonymize.publish.io import atomic_write_text
+    from parties.analyst.noise import noise_warning
 
-        atomic_write_text(args.output, json.dumps(res))
+    warning = noise_warning(res)
+    if warning:
+        print(f"ppdm: warning: {warning}", file=sys.stderr, flush=True)
+    _write_files(args, res, ms, mc, started)
     print(text)
     return 0
+
+
+def _write_files(args, res: dict, ms: str, mc: str | None, started: float) -> None:
+    """``-o`` and ``--report``: both made in memory first, then each written atomically (a temporary file
+    renamed into place); if the second cannot be written, the first is removed again."""
+    from anonymize.publish.io import atomic_write
+    from parties.analyst.result import output_format, result_bytes
+
+    files: list[tuple[Path, bytes]] = []
+    if args.output:
+        files.append((Path(args.output), result_bytes(res, output_format(args.output))))
+    if args.report:
+        files.append((Path(args.report), _report_html(args, res, ms, mc, started).encode()))
+    written: list[Path] = []
+    try:
+        for path, data in files:
+            atomic_write(path, lambda fh, data=data: fh.write(data))
+            written.append(path)
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise
+    for path in written:
+        print(f"ppdm: wrote {path}", file=sys.stderr, flush=True)
+
+
+def _report_html(args, res: dict, ms: str, mc: str | None, started: float) -> str:
+    """The ``--report`` page of this run (:func:`parties.analyst.report.mining_page`)."""
+    from parties.analyst.report import mining_page
+    from parties.cli.report_args import command_text, redact
+
+    params = {
+        "minimum support": ms,
+        "minimum confidence": mc,
+        "longest itemset (--max-len)": args.max_len,
+        "split": args.split,
+        "parties started locally (--local)": args.local or None,
+        "candidates": args.candidates if args.split == "horizontal" else None,
+        "counts kept private (--private-counts)": True if args.private_counts else None,
+        "item universe (--n-items)": args.n_items,
+        "item catalog (--catalog)": args.catalog,
+        "counting": args.counting if args.split == "vertical" else None,
+        "alignment (--align)": args.align,
+        "epsilon": args.epsilon,
+        "max contributions per transaction": args.max_contributions,
+        "colluders tolerated": args.colluders,
+        "engine": None if args.engine in ("auto", None) else args.engine,
+    }
+    if args.parties:
+        data = [f"each party's [data] {args.data} (its own party.toml)", f"parties from {args.parties}"]
+    elif args.duckdb or args.postgresql:
+        data = [redact(args.duckdb or args.postgresql), f"query: {args.query}"]
+    else:
+        data = list(args.files or [])
+        if args.local and len(data) == 1:
+            data = [f"{data[0]}, split among {args.local} parties"]
+        elif args.local is not None and len(data) > 1:  # one local daemon per file, in protocol order
+            data = [f"p{i}: {f}" for i, f in enumerate(data)]
+    return mining_page(res, command=command_text(args), parameters=params, data=data, started=started)
 
 
 def _centralized(sources: list, ms: str, mc: str | None, args=None) -> dict:
@@ -486,7 +566,21 @@ def register(sub) -> None:
     p.add_argument("--rtt-ms", type=float, help="with --local: emulated round-trip time per link (ms)")
     p.add_argument("--mbit", type=float, help="with --local: emulated bandwidth per link (Mbit/s)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("-o", "--output", help="also write the JSON result to this file (atomically)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="also write the result to FILE, atomically, in the format its extension names: .json (the object "
+        "--json prints), .csv or .parquet (one table, a row per itemset and per rule: kind = itemset|rule, items "
+        "(itemset rows), antecedent and consequent (rule rows), length, support (the count), support_fraction, "
+        "confidence and lift (rule rows); CSV cells hold item lists as JSON arrays, Parquet as list columns)",
+    )
+    p.add_argument(
+        "--report",
+        metavar="FILE.html",
+        help="also write a self-contained HTML page a person reads: what was computed and by whom, what each "
+        "party learned, timings and bytes per party, the levels and the top itemsets and rules",
+    )
     p.set_defaults(func=_cmd)
 
 

@@ -1,6 +1,6 @@
 """``ppdm publish``: release a table to a data user for a purpose, as a security-level policy says.
 
-    ppdm publish IN.csv -o OUT.csv --policy POLICY.toml --user U --purpose P [--report R.json]
+    ppdm publish IN.csv -o OUT.csv --policy POLICY.toml --user U --purpose P [--report R.json|R.html]
         --qi COLS --sensitive COLS [--id COLS] [--hierarchies DIR | --hierarchy COL=FILE ...]
 
 A thin layer over :func:`anonymize.publish.policy.engine.publish_with_policy` (Y. Xu, H. Guo,
@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 
 from parties.cli.anonymize import Progress
+from parties.cli.common import comma_list
+from parties.cli.report_args import release_report_text, report_path
 from parties.cli.schema_args import add_table_args, check_output_path, output_sep, read_table_args
 from parties.cli.tune import json_ready
 
@@ -44,7 +46,13 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--policy", required=True, metavar="POLICY.toml", help="security-level policy (docs/policy.md)")
     p.add_argument("--user", required=True, help="the data user, as named in the policy")
     p.add_argument("--purpose", required=True, help="the purpose of use, as named in the policy")
-    p.add_argument("--report", metavar="R.json", help="write the decision and the release report here")
+    p.add_argument(
+        "--report",
+        metavar="R",
+        help="write the decision and the release report here: for R.html a self-contained page a person reads "
+        "(who the release is for, every release evaluated, the achieved k/l/t, class sizes, information loss and "
+        "risks as charts), else JSON",
+    )
     p.add_argument("--out-sep", default=None, help="output CSV delimiter (default: the input's)")
     p.add_argument(
         "--queries",
@@ -83,8 +91,9 @@ def _main(args) -> int:
     from anonymize.publish.policy.engine import publish_with_policy
     from anonymize.publish.policy.policyfile import load_policy
 
+    started = time.time()
     out = check_output_path(args.output, "output", Path(args.input))
-    rep_path = check_output_path(args.report, "report") if args.report else None
+    rep_path = report_path(args)
     policy = load_policy(args.policy)  # validated before the data are read: a bad policy costs nothing
     prog = Progress(enabled=not args.quiet)
     df, schema, hs = read_table_args(args, need_sensitive=True)
@@ -104,7 +113,11 @@ def _main(args) -> int:
     write_table(rel.result.df, out, sep=output_sep(args))
     rel.report["release"]["timings"]["write"] = time.perf_counter() - t
     if rep_path is not None:
-        atomic_write_text(rep_path, json.dumps(json_ready(rel.report), indent=2) + "\n")
+        report = json_ready(rel.report)
+        text = json.dumps(report, indent=2) + "\n"
+        qis, sens = comma_list(args.qi), comma_list(args.sensitive)
+        text = release_report_text(args, report, text, started=started, result=rel.result, qis=qis, sensitive=sens)
+        atomic_write_text(rep_path, text)
     if not args.quiet:
         print(_summary(out, rel))
     return 0
