@@ -10,10 +10,12 @@
 The checks' configuration is in pyproject.toml: ruff (lint and format),
 import-linter (the layering of mpc, anonymize and parties), mypy.
 
-On first use it creates ``.venv`` next to this file and installs ppdm with its
-test dependencies into it; it reinstalls when ``pyproject.toml`` changes.
-``PPDM_WITH_SPARK=1`` adds the ``spark`` extra (PySpark; its tests also need a
-JDK 17), and switching it reinstalls too.
+On first use it creates ``.venv`` next to this file and installs ppdm into it
+with everything the demo and the tests use: the extras ``test`` (pytest, the
+oracles, the checks) and ``plots`` (matplotlib, for ``--plot``); it reinstalls
+when ``pyproject.toml`` changes. ``PPDM_WITH_SPARK=1`` adds the ``spark`` extra
+(PySpark; its tests also need a JDK 17), and switching it reinstalls too. A
+party host needs none of the extras: ``pip install ppdm`` runs a daemon.
 """
 
 import hashlib
@@ -33,7 +35,7 @@ def ensure_env() -> None:
         sys.exit(f"bootstrap: ppdm needs Python 3.11 or newer (this is {sys.version.split()[0]})")
     stamp = VENV / ".ppdm-installed"
     with_spark = os.environ.get("PPDM_WITH_SPARK") == "1"
-    extras = "test,spark" if with_spark else "test"
+    extras = "test,plots,spark" if with_spark else "test,plots"
     want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest() + f" PPDM_WITH_SPARK={int(with_spark)}"
     if stamp.exists() and stamp.read_text() == want and PY.exists():
         return

@@ -15,6 +15,8 @@ matplotlib's Agg renderer: no display, no pyplot global state):
   adversary guess the sensitive value with probability above p, for every p.
 
 Files are written atomically (temporary file in the target directory, then ``os.replace``).
+matplotlib is the optional ``plots`` extra (``pip install 'ppdm[plots]'``): without it
+:func:`new_figure` raises ``ModuleNotFoundError`` saying so.
 """
 
 from __future__ import annotations
@@ -37,8 +39,13 @@ __all__ = [
 
 def new_figure(n_panels: int, title: str | None = None, width_per_panel: float = 5.2, height: float = 3.8):
     """A matplotlib Figure with ``n_panels`` axes side by side (Agg canvas, no pyplot)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ModuleNotFoundError as e:
+        if not (e.name or "").startswith("matplotlib"):
+            raise
+        raise ModuleNotFoundError("plots need matplotlib: pip install 'ppdm[plots]'", name=e.name) from None
 
     fig = Figure(figsize=(width_per_panel * n_panels, height), layout="constrained")
     FigureCanvasAgg(fig)
