@@ -427,7 +427,10 @@ def test_a_large_message_costs_its_size_once(make_cluster):
     before = high_water()
     assert run_sync(send()).received == size
     grew = high_water() - before
-    assert grew < 1.5 * size, f"the daemon's peak grew by {grew / 2**20:.0f} MiB for a {size >> 20} MiB message"
+    # the double copy this guards against costs >= 2x the message; assembled in place it costs about 1x alone
+    # and up to 1.66x seen within the whole suite on a loaded 2-core machine (chunks and gRPC's receive buffers
+    # held a little longer, allocator arenas): the bound sits between the two
+    assert grew < 1.8 * size, f"the daemon's peak grew by {grew / 2**20:.0f} MiB for a {size >> 20} MiB message"
 
 
 @pytest.mark.daemons
