@@ -46,6 +46,8 @@ from parties.cli.schema_args import (
     output_sep,
     positive_int,
     read_table_args,
+    unroled_columns,
+    warn_unroled,
 )
 
 __all__ = ["register", "run_anonymize", "Progress"]
@@ -178,6 +180,7 @@ def run_anonymize(args, progress=None, frame=None):
         raise AnonymizeError("--qi needs at least one column")
     models = models_from_args(args)
     df, schema, hs = read_table_args(args, frame=frame)
+    unroled = unroled_columns(args, df.columns)
     out_sep = output_sep(args)
     options: dict = {}
     if getattr(args, "seed", None) is not None:
@@ -201,6 +204,8 @@ def run_anonymize(args, progress=None, frame=None):
     )
     res.report["input"] = str(args.input or args.duckdb or "PostgreSQL")
     res.report["output"] = str(args.output)
+    res.report["unroled_columns"] = unroled
+    warn_unroled(unroled)
     return res, out_sep
 
 
@@ -324,6 +329,7 @@ def _main_engine(args, src, name: str, prog) -> int:
     from anonymize.publish.on_engine import anonymize_on_engine
 
     with open_engine(name, **engine_kwargs(args)) as eng:
+        unroled = unroled_columns(args, eng.columns(src))
         res = anonymize_on_engine(
             eng,
             src,
@@ -342,6 +348,8 @@ def _main_engine(args, src, name: str, prog) -> int:
         )
     res.report["input"] = str(args.input or args.duckdb or "PostgreSQL")
     res.report["output"] = str(args.output)
+    res.report["unroled_columns"] = unroled
+    warn_unroled(unroled)
     if rep_path is not None:
         try:
             text = json.dumps(res.report, indent=2, default=float) + "\n"

@@ -23,7 +23,14 @@ from pathlib import Path
 from parties.cli.anonymize import Progress
 from parties.cli.common import comma_list
 from parties.cli.report_args import release_report_text, report_path
-from parties.cli.schema_args import add_table_args, check_output_path, output_sep, read_table_args
+from parties.cli.schema_args import (
+    add_table_args,
+    check_output_path,
+    output_sep,
+    read_table_args,
+    unroled_columns,
+    warn_unroled,
+)
 from parties.cli.tune import json_ready
 
 __all__ = ["register"]
@@ -97,6 +104,7 @@ def _main(args) -> int:
     policy = load_policy(args.policy)  # validated before the data are read: a bad policy costs nothing
     prog = Progress(enabled=not args.quiet)
     df, schema, hs = read_table_args(args, need_sensitive=True)
+    unroled = unroled_columns(args, df.columns)
     rel = publish_with_policy(
         df,
         schema,
@@ -109,6 +117,8 @@ def _main(args) -> int:
     )
     rel.report["input"] = str(args.input)
     rel.report["output"] = str(args.output)
+    rel.report["unroled_columns"] = unroled
+    warn_unroled(unroled)
     t = time.perf_counter()
     write_table(rel.result.df, out, sep=output_sep(args))
     rel.report["release"]["timings"]["write"] = time.perf_counter() - t

@@ -20,6 +20,8 @@ __all__ = [
     "add_release_args",
     "read_table_args",
     "output_sep",
+    "unroled_columns",
+    "warn_unroled",
     "check_output_path",
     "fraction",
     "positive_int",
@@ -60,6 +62,13 @@ def add_table_args(p: argparse.ArgumentParser, what: str = "table", *, optional_
     p.add_argument("--qi", required=True, metavar="COLS", help="quasi-identifier columns, comma-separated")
     p.add_argument("--sensitive", metavar="COLS", default="", help="sensitive columns, comma-separated")
     p.add_argument("--id", metavar="COLS", default="", help="identifier columns (dropped from any release)")
+    p.add_argument(
+        "--insensitive",
+        metavar="COLS",
+        default="",
+        help="columns published unchanged on purpose (no quasi-identifier, not sensitive): without it, every "
+        "column with no role is published unchanged with a warning",
+    )
     p.add_argument(
         "--hierarchies", metavar="DIR", help="directory of ARX hierarchy files named <col>.csv or *hierarchy_<col>.csv"
     )
@@ -114,6 +123,29 @@ def read_table_args(args, *, need_sensitive: bool = False, frame=None):
         raise AnonymizeError(f"input {args.input or 'table'} has no data rows")
     hs = read_hierarchies(args.hierarchies, args.hierarchy, columns=set(qis) | set(sens))
     return df, Schema(qis, sens, ids), hs
+
+
+def unroled_columns(args, columns) -> list[str]:
+    """The table's columns that ``--qi``, ``--sensitive``, ``--id`` and ``--insensitive`` leave without a role:
+    a release carries them unchanged, and k, l and t say nothing about a linkage through them."""
+    named = set(comma_list(args.qi)) | set(comma_list(args.sensitive)) | set(comma_list(args.id))
+    named |= set(comma_list(getattr(args, "insensitive", "")))
+    return [str(c) for c in columns if str(c) not in named]
+
+
+def warn_unroled(cols: list[str]) -> None:
+    """Say on stderr which columns go out unchanged with no role (:func:`unroled_columns`); silent when none.
+    Called once the release is made (bad input stays one line)."""
+    import sys
+
+    if cols:
+        print(
+            f"ppdm: warning: published unchanged with no role: {', '.join(cols)} — k, l and t cover the "
+            "quasi-identifiers only, and a reader can link records through these columns (give each a role: "
+            "--qi, --sensitive, --id to drop it, or --insensitive to keep it as it is)",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def output_sep(args) -> str:
