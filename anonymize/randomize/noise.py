@@ -139,13 +139,17 @@ class Noise:
         return 0.5 * math.log2(2.0 * math.pi * math.e * self.scale**2)
 
     def interval_width(self, confidence: float = 0.95) -> float:
-        """Agrawal–Srikant privacy at ``confidence`` c: the width of the shortest interval that
-        holds Y — hence x, given z — with probability c (SIGMOD 2000, §2.2, Table 1):
-        2a·c for uniform, 2·z_{(1+c)/2}·σ for Gaussian (3.92σ at 95%)."""
-        if not 0.0 < confidence < 1.0:
-            raise AnonymizeError(f"confidence must be in (0, 1), got {confidence}")
+        """Agrawal–Srikant privacy at ``confidence`` c (SIGMOD 2000, §2.2, Table 1): the width of the
+        shortest interval [z − w/2, z + w/2] that holds the original x with probability c given the
+        perturbed z = x + y — i.e. that holds Y with probability c, whatever the data:
+        2a·c for uniform noise on [−a, a] (2a at 100% confidence), 2·z_{(1+c)/2}·σ for Gaussian
+        (3.92σ at 95%; unbounded at 100%, so c = 1 is refused)."""
+        if isinstance(confidence, bool) or not 0.0 < confidence <= 1.0:
+            raise AnonymizeError(f"confidence must be in (0, 1], got {confidence}")
         if self.kind == "uniform":
             return 2.0 * self.scale * confidence
+        if confidence == 1.0:
+            raise AnonymizeError("Gaussian noise has no finite interval at 100% confidence; use a confidence below 1")
         return 2.0 * NormalDist().inv_cdf((1.0 + confidence) / 2.0) * self.scale
 
     def describe(self) -> dict:

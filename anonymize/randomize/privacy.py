@@ -1,9 +1,12 @@
 """How much privacy additive noise gives: interval width (AS 2000) and conditional entropy (AA 2001).
 
 * **Interval privacy** (R. Agrawal, R. Srikant, "Privacy-Preserving Data Mining", SIGMOD 2000,
-  §2.2): if x can be estimated with c% confidence to lie in an interval of width W, the privacy
-  at c% is W; relative to the range of the attribute it is a percentage ("100% privacy at 95%
-  confidence": the 95% interval is as wide as the data's whole range).
+  §2.2): if x can be estimated with c% confidence to lie in an interval of width W given the
+  perturbed z, the privacy at c% is W — a property of the noise alone, [z − W/2, z + W/2] with
+  W = 2a·c for uniform noise on [−a, a] and 2·z_{(1+c)/2}·σ for Gaussian (:func:`privacy_interval`).
+  Relative to the **range of the attribute** (its public domain, or the original column's
+  max − min) it is a percentage ("100% privacy at 95% confidence": the 95% interval is as wide as
+  the attribute's whole range). It never depends on a reconstruction's grid.
 * **Conditional-entropy privacy** (D. Agrawal, C. C. Aggarwal, "On the Design and Quantification
   of Privacy Preserving Data Mining Algorithms", PODS 2001, §3): the privacy inherent in X is
   Π(X) = 2^{h(X)} (the width of a uniform variable with the same differential entropy); after
@@ -26,7 +29,7 @@ import numpy as np
 from ..errors import AnonymizeError
 from .noise import Noise
 
-__all__ = ["conditional_privacy", "interval_privacy", "histogram_entropy_bits"]
+__all__ = ["conditional_privacy", "interval_privacy", "privacy_interval", "estimate_range", "histogram_entropy_bits"]
 
 
 def histogram_entropy_bits(edges, probabilities) -> float:
@@ -37,13 +40,48 @@ def histogram_entropy_bits(edges, probabilities) -> float:
     return float(-np.sum(p[nz] * np.log2(p[nz] / w[nz])))
 
 
-def interval_privacy(noise: Noise, confidence: float = 0.95, data_range: float | None = None) -> dict:
-    """``{"confidence", "interval_width", "relative"}`` — AS 2000 privacy; ``relative`` = width /
-    ``data_range`` (1.0 = "100% privacy") when the range is given."""
+def privacy_interval(z, noise: Noise, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """The Agrawal–Srikant interval for each perturbed value: ``(z − W/2, z + W/2)`` with
+    W = :meth:`.noise.Noise.interval_width` — it holds the original value with probability
+    ``confidence`` (exactly: P(|Y| ≤ W/2) = c for both noise laws)."""
+    z = np.asarray(z, dtype=np.float64)
+    half = 0.5 * noise.interval_width(confidence)
+    return z - half, z + half
+
+
+def estimate_range(z, noise: Noise) -> float | None:
+    """The attribute's range estimated from perturbed values alone, or None when z cannot tell.
+
+    Uniform noise on [−a, a]: (max z − a) − (min z + a), a consistent estimate from inside (with
+    few values near the extremes it is too short, so the relative privacy is overstated; give
+    the public domain when it is known). Gaussian noise: None — z's spread mixes the range with
+    the unbounded noise."""
+    z = np.asarray(z, dtype=np.float64)
+    if noise.kind != "uniform" or z.size == 0:
+        return None
+    r = float(z.max() - z.min()) - 2.0 * noise.scale
+    return r if r > 0 else None
+
+
+def interval_privacy(
+    noise: Noise, confidence: float = 0.95, data_range: float | None = None, range_source: str | None = None
+) -> dict:
+    """AS 2000 privacy at ``confidence``: ``{"confidence", "interval_width"}``, and with the
+    attribute's range ``data_range`` (its public domain or the original column's max − min —
+    never a reconstruction grid) also ``"relative"`` = width / range (1.0 = "100% privacy"),
+    ``"data_range"`` and ``"range_source"`` (where the range came from, when given).
+    ``"width_at_full_confidence"``: 2a for uniform noise, None (unbounded) for Gaussian."""
     w = noise.interval_width(confidence)
-    out = {"confidence": confidence, "interval_width": w}
-    if data_range is not None and data_range > 0:
+    out: dict = {
+        "confidence": confidence,
+        "interval_width": w,
+        "width_at_full_confidence": noise.interval_width(1.0) if noise.kind == "uniform" else None,
+    }
+    if data_range is not None and math.isfinite(data_range) and data_range > 0:
         out["relative"] = w / data_range
+        out["data_range"] = float(data_range)
+        if range_source is not None:
+            out["range_source"] = range_source
     return out
 
 

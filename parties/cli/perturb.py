@@ -7,7 +7,12 @@
 * ``ppdm reconstruct PERTURBED.csv --column C --noise … --scale S [--bins B] [--method as|em]
   [--json] [--plot OUT.png] [--original ORIG.csv]`` — reconstruct the distribution of the
   original column; ``--json`` prints ``{"bins": [[lo, hi], …], "densities": […], …}`` and, with
-  ``--original``, ``"information_loss"`` = ½∫|f − f̂|.
+  ``--original``, ``"information_loss"`` = ½∫|f − f̂| (f̂ the reconstruction's step density, f the
+  original column's density estimated on a grid of its own: ``"information_loss_reference"``) and
+  ``"bin_mass_loss"`` (½ Σ |P − P̂| over the reconstruction's bins, a grid-dependent lower bound).
+  ``"privacy"."interval"``: the Agrawal–Srikant width at ``--confidence`` and ``"relative"`` = width
+  / the attribute's range (``--domain``, else the original column's, else estimated from z for
+  uniform noise; ``"range_source"`` says which).
 
 Bad input (missing column, non-numeric column, scale ≤ 0, missing file …) prints one line
 ``ppdm: error: …`` and exits 2 without writing any output file; outputs are written atomically.
@@ -173,11 +178,21 @@ def _plot(path: Path, rec, z, original, column: str) -> None:
 
 def _cmd_reconstruct(args) -> int:
     from anonymize.errors import AnonymizeError
-    from anonymize.randomize import conditional_privacy, information_loss, interval_privacy, reconstruct
+    from anonymize.randomize import (
+        bin_mass_loss,
+        conditional_privacy,
+        estimate_range,
+        information_loss,
+        interval_privacy,
+        reconstruct,
+        sample_density,
+    )
 
     noise = _noise(args)
-    if not 0 < args.confidence < 1:
-        raise CLIError(f"--confidence must be in (0, 1), got {args.confidence}")
+    if not 0 < args.confidence <= 1:
+        raise CLIError(f"--confidence must be in (0, 1], got {args.confidence}")
+    if args.confidence == 1 and noise.kind == "gaussian":
+        raise CLIError("--confidence 1 needs uniform noise (a Gaussian interval at 100% confidence is unbounded)")
     plot = _output_path(args.plot, args.input, "plot") if args.plot else None
     dom = _domain(args.domain)
     z = _numeric_column(_read(args.input, args.sep), args.column, args.input)
@@ -190,13 +205,21 @@ def _cmd_reconstruct(args) -> int:
     except AnonymizeError as e:
         raise CLIError(str(e)) from None
     rep = {"column": args.column, "input": str(args.input), **rec.to_json()}
-    data_range = float(rec.edges[-1] - rec.edges[0])
+    # AS privacy is relative to the attribute's range — never to the reconstruction grid
+    if dom is not None:
+        data_range, source = dom[1] - dom[0], "--domain"
+    elif original is not None:
+        data_range, source = float(original.max() - original.min()), "original column (max - min)"
+    else:
+        data_range, source = estimate_range(z, noise), "estimated from the perturbed values (max z - min z - 2a)"
     rep["privacy"] = {
-        "interval": interval_privacy(noise, args.confidence, data_range),
+        "interval": interval_privacy(noise, args.confidence, data_range, source),
         "conditional_entropy": conditional_privacy(rec.edges, rec.probabilities, noise),
     }
     if original is not None:
         rep["information_loss"] = information_loss(original, rec)
+        rep["information_loss_reference"] = sample_density(original)[2]
+        rep["bin_mass_loss"] = bin_mass_loss(original, rec)
     if plot is not None:
         _plot(plot, rec, z, original, args.column)
         rep["plot"] = str(plot)
@@ -210,14 +233,23 @@ def _cmd_reconstruct(args) -> int:
         f"{rec.method.upper()} reconstruction, {len(rec.probabilities)} bins, {rec.iterations} iterations "
         f"({'stopped by rule' if rec.converged else 'hit --max-iter'}: {rec.stopping_rule})"
     )
-    rel = f" ({100 * ip['relative']:.0f}% of the domain)" if "relative" in ip else ""
+    rel = (
+        f" ({100 * ip['relative']:.0f}% of the attribute's range {ip['data_range']:.4g}, {ip['range_source']})"
+        if "relative" in ip
+        else " (attribute's range unknown: pass --domain or --original)"
+    )
     print(
-        f"privacy: {int(100 * args.confidence)}% interval width {ip['interval_width']:.4g}{rel}; "
+        f"privacy: {100 * args.confidence:g}% interval width {ip['interval_width']:.4g}{rel}; "
         f"2^h(X|Z) = {cp['conditional_privacy']:.4g} (2^h(X) = {cp['inherent_privacy']:.4g}, "
         f"loss {cp['privacy_loss']:.3f})"
     )
     if "information_loss" in rep:
-        print(f"information loss 1/2 int |f - f^| = {rep['information_loss']:.4f} against {args.original}")
+        ref = rep["information_loss_reference"]
+        print(
+            f"information loss 1/2 int |f - f^| = {rep['information_loss']:.4f} against {args.original} "
+            f"(its density on {ref['bins']} bins of width {ref['bin_width']:.4g}; "
+            f"bin-mass lower bound {rep['bin_mass_loss']:.4f})"
+        )
     print(f"  {'interval':>24}  {'density':>10}  {'probability':>11}")
     for (a, b), d, p in zip(rep["bins"], rep["densities"], rep["probabilities"]):
         print(f"  [{a:>10.4g}, {b:>10.4g})  {d:>10.4g}  {p:>11.4f}")
@@ -272,7 +304,9 @@ def register(sub) -> None:
     r.add_argument("--method", choices=["as", "em"], default="em", help="as (Agrawal-Srikant) or em (default)")
     r.add_argument("--domain", metavar="LO:HI", help="public range of the original values (default: estimated)")
     r.add_argument("--max-iter", type=int, default=2000, help="iteration cap (default 2000)")
-    r.add_argument("--confidence", type=float, default=0.95, help="confidence of the interval privacy (0.95)")
+    r.add_argument(
+        "--confidence", type=float, default=0.95, help="confidence of the interval privacy, in (0, 1] (0.95)"
+    )
     r.add_argument("--original", metavar="ORIG", help="original table: report information loss, plot it")
     r.add_argument("--original-column", metavar="C", help="column in ORIG (default: --column)")
     r.add_argument("--plot", metavar="OUT.png", help="original, perturbed and reconstructed histograms (PNG)")
