@@ -99,7 +99,7 @@ def test_condensation_through_the_cli(capsys, tmp_path, small):
     )  # fmt: skip
     assert code == 0, se
     r = json.loads(rep.read_text())
-    assert r["kind"] == "synthetic" and r["metrics"]["achieved"]["k"] >= 10
+    assert r["kind"] == "synthetic" and r["metrics"]["achieved"]["group_size_min"] >= 10
     assert r["parameters"]["options"] == {"variant": "dynamic"}
     assert list(pd.read_csv(out, sep=";").columns) == ["age"]
 

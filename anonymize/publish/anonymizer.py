@@ -344,19 +344,24 @@ def anonymize_table(
 
 
 def synthetic_metrics(table: EncodedTable, res) -> dict:
-    """Report of a synthetic release (:class:`.condensation.SyntheticResult`): rows, group sizes,
-    the achieved k (smallest group) and how well the covariance structure is kept
+    """Report of a synthetic release (:class:`.condensation.SyntheticResult`): rows, group sizes, the
+    smallest group and the k-anonymity of the written table (not the same: see the condensation
+    module), and how well the covariance structure is kept
     (:func:`.condensation.covariance_check` against the input's numeric QIs)."""
     sizes = np.rint(res.groups.r).astype(np.int64)
     X = table.df[res.columns].to_numpy(dtype=np.float64)
+    released = res.df[res.columns]
+    k_file = int(released.value_counts(sort=False).min()) if len(released) else 0  # as pycanon measures it
     return {
         "rows": int(table.n),
         "synthetic_rows": int(len(res.df)),
         "suppressed_rows": 0,
         "classes": M.summarize_classes(sizes),
-        "achieved": {"k": int(sizes.min()), "groups": int(len(sizes))},
-        "covariance": covariance_check(X, res.df.to_numpy(dtype=np.float64)),
-        "columns_not_published": [str(c) for c in table.df.columns if c not in res.columns],
+        # k: k-anonymity of the written QI columns (synthetic values are nearly all distinct: usually 1);
+        # group_size_min: every record was condensed with at least that many - 1 others
+        "achieved": {"k": k_file, "group_size_min": int(sizes.min()), "groups": int(len(sizes))},
+        "covariance": covariance_check(X, released.to_numpy(dtype=np.float64)),
+        "columns_not_published": [str(c) for c in table.df.columns if c not in res.df.columns],
     }
 
 

@@ -223,7 +223,8 @@ def _summary(res) -> str:
         cov = m["covariance"]["covariance_relative_frobenius_error"]
         return (
             f"{res.report['algorithm']}: {m['synthetic_rows']:,} synthetic rows from {m['achieved']['groups']:,} "
-            f"groups (k = {m['achieved']['k']}); covariance error {cov:.3%}; {res.timings['total']:.2f} s"
+            f"groups of at least {m['achieved']['group_size_min']} records; as a table k = {m['achieved']['k']} "
+            f"(synthetic values); covariance error {cov:.3%}; {res.timings['total']:.2f} s"
         )
     ach = m["achieved"]
     parts = [f"{res.report['algorithm']}: {m['rows']:,} rows → {ach['classes']:,} classes (k = {ach['k']})"]

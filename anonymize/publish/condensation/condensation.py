@@ -22,9 +22,21 @@ of the parent's with ``R = √(12 λ_max)`` (eq. 20.8), their covariance is ``P�
 replaced by ``λ_max/4`` (eq. 20.9), and their ``Sum(i, j)`` follow from eq. 20.6. The records
 themselves are not kept — only the statistics, as in a stream.
 
-The release is the synthetic table of the (numeric) quasi-identifiers; other columns are not
-published, since synthetic records belong to no input row. :func:`covariance_check` reports the
-relative Frobenius error of the synthetic covariance (and of the standardized one).
+**With a sensitive attribute** (one ``--sensitive`` column), records are condensed *per value* of it,
+as Aggarwal & Yu do per class for classification (§5 of the paper: each class condensed separately),
+and each synthetic record carries its group's value: the release keeps the sensitive column and its
+exact distribution, and the relation between the QIs and it. Every value must then occur at least
+``k`` times (else one line says which does not).
+
+The release is the synthetic table of the (numeric) quasi-identifiers, with the sensitive column as
+above; other columns are not published (``columns_not_published`` in the report), since synthetic
+records belong to no input row. :func:`covariance_check` reports the relative Frobenius error of the
+synthetic covariance (and of the standardized one).
+
+k here is a group size, not k-anonymity of the file: synthetic values are continuous and nearly
+all distinct, so the written table is, measured as a table, 1-anonymous (pycanon agrees). The
+report says both: ``group_size_min`` (every record is condensed with ≥ k − 1 others) and ``k``, the
+k-anonymity measured on the released QI columns.
 
 What it reveals: each group's size, mean and covariance (over ≥ ``k`` records) — nothing formally
 bounds what those say about one record (no differential privacy); a group of nearly identical
@@ -246,9 +258,9 @@ def condensation(
     initial: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> SyntheticResult:
-    """Condense the numeric QIs of ``table`` into groups of ≥ k and synthesize a table of the same
-    size (module docstring). ``variant`` static | dynamic; ``initial`` records condensed statically
-    before the stream starts (dynamic; default ``10k``)."""
+    """Condense the numeric QIs of ``table`` into groups of ≥ k — per value of its sensitive column when it
+    has one — and synthesize a table of the same size (module docstring). ``variant`` static | dynamic;
+    ``initial`` records condensed statically before the stream starts (dynamic; default ``10k``)."""
     if variant not in VARIANTS:
         raise AnonymizeError(f"unknown condensation variant '{variant}' (use static or dynamic)")
     t0 = time.perf_counter()
@@ -262,16 +274,49 @@ def condensation(
     Z = (X - mu) / sd
     rng = Rng(seed)
     extra: dict = {}
-    if variant == "static":
-        gid, G = static_groups(Z, k, rng)
-        groups = _stats_of(Z, gid, G)
+    sens = list(table.schema.sensitive)
+    if len(sens) > 1:
+        raise AnonymizeError("condensation keeps one sensitive column (it condenses per value of it); give one")
+    if sens:
+        codes = table.sens_codes[:, 0]
+        classes = np.unique(codes)
+        counts = np.bincount(codes)
+        small = [c for c in classes if counts[c] < k]
+        if small:
+            v = table.sens_values[0][small[0]]
+            raise AnonymizeError(
+                f"condensation per value of '{sens[0]}' needs k = {k} records of each value; '{v}' has "
+                f"{int(counts[small[0]])} (lower k, or leave --sensitive out to condense all records together)"
+            )
+        parts = [np.flatnonzero(codes == c) for c in classes]
     else:
-        groups, extra = dynamic_groups(Z, k, rng, initial)
-        gid = np.full(table.n, -1, dtype=np.int64)
+        parts = [np.arange(table.n)]
+    gid = np.full(table.n, -1, dtype=np.int64)
+    stats_parts, labels, extras = [], [], []
+    for rows in parts:
+        if variant == "static":
+            g, G = static_groups(Z[rows], k, rng)
+            gid[rows] = g + sum(len(p.r) for p in stats_parts)
+            st = _stats_of(Z[rows], g, G)
+        else:
+            st, ex = dynamic_groups(Z[rows], k, rng, initial)
+            extras.append(ex)
+        stats_parts.append(st)
+        labels.append(np.full(len(st.r), rows[0], dtype=np.int64))
+    groups = GroupStats(
+        np.concatenate([p.r for p in stats_parts]),
+        np.concatenate([p.s1 for p in stats_parts]),
+        np.concatenate([p.s2 for p in stats_parts]),
+    )
+    if extras:
+        extra = {key: int(sum(e[key] for e in extras)) for key in extras[0]}
     if progress:
         progress(f"condensation: {len(groups.r)} groups")
     Y = synthesize(groups, rng) * sd + mu
     df = pd.DataFrame(np.round(Y, 6), columns=cols)
+    if sens:  # each synthetic record carries its group's sensitive value (groups are per value)
+        first_row = np.repeat(np.concatenate(labels), np.rint(groups.r).astype(np.int64))
+        df[sens[0]] = table.df[sens[0]].to_numpy()[first_row]
     stats = {
         "k": k,
         "variant": variant,
