@@ -247,3 +247,36 @@ def test_gaacp_releases_a_row_occurring_k_times_as_its_own_class(counts, k, seed
     out = P.anonymize_table(t, algorithm="gaa-cp", models=[P.KAnonymity(k)], options={"seed": seed}, n_queries=0)
     assert pycanon.k_anonymity(out.df.reset_index(drop=True), ["x", "s"]) >= k
     assert len(out.df.drop_duplicates(["x", "s"])) == len(counts)  # released as they were
+
+
+def test_losses_divide_a_numeric_width_by_the_tables_range_not_the_hierarchys_domain():
+    """Jiang et al. §2.2.1 (max T − min T) and Byun et al. (|N_i|): the table's range. Adult's age runs
+    17–90 in a hierarchy declaring 1–100: one class spanning every age costs 1 per row, not 73/99."""
+    df = pd.read_csv(DATA / "adult_subset.csv", sep=";")
+    hs = P.read_hierarchies(DATA, columns={"age", "sex"})
+    t = P.EncodedTable.encode(df, P.Schema(["age", "sex"], ["salary-class"]), hs)
+    assert (df.age.min(), df.age.max()) == (17, 90)
+    one = np.zeros(t.n, dtype=np.int64)
+    lo, hi = M.class_boxes(t, one, 1)
+    cells = M.gaacp_iloss(t, lo, hi)
+    # by hand: every age cell spans the whole table (1 per row), every sex cell is at the root (1 per row)
+    assert cells == pytest.approx(2 * len(df))
+    assert M.il_total(t, one, 1, lo, hi)["total_il"] == pytest.approx(len(df) * (1 + 2 / 2))
+
+
+def test_the_normalized_il_of_the_unchanged_table_is_zero_and_of_one_class_is_one():
+    """The thesis's IL scores the unchanged table far from 0 (its categorical term has a floor of
+    1/|C_j| per row); the normalized form beside it is 0 there and 1 per cell when all is generalized."""
+    df = pd.read_csv(DATA / "adult_subset.csv", sep=";")
+    hs = P.read_hierarchies(DATA, columns=set(QIS) - {"age"})
+    t = P.EncodedTable.encode(df, P.Schema(QIS, ["salary-class"]), hs)
+    _, own = np.unique(t.qi_codes, axis=0, return_inverse=True)  # identical rows: one class each
+    own = own.ravel()
+    lo, hi = M.class_boxes(t, own, int(own.max()) + 1)
+    raw = M.il_total(t, own, int(own.max()) + 1, lo, hi)
+    assert raw["total_il_normalized"] == pytest.approx(0.0)
+    floor = sum(len(df) / df[c].nunique() for c in QIS if c != "age")  # Σ_j n/|C_j|, by hand
+    assert raw["total_il"] == pytest.approx(floor)
+    one = np.zeros(t.n, dtype=np.int64)
+    lo, hi = M.class_boxes(t, one, 1)
+    assert M.il_total(t, one, 1, lo, hi)["average_il_normalized"] == pytest.approx(1.0)

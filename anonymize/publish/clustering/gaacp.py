@@ -39,9 +39,8 @@ Reading of the loop (documented choices):
 * the test ``|T| ≥ k`` is made before the next seed leaves ``T``: no seed is stranded, fewer than
   ``k`` tuples are left for step 4 and every cluster ends in ``[k, 2k)`` (§3.3.2) — on a table without
   duplicates; step 4 moves a leftover tuple with all its copies;
-* the numeric range ``max T − min T`` is the table's (§2.2.1); the release is measured by
-  :func:`..metrics.gaacp_iloss` over the hierarchy's declared domain, which is the same for every
-  algorithm compared.
+* the numeric range ``max T − min T`` is the table's (§2.2.1), in the distances and in the loss
+  :func:`..metrics.gaacp_iloss` that measures the release (the same for every algorithm compared).
 
 Vectorization. A step scores all remaining *distinct* QI rows at once as ``Σ_j tab_j[codes_j]``
 (:class:`.common.Remaining`), where ``tab_j`` — the distance of every value of QI ``j`` to the
@@ -211,9 +210,7 @@ def gaa_cp(
             if dmin <= 1e-12:  # tuples identical to the cluster: all of them, never split
                 take = rem.cnt[cand].copy()
             else:
-                take = np.minimum(
-                    rem.cnt[cand], np.maximum(0, (k - size) - (np.cumsum(rem.cnt[cand]) - rem.cnt[cand]))
-                )
+                take = np.minimum(rem.cnt[cand], np.maximum(0, (k - size) - (np.cumsum(rem.cnt[cand]) - rem.cnt[cand])))
                 sel = take > 0
                 cand, take = cand[sel], take[sel]
             log.add(rem.ids[cand], c, take)

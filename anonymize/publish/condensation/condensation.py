@@ -292,7 +292,9 @@ def condensation(
     else:
         parts = [np.arange(table.n)]
     gid = np.full(table.n, -1, dtype=np.int64)
-    stats_parts, labels, extras = [], [], []
+    stats_parts: list[GroupStats] = []
+    labels: list[np.ndarray] = []
+    extras: list[dict] = []
     for rows in parts:
         if variant == "static":
             g, G = static_groups(Z[rows], k, rng)

@@ -38,6 +38,7 @@ __all__ = [
     "cell_loss",
     "data_domain",
     "hierarchy_domain",
+    "table_domain",
     "cell_losses",
     "node_loss_tables",
 ]
@@ -111,6 +112,20 @@ def data_domain(table: EncodedTable, j: int) -> tuple[float, float]:
     return hierarchy_domain(table.hierarchies[j])
 
 
+def table_domain(table: EncodedTable, j: int) -> tuple[float, float]:
+    """``(min T, max T)`` of numeric QI ``j``: the smallest and largest value present in the table —
+    the range the clustering losses divide by (Jiang, Zeng, Ma 2017, §2.2.1: ``max T − min T``; Byun
+    et al. 2007: ``|N_i|``), whatever domain the hierarchy declares (Adult's age: 17–90 in a 1–100
+    hierarchy)."""
+    codes = table.qi_codes[:, j]
+    if table.weights is not None:
+        codes = codes[np.asarray(table.weights) > 0]
+    vals = np.asarray(table.hierarchies[j].leaves, dtype=np.float64)
+    if len(codes) == 0:
+        return hierarchy_domain(table.hierarchies[j])
+    return float(vals[codes.min()]), float(vals[codes.max()])
+
+
 def hierarchy_domain(h: Hierarchy) -> tuple[float, float]:
     """``(smallest leaf, largest leaf)`` of a numeric hierarchy."""
     vals = np.asarray(h.leaves, dtype=np.float64)
@@ -154,13 +169,15 @@ def cell_loss(
     )
 
 
-def cell_losses(table: EncodedTable, lo, hi, categorical: str = "height") -> np.ndarray:
-    """``(n, q)`` per-cell loss of a release's cells (before suppression), each QI's numeric
-    domain taken from the table (:func:`data_domain`)."""
+def cell_losses(table: EncodedTable, lo, hi, categorical: str = "height", domain: str = "hierarchy") -> np.ndarray:
+    """``(n, q)`` per-cell loss of a release's cells (before suppression). A numeric QI's width is divided
+    by its hierarchy's declared domain (``domain="hierarchy"``, :func:`data_domain`: NCP, as ARX) or by
+    the table's own range (``"table"``, :func:`table_domain`: the clustering papers' losses)."""
     lo, hi = np.asarray(lo), np.asarray(hi)
     out = np.empty(lo.shape)
+    pick = table_domain if domain == "table" else data_domain
     for j, h in enumerate(table.hierarchies):
-        dom = data_domain(table, j) if h.numeric else None
+        dom = pick(table, j) if h.numeric else None
         out[:, j] = cell_loss(h, lo[:, j], hi[:, j], dom, categorical)
     return out
 
