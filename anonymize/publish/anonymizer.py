@@ -295,6 +295,8 @@ def anonymize_table(
     if alg.kind == registry.BUCKETIZATION:
         assert algo_result is not None
         metrics = bucket_metrics(table, algo_result)
+        if n_queries > 0 and table.weights is None:  # exact QIs, sensitive values per group (Xiao & Tao)
+            metrics["query_error"] = M.bucket_query_error(table, class_id, n_queries=n_queries, seed=query_seed)
     elif alg.kind == registry.SYNTHETIC:
         metrics = synthetic_metrics(table, algo_result)
     else:

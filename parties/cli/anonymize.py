@@ -206,6 +206,14 @@ def run_anonymize(args, progress=None, frame=None):
     res.report["output"] = str(args.output)
     res.report["unroled_columns"] = unroled
     warn_unroled(unroled)
+    if res.kind == "bucketization" and res.metrics["suppressed_rows"]:  # MSAL: rows no l-diverse group could take
+        m = res.metrics
+        print(
+            f"ppdm: warning: {res.report['algorithm']} placed no l-diverse group for {m['suppressed_rows']:,} of "
+            f"{m['rows']:,} rows ({m['suppressed_fraction']:.1%}): they are not published",
+            file=sys.stderr,
+            flush=True,
+        )
     return res, out_sep
 
 
@@ -214,10 +222,12 @@ def _summary(res) -> str:
     if res.kind == "bucketization":
         ach = m["achieved"]
         post = max((a["max_posterior"] for a in ach["sensitive_attributes"].values()), default=0.0)
+        qe = m.get("query_error")
         return (
             f"{res.report['algorithm']}: {m['published_rows']:,} of {m['rows']:,} rows in {ach['groups']:,} groups "
-            f"(l = {ach['l_required']}, largest posterior {post:.3g}); suppressed {m['suppressed_rows']:,}; "
-            f"{res.timings['total']:.2f} s"
+            f"(l = {ach['l_required']}, largest posterior {post:.3g}); suppressed {m['suppressed_rows']:,}"
+            + (f"; query error {qe['mean_relative_error']:.3f}" if qe else "")
+            + f"; {res.timings['total']:.2f} s"
         )
     if res.kind == "synthetic":
         cov = m["covariance"]["covariance_relative_frobenius_error"]

@@ -24,7 +24,7 @@ from .cells import (
 )
 from .class_size import CDM_DEFINITION, average_class_size, cdm, discernibility, summarize_classes
 from .loss import gaacp_iloss, il_total, ncp
-from .query_accuracy import query_error
+from .query_accuracy import bucket_query_error, query_error
 from .release import achieved_privacy, measure_release, sensitive_privacy
 from .risk import reidentification_risk
 
@@ -47,6 +47,7 @@ __all__ = [
     "average_class_size",
     "summarize_classes",
     "query_error",
+    "bucket_query_error",
     "reidentification_risk",
     "measure_release",
     "achieved_privacy",
