@@ -314,3 +314,28 @@ def test_set_models_reuses_a_lattice_without_changing_answers(setup):
     size_only = Lattice(table, [KAnonymity(2)])
     with pytest.raises(Exception, match="no sensitive histograms"):
         size_only.set_models([DistinctLDiversity(2)])
+
+
+def test_tune_says_when_pmax_is_infeasible_or_bounds_nothing(tmp_path, capsys):
+    """No grouping of rows can bring the largest class share of a value below its share in the whole table
+    (the classes' shares average to it): below that floor, pmax is infeasible and tune says so; pmax = 1
+    bounds nothing, and tune says that too (it returned k = 1 without a word)."""
+    import json as _json
+    from pathlib import Path as _Path
+
+    import pandas as _pd
+
+    from parties.cli import main
+
+    data = _Path(__file__).resolve().parents[1] / "anonymize" / "data"
+    base = ["tune", str(data / "adult_subset.csv"), "--qi", "age,sex,race", "--hierarchies", str(data), "--json"]
+    assert main([*base, "--sensitive", "salary-class", "--pmax", "0.5"]) == 0
+    rep = _json.loads(capsys.readouterr().out)
+    share = _pd.read_csv(data / "adult_subset.csv", sep=";")["salary-class"].value_counts(normalize=True).max()
+    assert rep["pmax_floor"] == pytest.approx(share) and rep["pmax_feasible"] is False
+    assert "cannot be met by generalization" in rep["pmax_notes"][0] and f"{share:.4g}" in rep["pmax_notes"][0]
+    assert main([*base, "--sensitive", "occupation", "--pmax", "1"]) == 0
+    rep = _json.loads(capsys.readouterr().out)
+    assert rep["pmax_feasible"] is True and rep["pmax_notes"][0].startswith("pmax = 1 bounds nothing")
+    assert main([*base, "--sensitive", "occupation", "--pmax", "0.5"]) == 0
+    assert _json.loads(capsys.readouterr().out)["pmax_notes"] == []

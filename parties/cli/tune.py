@@ -159,6 +159,8 @@ def format_tune(rep: dict) -> str:
     ]
     if q is not None and q["metric"] == "cdm":
         lines.append(f"  CDM: {q['definition']}")
+    for note in rep.get("pmax_notes") or []:
+        lines.append(f"note: {note}")
     if k["chosen"] is None:
         lines.append(f"k: no k — {k['reason']}")
     else:

@@ -71,6 +71,27 @@ class TuneResult:
     timings: dict = field(default_factory=dict)
     stats: dict = field(default_factory=dict)
     l_curve: list = field(default_factory=list)
+    #: the lowest P any release without suppression can have: the largest share of one sensitive value in
+    #: the whole table (a class's share averages to it over the classes, so some class reaches it)
+    p_floor: float | None = None
+    p_floor_value: str | None = None
+
+    def pmax_notes(self) -> list[str]:
+        """What the data owner should know about ``pmax`` before any k: it bounds nothing (``pmax ≥ 1``), or
+        no release without suppression can meet it (``pmax`` below :attr:`p_floor`)."""
+        pmax = self.privacy.pmax
+        if pmax >= 1:
+            return [
+                "pmax = 1 bounds nothing: every release meets it, the table itself included (k = 1); "
+                "give the disclosure probability you accept, e.g. --pmax 0.5"
+            ]
+        if self.p_floor is not None and pmax < self.p_floor - 1e-12:
+            return [
+                f"pmax = {pmax:g} cannot be met by generalization: {self.p_floor:.4g} of the rows share "
+                f"{self.p_floor_value}, and however the rows are grouped some class holds at least that share "
+                f"(one class of everything is the best case); accept pmax >= {self.p_floor:.4g}, or suppress rows"
+            ]
+        return []
 
     def k_table(self) -> list[dict]:
         """Trade-off rows, one per k evaluated."""
@@ -94,6 +115,9 @@ class TuneResult:
             "sensitive": self.sensitive,
             "algorithm": self.algorithm,
             "pmax": self.privacy.pmax,
+            "pmax_floor": self.p_floor,
+            "pmax_feasible": None if self.p_floor is None else self.privacy.pmax >= self.p_floor - 1e-12,
+            "pmax_notes": self.pmax_notes(),
             "quality": None if self.quality is None else self.quality.as_dict(),
             "k": {
                 "kmin": ks.kmin,
@@ -199,6 +223,11 @@ def tune(
         stats["k_sweep"] = ev.sweep_stats
     if table.schema.sensitive and ksel.k is not None:
         stats["l_max_entropy_bound"] = l_upper_bound(table, table.n)
+    p_floor = p_value = None
+    if table.schema.sensitive:
+        shares = [(float(d.max()), j, int(d.argmax())) for j, d in enumerate(table.global_dist())]
+        p_floor, j, v = max(shares)
+        p_value = f"{table.schema.sensitive[j]} = {table.sens_values[j][v]!r}"
     return TuneResult(
         privacy,
         quality,
@@ -212,6 +241,8 @@ def tune(
         timings,
         stats,
         l_curve,
+        p_floor,
+        p_value,
     )
 
 
