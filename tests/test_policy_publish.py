@@ -349,3 +349,33 @@ def test_two_releases_to_one_user_cannot_be_paired_by_row_position(capsys, tmp_p
     # and the original order is not kept: the input's sensitive column is not the release's
     src = pd.read_csv(SUBSET, sep=";", dtype=str)
     assert float((src[SENS].to_numpy() == da[SENS].to_numpy()).mean()) < chance + 0.05
+
+
+def test_a_security_levels_parameters_are_minimums_whatever_pmax_allows(tmp_path, capsys):
+    """With pmax = 1 the owner accepts anything, but the 'restricted' level (k = 5, l = 3) still applies:
+    the release must not be adjusted below it (issue 20: it was published as k = 2, l = 1, classes
+    homogeneous). pycanon measures the written file."""
+    from pathlib import Path as _Path
+
+    import pandas as _pd
+    from pycanon import anonymity as _pycanon
+
+    from parties.cli import main
+
+    repo = _Path(__file__).resolve().parents[1]
+    text = (repo / "examples" / "policy.toml").read_text()
+    policy = tmp_path / "policy.toml"
+    # a quality bound the level's initial release misses (NCP 0.4565), so the engine must adjust
+    policy.write_text(text.replace("pmax = 0.5 ", "pmax = 1.0 ", 1).replace("bound = 0.6\n", "bound = 0.45\n", 1))
+    assert "pmax = 1.0" in policy.read_text() and "bound = 0.45" in policy.read_text()
+    qis = "age,sex,race,marital-status,education,workclass"
+    out = tmp_path / "release.csv"
+    argv = ["publish", str(repo / "anonymize" / "data" / "adult_subset.csv"), "-o", str(out), "--policy",
+            str(policy), "--user", "partner", "--purpose", "research", "--qi", qis, "--sensitive", "occupation",
+            "--hierarchies", str(repo / "anonymize" / "data"), "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    df = _pd.read_csv(out, sep=None, engine="python")
+    q = qis.split(",")
+    kept = df[~(df[q] == "*").all(axis=1)].reset_index(drop=True)
+    assert _pycanon.k_anonymity(kept, q) >= 5
+    assert _pycanon.l_diversity(kept, q, ["occupation"]) >= 3

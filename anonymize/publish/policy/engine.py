@@ -281,7 +281,13 @@ def decide(
             ev = evaluators[alg] = _Budgeted(raw, budget)
         try:
             found = _try_method(
-                ev, family, level.params if family == level.model else None, privacy, quality, record, both
+                ev,
+                family,
+                level.params if family == level.model else None,
+                privacy,
+                quality,
+                record,
+                lambda c: both(c) and meets_level(c, level.params),
             )
         except _OutOfBudget:
             out_of_budget = True
@@ -294,6 +300,22 @@ def decide(
         dec.conflict = _conflict_message(dec, policy, out_of_budget)
         raise PolicyConflict(dec.conflict, dec)
     return dec
+
+
+def meets_level(c: Candidate, floors: Mapping) -> bool:
+    """Whether release ``c`` is at least as strict as the security level's parameters: they are minimums
+    (k, l, c no smaller; t no larger), whatever the owner's pmax allows. A level's "restricted" k = 5,
+    l = 3 must never be published as k = 2, l = 1 because pmax = 1 would accept it."""
+    for name, floor in floors.items():
+        have = c.params.get(name)
+        if have is None or floor is None:
+            continue
+        if name == "t":
+            if float(have) > float(floor) + 1e-12:
+                return False
+        elif float(have) < float(floor) - 1e-12:
+            return False
+    return True
 
 
 def _try_method(ev, family, initial, privacy, quality, record, both) -> Candidate | None:
@@ -320,11 +342,15 @@ def _try_method(ev, family, initial, privacy, quality, record, both) -> Candidat
         ls = select_l(ev, privacy, quality, ksel.k, ksel.kmax)
         for c in ls.steps:
             record("algorithm 1", c)
-        return ls.release
+        if ls.release is None or both(ls.release):
+            return ls.release
+        return next((c for c in ls.steps if both(c)), None)  # Algorithm 1's first step the level allows
     ts = select_t(ev, privacy, quality, ksel.k, ksel.release)
     for c in ts.steps:
         record("algorithm 2", c)
-    return ts.release
+    if ts.release is None or both(ts.release):
+        return ts.release
+    return next((c for c in ts.steps if both(c)), None)
 
 
 def _conflict_message(dec: Decision, policy: Policy, out_of_budget: bool) -> str:
