@@ -34,7 +34,7 @@ from .api import ALGORITHMS, HidingReport, hide, hide_db
 from .border import run_border
 from .errors import HidingError, InstanceTooLarge
 from .exact import run_exact
-from .fimi import fimi_text, write_fimi
+from .fimi import fimi_text, read_fimi, write_fimi
 from .heuristic import STRATEGIES, VICTIMS, run_heuristic
 from .ip_model import MAX_CONSTRAINTS, MAX_VARIABLES
 from .metrics import (
@@ -79,5 +79,6 @@ __all__ = [
     "artifactual_patterns",
     "dissimilarity",
     "fimi_text",
+    "read_fimi",
     "write_fimi",
 ]

@@ -26,10 +26,21 @@ hiding" (full entries in ``docs/references.md``).
 
 All four only delete items (except 1.a, which only adds), never empty a
 transaction, and never touch the input object: a new database is returned.
+
+A sensitive pattern that is not mined from D — an itemset below the support threshold,
+a rule whose generating itemset is infrequent or whose confidence is below the minimum
+confidence — is already hidden: no algorithm edits the data for it, and it is listed in
+:attr:`HidingReport.already_hidden`. Only the patterns mined from D are handed to the
+algorithm (and only their itemsets' supersets are excluded from the tracked non-sensitive
+itemsets). Edits made for one pattern can make another sensitive rule mined (deleting an
+item of its antecedent raises its confidence); such a rule is then hidden in turn (by the
+same algorithm; by ``border`` under ``exact``), listed in ``details["resurfaced"]`` and not in
+``already_hidden``.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,18 +49,19 @@ from typing import Any
 
 import numpy as np
 
-from ..itemsets import TransactionDB, as_transaction_db, frequent_itemsets, min_count_for
+from ..itemsets import TransactionDB, as_transaction_db, count_support, frequent_itemsets, min_count_for
 from .border import run_border
 from .errors import HidingError
 from .exact import run_exact
-from .heuristic import run_heuristic
+from .fimi import read_fimi
+from .heuristic import pattern_mined, run_heuristic
 from .ip_model import MAX_CONSTRAINTS, MAX_VARIABLES
 from .metrics import HidingMetrics, measure_hiding
-from .patterns import SensitivePattern, as_patterns, exact_fraction
+from .patterns import SensitivePattern, as_patterns, exact_fraction, is_mined
 from .state import HidingState
 from .swa import DEFAULT_WINDOW, run_swa
 
-__all__ = ["ALGORITHMS", "HidingReport", "hide", "hide_db"]
+__all__ = ["ALGORITHMS", "HidingReport", "hide", "hide_db", "mined_in"]
 
 ALGORITHMS = ("heuristic", "swa", "border", "exact")
 
@@ -59,7 +71,8 @@ class HidingReport:
     """What a hiding run did and what it cost (metric definitions: :mod:`.metrics`).
 
     ``seconds`` is the sanitization time (mining D once plus the algorithm);
-    ``measure_seconds`` the time spent re-mining D' to measure it.
+    ``measure_seconds`` the time spent re-mining D' to measure it. ``already_hidden``
+    lists the sensitive patterns not mined from D (the data was not edited for them).
     """
 
     algorithm: str
@@ -75,6 +88,7 @@ class HidingReport:
     seconds: float = 0.0
     measure_seconds: float = 0.0
     details: dict = field(default_factory=dict)
+    already_hidden: list[str] = field(default_factory=list)
 
     @property
     def hiding_failure(self) -> float:
@@ -106,6 +120,7 @@ class HidingReport:
             "items_removed": self.items_removed,
             "items_added": self.items_added,
             "transactions_modified": self.transactions_modified,
+            "already_hidden": list(self.already_hidden),
             "seconds": round(self.seconds, 6),
             "measure_seconds": round(self.measure_seconds, 6),
             "details": self.details,
@@ -129,6 +144,25 @@ def _validate(db: TransactionDB, patterns: list[SensitivePattern]) -> None:
         if (pos < 0).any():
             bad = p.items[int(np.argmax(pos < 0))]
             raise HidingError(f"item {bad} of sensitive pattern '{p}' does not occur in the database")
+
+
+def _positive_int(x: Any, name: str) -> int:
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)) or x < 1:
+        raise HidingError(f"{name} must be a positive integer (got {x!r})")
+    return int(x)
+
+
+def mined_in(db: TransactionDB, patterns: list[SensitivePattern], min_count: int, conf: Fraction | None) -> list[bool]:
+    """Whether each pattern is mined from ``db`` (:func:`.patterns.is_mined`; confidence only for rules)."""
+    sets = [list(p.items) for p in patterns] + [list(p.antecedent) for p in patterns if p.is_rule]
+    cnt = count_support(db, sets) if sets else np.zeros(0, np.int64)
+    out, j = [], len(patterns)
+    for i, p in enumerate(patterns):
+        xb = None
+        if p.is_rule:
+            xb, j = int(cnt[j]), j + 1
+        out.append(is_mined(int(cnt[i]), xb, min_count, conf if p.is_rule else None))
+    return out
 
 
 def hide_db(
@@ -159,30 +193,61 @@ def hide_db(
         raise HidingError("strategy and victim apply to the heuristic algorithm only")
     if algorithm != "swa" and not (psi is None or psi == "auto"):
         raise HidingError("psi applies to the swa algorithm only")
+    max_variables = _positive_int(max_variables, "max_variables")
+    max_constraints = _positive_int(max_constraints, "max_constraints")
+    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float, np.integer, np.floating)):
+        raise HidingError(f"time_limit must be a positive number of seconds (got {time_limit!r})")
+    if not (0 < float(time_limit) < float("inf")):
+        raise HidingError(f"time_limit must be a positive number of seconds (got {time_limit!r})")
     t0 = time.perf_counter()
     if progress:
         progress(f"mining {db.n_transactions:,} transactions at min count {min_count:,}")
     fi = frequent_itemsets(db, min_count=min_count)
-    state = HidingState(db, min_count, patterns, fi, conf=min_confidence, seed=seed)
+    mined = mined_in(db, patterns, min_count, min_confidence)
+    live = [p for p, m in zip(patterns, mined) if m]
+    already = [str(p) for p, m in zip(patterns, mined) if not m]
+    if progress and already:
+        progress(f"not mined from the input, left alone: {'; '.join(already)}")
+    state = HidingState(db, min_count, live, fi, conf=min_confidence, seed=seed)
     params: dict[str, Any] = {"seed": seed}
     if algorithm == "heuristic":
-        info = run_heuristic(state, patterns, strategy or "2a", victim, progress=progress)
+        info = run_heuristic(state, live, strategy or "2a", victim, progress=progress)
         params.update(strategy=info["strategy"], victim=info["victim"])
     elif algorithm == "swa":
-        info = run_swa(state, patterns, psi, window, progress=progress)
+        info = run_swa(state, live, psi, window, progress=progress)
         params.update(psi=info["psi"], window=info["window"])
     elif algorithm == "border":
-        info = run_border(state, patterns, progress=progress)
+        info = run_border(state, live, progress=progress)
     else:
         info = run_exact(
             state,
-            patterns,
+            live,
             time_limit=time_limit,
             max_variables=max_variables,
             max_constraints=max_constraints,
             progress=progress,
         )
         params.update(time_limit=time_limit)
+    # an edit made for one pattern can raise the confidence of a sensitive rule that was not mined
+    # (deleting an item of its antecedent elsewhere): such a rule is hidden in turn, by the same
+    # algorithm (exact: by border, the program being built for the patterns mined from D)
+    resurfaced: list[str] = []
+    for _ in range(4):
+        up = [p for p in patterns if str(p) in already and pattern_mined(state, p)]
+        if not up:
+            break
+        resurfaced += [str(p) for p in up if str(p) not in resurfaced]
+        if progress:
+            progress(f"hiding again, mined after the edits: {'; '.join(map(str, up))}")
+        if algorithm == "heuristic":
+            run_heuristic(state, up, strategy or "2a", victim)
+        elif algorithm == "swa":
+            run_swa(state, up, psi, window)
+        else:
+            run_border(state, up)
+    if resurfaced:
+        info = {**info, "resurfaced": resurfaced}
+        already = [a for a in already if a not in resurfaced]
     out, stats = state.result()
     t1 = time.perf_counter()
     if measure:
@@ -203,6 +268,7 @@ def hide_db(
         seconds=t1 - t0,
         measure_seconds=t2 - t1,
         details=info,
+        already_hidden=already,
         **stats,
     )
     return out, report
@@ -277,9 +343,9 @@ def hide(
     progress
         Called with one-line progress messages.
     """
-    db = as_transaction_db(data)
-    if db.n_transactions == 0:
-        raise HidingError("the database has no transactions")
+    db = read_fimi(data) if isinstance(data, (str, os.PathLike)) else as_transaction_db(data)
+    if db.n_transactions == 0 or db.indices.size == 0:
+        raise HidingError("the database has no transactions with items")
     minc, sup_text = _threshold(db, min_support, min_count)
     conf = None if min_confidence is None else exact_fraction(min_confidence, "min_confidence")
     patterns = as_patterns(sensitive, labels=db.labels)

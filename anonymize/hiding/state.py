@@ -17,9 +17,9 @@ the count of f by (#transactions of the batch containing f after) − (#before),
 computed only for the f that hold an edited item. Nothing is re-mined while
 sanitizing; the side-effect costs of the algorithms read these counts.
 
-A deletion never empties a transaction (FIMI files cannot hold empty
-transactions, and dropping one would change N and with it ``ceil(minsup·N)``):
-transactions of length 1 are never edited.
+A deletion never empties a transaction (emptying one would erase a customer's whole
+basket rather than hide a pattern in it): transactions of length 1 are never edited.
+Transactions that are empty in D (empty FIMI lines) count in N and stay empty.
 
 Every edit is logged; :meth:`HidingState.result` applies the log to the CSR
 form of D and returns the sanitized :class:`~anonymize.itemsets.TransactionDB`.

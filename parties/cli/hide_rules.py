@@ -9,8 +9,11 @@ Itemsets are separated by ``;``, a rule is ``X => Y``. The input file is never
 modified; the output is written atomically (temporary file + rename) and never
 over the input. ``--json`` prints the report of :func:`anonymize.hiding.hide`
 (hiding failure, misses cost, ghosts, dissimilarity, items removed, seconds …).
-Bad input — unknown item, empty sensitive list, a threshold outside (0, 1], an
-unreadable file, an output directory that does not exist — is one line
+An empty line of the input is an empty transaction (it counts in N) and is written
+back as an empty line. A sensitive pattern not mined from the input is left alone and
+listed as already hidden. Bad input — unknown item, empty sensitive list, a threshold
+outside (0, 1], ``--max-variables``/``--max-constraints`` below 1, a time limit that is
+not a positive number, an unreadable file, an output directory that does not exist — is one line
 ``ppdm: error: ...`` and exit status 2, with no output file.
 """
 
@@ -92,8 +95,12 @@ def format_report(rep: dict) -> str:
         if s["kind"] == "rule" and s["confidence_before"] is not None:
             ca = s["confidence_after"]
             conf = f"  conf {s['confidence_before']:.3f} -> {'n/a' if ca is None else f'{ca:.3f}'}"
-        flag = "not frequent" if not s["mined_before"] else ("YES" if s["mined_after"] else "no")
+        flag = "not mined" if not s["mined_before"] else ("YES" if s["mined_after"] else "no")
         lines.append(f"  {s['pattern']:<28}{s['support_before']:>12,} -> {s['support_after']:<11,}{flag:>13}{conf}")
+    if rep.get("already_hidden"):
+        lines.append(
+            f"  {'already hidden':<22}{'; '.join(rep['already_hidden'])} (not mined from the input: data left alone)"
+        )
     lines += [
         f"  {'hiding failure':<22}{rep['hiding_failure']:.4g} ({rep['sensitive_mined_after']} of "
         f"{rep['sensitive_mined_before']} still mined)",
@@ -124,8 +131,7 @@ def format_report(rep: dict) -> str:
 
 
 def _cmd(args) -> int:
-    from anonymize.hiding import HidingError, hide, parse_sensitive, write_fimi
-    from anonymize.itemsets import read_fimi
+    from anonymize.hiding import HidingError, hide, parse_sensitive, read_fimi, write_fimi
 
     ms = _fraction_arg(args.min_support, "--min-support")
     mc = _fraction_arg(args.min_confidence, "--min-confidence") if args.min_confidence is not None else None
@@ -150,9 +156,12 @@ def _cmd(args) -> int:
             kw.update(window=args.window)
     elif args.algorithm == "exact":
         if args.time_limit is not None:
-            if not args.time_limit > 0:
-                raise CLIError("--time-limit must be positive")
+            if not 0 < args.time_limit < float("inf"):
+                raise CLIError(f"--time-limit must be a positive number of seconds, got {args.time_limit:g}")
             kw.update(time_limit=args.time_limit)
+        for flag, v in (("--max-variables", args.max_variables), ("--max-constraints", args.max_constraints)):
+            if v is not None and v < 1:
+                raise CLIError(f"{flag} must be a positive integer, got {v}")
         if args.max_variables is not None:
             kw.update(max_variables=args.max_variables)
         if args.max_constraints is not None:
