@@ -21,6 +21,7 @@ from .cells import (
     hierarchy_domain,
     node_loss_tables,
     suppressed_mask,
+    table_domain,
 )
 from .class_size import CDM_DEFINITION, average_class_size, cdm, discernibility, summarize_classes
 from .loss import gaacp_iloss, il_total, ncp
@@ -35,6 +36,7 @@ __all__ = [
     "cell_loss",
     "cell_losses",
     "data_domain",
+    "table_domain",
     "hierarchy_domain",
     "node_loss_tables",
     "suppressed_mask",
