@@ -21,9 +21,33 @@ from ..errors import AnonymizeError
 from .atomic import atomic_write, atomic_write_text
 from .hierarchy import Hierarchy
 
-__all__ = ["read_table", "write_table", "sniff_delimiter", "read_hierarchies", "atomic_write", "atomic_write_text"]
+__all__ = [
+    "read_table",
+    "write_table",
+    "sniff_delimiter",
+    "read_hierarchies",
+    "atomic_write",
+    "atomic_write_text",
+    "check_writable_path",
+]
 
 _DELIMS = [";", ",", "\t", "|"]
+
+
+def check_writable_path(path, what: str) -> Path:
+    """``path`` if a file may be written there — not a directory, in an existing directory this process
+    may write — else :class:`AnonymizeError` with one line naming ``what`` (checked before any work)."""
+    import os
+
+    p = Path(path)
+    if p.is_dir():
+        raise AnonymizeError(f"{what} {p} is a directory")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise AnonymizeError(f"{what} directory does not exist: {parent}")
+    if not os.access(parent, os.W_OK):
+        raise AnonymizeError(f"cannot write {what} into {parent}: permission denied")
+    return p
 
 
 def sniff_delimiter(sample: str) -> str:

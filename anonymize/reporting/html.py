@@ -182,17 +182,12 @@ def _json_default(o: Any) -> Any:
 def check_report_path(path: str | os.PathLike, flag: str = "--report") -> Path:
     """``path`` if an HTML report may be written there: an ``.html``/``.htm`` name, not a directory, in an
     existing directory; else :class:`AnonymizeError` with one line."""
+    from ..publish.io import check_writable_path
+
     p = Path(path)
     if p.suffix.lower() not in (".html", ".htm"):
         raise AnonymizeError(f"{flag} writes an HTML page: give a FILE.html, got {p}")
-    if p.is_dir():
-        raise AnonymizeError(f"{flag} {p} is a directory")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise AnonymizeError(f"{flag} directory does not exist: {parent}")
-    if not os.access(parent, os.W_OK):
-        raise AnonymizeError(f"cannot write {flag} into {parent}: permission denied")
-    return p
+    return check_writable_path(p, flag)
 
 
 def write_page(path: str | os.PathLike, text: str) -> None:

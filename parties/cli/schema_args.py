@@ -164,14 +164,9 @@ def output_sep(args) -> str:
 
 def check_output_path(path: str, what: str, inp: Path | None = None) -> Path:
     """A path we may write: not a directory, in an existing writable directory, not the input."""
-    p = Path(path)
-    if p.is_dir():
-        raise AnonymizeError(f"{what} {p} is a directory")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise AnonymizeError(f"{what} directory does not exist: {parent}")
-    if not os.access(parent, os.W_OK):
-        raise AnonymizeError(f"cannot write {what} into {parent}: permission denied")
+    from anonymize.publish.io import check_writable_path
+
+    p = check_writable_path(path, what)
     if inp is not None and p.exists() and inp.exists() and os.path.samefile(p, inp):
         raise AnonymizeError(f"{what} {p} is the input file; choose another name")
     return p
