@@ -339,7 +339,7 @@ def test_watchdog_peer_failed_or_forgot_session():
         async def failed(peer, sid):
             return SessionState.FAILED
 
-        assert await Watchdog(s, failed, interval=0.001).run() == "peer 'bob' failed the session"
+        assert await Watchdog(s, failed, interval=0.001, failed_grace=0.01).run() == "peer 'bob' failed the session"
 
         s = make_running(("bob",))
         clock = Clock()
@@ -350,6 +350,28 @@ def test_watchdog_peer_failed_or_forgot_session():
 
         v = await Watchdog(s, unknown, interval=0.001, unknown_grace=3, clock=clock).run()
         assert "does not know the session" in v and clock.t > 1003
+
+    run(main())
+
+
+def test_watchdog_lets_a_failed_peers_abort_say_why():
+    # a peer that failed the session sends an Abort with its reason; the watchdog may see the FAILED
+    # state first (CI saw "peer 'alice' failed the session" instead of alice's "shutting down"): the
+    # reason that reaches the session must be the Abort's
+    async def main():
+        s = make_running(("bob",))
+
+        async def failed(peer, sid):
+            return SessionState.FAILED
+
+        async def abort_arrives():
+            await asyncio.sleep(0.2)
+            s.fail(PeerFailedError("party 'bob' is shutting down: its running sessions had 1 s to finish"), source="bob")
+
+        t = asyncio.create_task(abort_arrives())
+        await Watchdog(s, failed, interval=0.001, failed_grace=1.0).run()
+        await t
+        assert "shutting down" in str(s.error)
 
     run(main())
 

@@ -1,7 +1,8 @@
 """The peer watchdog: fail a running session when one of its peers is dead.
 
 A peer is declared dead when connecting to it is *refused* (``refusals`` times
-in a row), when it says it failed the session, when it has not known the
+in a row), when it says it failed the session (after ``failed_grace`` seconds,
+so that the Abort it sends, which says why, fails the session first), when it has not known the
 session for a grace period, or when it has answered nothing at all for
 ``dead_after`` seconds. Slowness alone (an event loop busy with numpy for a
 second) is not death: a protocol step that holds a peer's loop must not abort
@@ -51,6 +52,7 @@ class Watchdog:
         dead_after: float = 30.0,
         unknown_grace: float = 10.0,
         refusals: int = 2,
+        failed_grace: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
     ):
         self.session = session
@@ -59,6 +61,7 @@ class Watchdog:
         self.dead_after = dead_after
         self.unknown_grace = unknown_grace
         self.refusals = refusals
+        self.failed_grace = failed_grace
         self.clock = clock
         self.verdict: str | None = None
 
@@ -86,6 +89,9 @@ class Watchdog:
                 if state is SessionState.DONE:
                     return None  # its part is over; it can no longer fail us
                 if state is SessionState.FAILED:
+                    # the peer's Abort carries why it failed and is on its way: let it fail the session
+                    # first (it cancels this watch); the bare verdict is for an Abort that never comes
+                    await asyncio.sleep(self.failed_grace)
                     return f"peer {peer!r} failed the session"
                 if state is SessionState.UNKNOWN and last_ok - t0 > self.unknown_grace:
                     return f"peer {peer!r} does not know the session (restarted, or the job never reached it)"
