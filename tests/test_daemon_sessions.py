@@ -366,7 +366,9 @@ def test_watchdog_lets_a_failed_peers_abort_say_why():
 
         async def abort_arrives():
             await asyncio.sleep(0.2)
-            s.fail(PeerFailedError("party 'bob' is shutting down: its running sessions had 1 s to finish"), source="bob")
+            s.fail(
+                PeerFailedError("party 'bob' is shutting down: its running sessions had 1 s to finish"), source="bob"
+            )
 
         t = asyncio.create_task(abort_arrives())
         await Watchdog(s, failed, interval=0.001, failed_grace=1.0).run()
