@@ -8,6 +8,7 @@ must each give one line ``ppdm: error: ...``, exit 2 and no output file.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -222,8 +223,13 @@ def test_requirements_unreachable_on_one_side_name_that_side(capsys, tmp_path):
     line = one_line_error(capsys, tmp_path, POLICY.format(pmax=0.9, bound=0.01), match="cannot be met")
     assert line.startswith("ppdm: error: the quality requirement of user 'bob' (NCP <= 0.01) cannot be met")
     assert "over the bound" in line
-    line = one_line_error(capsys, tmp_path, POLICY.format(pmax=0.5, bound=0.01), match="neither")
-    assert "the owner's privacy requirement (P <= 0.5)" in line and "NCP <= 0.01" in line
+    # pmax 0.5 is reachable (K_min's walk finds a k-anonymous release with P <= 0.5): only quality is out of reach,
+    # and the message must not blame privacy (it said "neither ... nor" when the search stopped at quality)
+    line = one_line_error(capsys, tmp_path, POLICY.format(pmax=0.5, bound=0.01), match="cannot be met")
+    assert line.startswith("ppdm: error: the quality requirement of user 'bob' (NCP <= 0.01) cannot be met")
+    assert "privacy requirement" not in line
+    line = one_line_error(capsys, tmp_path, POLICY.format(pmax=0.15, bound=0.01), match="neither")
+    assert "the owner's privacy requirement (P <= 0.15)" in line and "NCP <= 0.01" in line
 
 
 def test_the_evaluation_budget_is_reported(capsys, tmp_path):
@@ -288,7 +294,9 @@ def test_tune_end_to_end_json_and_text(capsys, tmp_path):
     assert main([*args, "--json", "--quiet"]) == 0
     rep = json.loads(capsys.readouterr()[0])
     k = rep["k"]
-    assert k["kmin"] == 2 and [r["k"] for r in k["table"]] == list(range(2, 21))
+    assert [r["k"] for r in k["table"]] == list(range(2, 21))
+    # K_min: the first k from ceil(1/pmax) = 2 whose release has P <= pmax (eq. 1 with t measured)
+    assert k["kmin_bound"] == 2 and k["kmin"] == next(r["k"] for r in k["table"] if r["disclosure"] <= 0.5)
     ok = [r["k"] for r in k["table"] if r["quality_ok"]]
     assert k["kmax"] == max(ok) and k["chosen"] == k["kmin"] + (k["kmax"] - k["kmin"]) // 2
     for r in k["table"]:
@@ -307,7 +315,12 @@ def test_tune_end_to_end_json_and_text(capsys, tmp_path):
     assert pycanon.alpha_k_anonymity(fresh(out), QI_LIST, [SENS])[0] == pytest.approx(row["disclosure"])
     assert main([*args, "--quiet"]) == 0
     text = capsys.readouterr()[0]
-    assert "k: range [2," in text and "trade-off over k" in text and "Algorithm 2" in text
+    assert (
+        f"k: range [{k['kmin']}," in text
+        and "K_min = " in text
+        and "trade-off over k" in text
+        and "Algorithm 2" in text
+    )
 
 
 @pytest.mark.parametrize(
@@ -379,3 +392,36 @@ def test_a_security_levels_parameters_are_minimums_whatever_pmax_allows(tmp_path
     kept = df[~(df[q] == "*").all(axis=1)].reset_index(drop=True)
     assert _pycanon.k_anonymity(kept, q) >= 5
     assert _pycanon.l_diversity(kept, q, ["occupation"]) >= 3
+
+
+def test_tune_and_publish_agree_on_k_and_k_min_is_measured(capsys, tmp_path):
+    """K_min is the first k from ceil(1/pmax) whose release has P = t/|E| <= pmax (eq. 1 with t measured):
+    ``ppdm tune`` chose ceil(1/pmax) = 2 here ("misses pmax") while ``ppdm publish`` walked on to a larger k."""
+    text = POLICY.format(pmax=0.5, bound=0.6).replace('model = "l-diversity"', 'model = "k-anonymity"')
+    policy = write_policy(tmp_path, text.replace("k = 5\nl = 3\n", "k = 2\n"))
+    code, _, se, out, rep = publish(capsys, tmp_path, policy, "bob", "research")
+    assert code == 0, se
+    published_k = json.loads(rep.read_text())["decision"]["chosen"]["parameters"]["k"]
+    args = ["tune", str(SUBSET), "--qi", QIS, "--sensitive", SENS, "--hierarchies", str(DATA), "--pmax", "0.5"]
+    args += ["--quality-bound", "0.6", "--quality-metric", "ncp", "--max-suppression", "0.02"]
+    assert main([*args, "--json", "--quiet"]) == 0
+    k = json.loads(capsys.readouterr()[0])["k"]
+    assert k["kmin_bound"] == 2 and k["meets_pmax"] and k["kmin_note"] is None
+    rows = {r["k"]: r for r in k["table"]}
+    # K_min by the table itself: every k below it misses pmax, K_min meets it
+    assert rows[k["kmin"]]["disclosure"] <= 0.5 and all(rows[j]["disclosure"] > 0.5 for j in range(2, k["kmin"]))
+    assert k["kmin"] > 2
+    assert k["chosen"] == published_k
+    # and pycanon measures P = alpha <= pmax on the published file, with t = alpha * |E| repetitions
+    alpha, kk = pycanon.alpha_k_anonymity(fresh(out), QI_LIST, [SENS])
+    assert alpha <= 0.5 and kk >= published_k
+
+
+def test_a_t_violation_is_reported_as_a_distance_to_t_not_to_pmax(capsys, tmp_path):
+    text = POLICY.format(pmax=0.9, bound=0.9).replace("pmax = 0.9\n", "pmax = 0.9\nt = 0.01\n")
+    line = one_line_error(capsys, tmp_path, text, match="cannot be met")
+    assert "the owner's privacy requirement (P <= 0.9, t <= 0.01)" in line
+    m = re.search(r"t = ([0-9.]+) > 0.01 \(\+([0-9.]+), [0-9]+% over t\)", line)
+    assert m, line
+    assert float(m.group(2)) == pytest.approx(float(m.group(1)) - 0.01, abs=1e-3)
+    assert "over pmax" not in line  # P = 0.9 is met: the old message gave P's distance to pmax instead

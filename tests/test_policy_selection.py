@@ -164,8 +164,25 @@ def test_k_range_and_choice_match_exhaustive_search(setup, pmax, q, metric):
     df, table, orc = setup
     ev = ReleaseEvaluator(table, "flash", search_metric=metric)
     ks = select_k(ev, PrivacyRequirement(pmax), QualityRequirement(metric, q))
-    kmin = math.ceil(1 / pmax - 1e-9)
-    assert ks.kmin == kmin == k_min_for(pmax)
+    bound = math.ceil(1 / pmax - 1e-9)
+    assert ks.kmin_bound == bound == k_min_for(pmax)
+    # K_min (eq. 1 with t measured): the first k from ceil(1/pmax) whose optimal k-anonymous release, found by
+    # exhaustive search, has P = t/|E| <= pmax
+    kmin = next(
+        (k for k in range(bound, orc.n + 1) if (b := orc.best(k, metric=metric)) and b["P"] <= pmax + 1e-12), None
+    )
+    if kmin is None:  # k-anonymity alone does not bound P: K_min stays ceil(1/pmax), and the selection says so
+        assert ks.kmin == bound and "does not bound P" in ks.kmin_note
+        kmin = bound
+    else:
+        assert ks.kmin == kmin and ks.kmin_note is None
+    # t at K_min: P = t/|E| for a class E of the release
+    c0 = ks.candidates[kmin]
+    assert (
+        ks.repetitions is not None
+        and ks.repetitions >= 1
+        and any(abs(ks.repetitions / e - c0.disclosure) < 1e-12 for e in c0.sizes)
+    )
     feasible = [k for k in range(kmin, orc.n + 1) if (b := orc.best(k, metric=metric)) and b[metric] <= q + 1e-12]
     if not feasible:
         assert ks.k is None and ks.kmax is None and ks.reason

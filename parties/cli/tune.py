@@ -6,7 +6,7 @@
 
 A thin layer over :func:`anonymize.publish.policy.tune.tune` (Y. Xu, H. Guo, "Privacy protection
 model and parameter optimization method for data dissemination", Computer Engineering 47(5),
-2021, §3): K_min = ⌈1/P_max⌉, K_max = the largest k whose release meets the quality bound,
+2021, §3): K_min = the smallest k ≥ ⌈1/P_max⌉ whose release has P = t/|E| ≤ P_max (eq. 1, t measured), K_max = the largest k whose release meets the quality bound,
 the chosen k in the middle; Algorithm 1 for l; Algorithm 2 for t with EMD steps. Prints the chosen
 parameters and the trade-off tables (parameter → information loss and disclosure probability),
 or the same as JSON; ``--plot`` draws them. Progress goes to stderr on long runs.
@@ -167,6 +167,13 @@ def format_tune(rep: dict) -> str:
         top = "–" if k["kmax"] is None else (f"≥{k['kmax']}" if k["kmax_capped"] else str(k["kmax"]))
         note = "meets pmax" if k["meets_pmax"] else "misses pmax: k-anonymity alone does not bound P"
         lines.append(f"k: range [{k['kmin']}, {top}] → k = {k['chosen']} ({note})")
+        if k.get("kmin_note"):
+            lines.append(f"  K_min: {k['kmin_note']}")
+        elif k.get("kmin_bound") is not None and k["kmin"] > k["kmin_bound"]:
+            lines.append(
+                f"  K_min = {k['kmin']}, not ceil(1/pmax) = {k['kmin_bound']}: below it some class repeats a sensitive "
+                f"value too often (t = {k['repetitions']} repetitions at K_min; P = t/|E|, eq. 1)"
+            )
     if "l" in rep:
         lv = rep["l"]
         lines.append(

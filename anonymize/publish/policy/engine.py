@@ -382,10 +382,7 @@ def _conflict_message(dec: Decision, policy: Policy, out_of_budget: bool) -> str
         )
     if not priv:
         best = min(ok, key=lambda c: (len(privacy.violations(c)), c.disclosure))
-        return (
-            f"{owner} cannot be met by {where}: the closest release has {'; '.join(privacy.violations(best))} "
-            f"({_over(best.disclosure, privacy.pmax)} over pmax; {best.label()}){tail}"
-        )
+        return f"{owner} cannot be met by {where}: the closest release has {_misses(privacy, best)}{tail}"
     assert quality is not None
     if not qual:
         best = min(ok, key=lambda c: quality.value(c))
@@ -401,6 +398,19 @@ def _conflict_message(dec: Decision, policy: Policy, out_of_budget: bool) -> str
         f"{bp.label()}), and the safest release within the quality bound has {'; '.join(privacy.violations(bq))} "
         f"({bq.label()}){tail}"
     )
+
+
+def _misses(privacy: PrivacyRequirement, c: Candidate) -> str:
+    """What release ``c`` misses of the privacy requirement, each part with its own distance: P's to pmax only
+    when P is over (a t-closeness violation is a distance to t, not to pmax)."""
+    parts = []
+    for v in privacy.violations(c):
+        if v.startswith("P = "):
+            v += f" ({_over(c.disclosure, privacy.pmax)} over pmax)"
+        elif v.startswith("t = ") and privacy.t is not None:
+            v += f" ({_over(c.t_achieved, privacy.t)} over t)"
+        parts.append(v)
+    return f"{'; '.join(parts)} ({c.label()})"
 
 
 def _over(value: float, bound: float) -> str:

@@ -214,6 +214,8 @@ class Candidate:
     k_achieved: int = 0
     l_achieved: int = 0
     t_achieved: float = float("nan")
+    #: t of eq. (1) in Xu & Guo: the most rows sharing one sensitive value in the class whose P is largest
+    repetitions: int = 0
     levels: dict | None = None
     sizes: np.ndarray | None = field(default=None, repr=False)
     class_distances: np.ndarray | None = field(default=None, repr=False)
@@ -309,8 +311,13 @@ def measure_candidate(
     if stats.sens_hist and stats.n_classes:
         l_ach = int(min(int((h > 0).sum(axis=1).min()) for h in stats.sens_hist))
     n_sup = int(sup.sum())
+    reps = 0
+    if len(disc) and stats.sens_hist:
+        worst = int(np.argmax(disc))
+        reps = int(max(int(h[worst].max()) if h.shape[1] else 0 for h in stats.sens_hist))
     return {
         "ncp": M.ncp(table, lo, hi, sup)["ncp"],
+        "repetitions": reps,
         "cdm": M.cdm(kept_sizes),
         "dm": M.discernibility(kept_sizes, n_sup, table.n),
         "disclosure": float(disc.max()) if len(disc) else 0.0,

@@ -10,7 +10,16 @@ P ≤ P_max measured on the release) and the *quality requirement* the data user
 (:class:`.evaluate.ReleaseEvaluator`): for given parameters, the release the chosen algorithm
 produces, measured.
 
-**k** (§3.1). K_min = ⌈1/P_max⌉ (eq. 1: P(E) ≥ 1/|E|). K_max is the largest k whose release still
+**k** (§3.1). Eq. (1) relates P_max to K_min through t, "the largest number of repetitions of a
+sensitive value in an equivalence class": a class E discloses P(E) = t/|E|, so K_min ≥ t/P_max. The
+equation itself is missing from our text, and t is a property of the release, not of the table: with
+t = 1 it gives ⌈1/P_max⌉ — the bound the search starts from — but the paper's own example (P_max = 0.25)
+needs k ≥ 7, not 4, because its classes repeat values. So K_min is *measured*: the smallest
+k ≥ ⌈1/P_max⌉ whose k-anonymous release has P = max_E t_E/|E| ≤ P_max (checked k by k, at most
+:data:`KMIN_WALK` of them; the repetitions at K_min are reported). This is also the k ``ppdm publish``
+walks to, so ``ppdm tune`` and ``ppdm publish`` agree. When no k tried meets P_max — k-anonymity
+alone does not bound P, e.g. a class of one sensitive value survives every k — K_min stays
+⌈1/P_max⌉ and the selection says so (``kmin_note``): Algorithms 1 and 2 must then bound P. K_max is the largest k whose release still
 meets the quality bound (eq. 3, which relates k to CDM: here the relation is measured, not
 assumed — the k-anonymous release's loss is evaluated for each k). The range is [K_min, K_max] and
 the paper's default choice its middle, k = K_min + ⌊(K_max − K_min)/2⌋; without a quality bound
@@ -68,7 +77,11 @@ __all__ = [
     "select_t",
     "l_upper_bound",
     "t_steps",
+    "KMIN_WALK",
 ]
+
+#: how many k from ⌈1/P_max⌉ up :func:`select_k` tries for K_min before it gives up
+KMIN_WALK = 64
 
 
 def _quality_ok(quality: QualityRequirement | None, c: Candidate) -> bool:
@@ -87,6 +100,17 @@ class KSelection:
     candidates: dict = field(default_factory=dict)
     kmax_capped: bool = False
     reason: str | None = None
+    #: ⌈1/P_max⌉ (or the requirement's k if larger): eq. (1) with one repetition, where K_min's walk starts
+    kmin_bound: int | None = None
+    #: set when no k tried meets P ≤ P_max by k-anonymity alone: K_min is then ``kmin_bound`` (l-diversity or
+    #: t-closeness must bound P; Algorithms 1 and 2 start from the k chosen here)
+    kmin_note: str | None = None
+
+    @property
+    def repetitions(self) -> int | None:
+        """t of eq. (1) at K_min: the most rows sharing one sensitive value in one class of its release."""
+        c = self.candidates.get(self.kmin)
+        return None if c is None or not c.ok else c.repetitions
 
     @property
     def release(self) -> Candidate | None:
@@ -107,33 +131,75 @@ def select_k(
     ``ks`` — evaluate exactly these k (one sweep when the evaluator can: ``ppdm tune``'s table);
     otherwise K_max is found by doubling k from K_min while the quality bound holds, then bisecting
     (the paper's premise that loss grows with k), up to ``k_limit`` (default: the table's rows)."""
-    kmin = max(k_min_for(privacy.pmax), privacy.k or 1)
+    bound = max(k_min_for(privacy.pmax), privacy.k or 1)
     n = evaluator.table.n
     limit = n if k_limit is None else min(int(k_limit), n)
-    if kmin > n:
+    if bound > n:
         return KSelection(
-            kmin, None, None, reason=f"K_min = {kmin} (from pmax = {privacy.pmax:g}) exceeds the {n} rows"
+            bound,
+            None,
+            None,
+            reason=f"K_min >= {bound} (from pmax = {privacy.pmax:g}) exceeds the {n} rows",
+            kmin_bound=bound,
         )
+
+    def meets_pmax(c: Candidate) -> bool:
+        return c.ok and c.disclosure <= privacy.pmax + 1e-12
+
     if ks is not None:
-        cands = evaluator.evaluate_k(sorted(set(ks) | {kmin}))
-        ok_k = [k for k, c in cands.items() if k >= kmin and _quality_ok(quality, c)]
+        cands = evaluator.evaluate_k(sorted(set(ks) | {bound}))
+        first = next((k for k in sorted(cands) if k >= bound and meets_pmax(cands[k])), None)
+        kmin, note = (first, None) if first is not None else (bound, _kmin_reason(cands, privacy, bound))
         if quality is None:
-            return KSelection(kmin, None, kmin, cands)
+            return KSelection(kmin, None, kmin, cands, kmin_bound=bound, kmin_note=note)
+        ok_k = [k for k, c in cands.items() if k >= kmin and _quality_ok(quality, c)]
         top = max(cands)
         if not ok_k:
-            return KSelection(kmin, None, None, cands, reason=_k_reason(cands.get(kmin), quality, kmin))
+            return KSelection(
+                kmin,
+                None,
+                None,
+                cands,
+                reason=_k_reason(cands.get(kmin), quality, kmin),
+                kmin_bound=bound,
+                kmin_note=note,
+            )
         kmax = max(ok_k)
-        return KSelection(kmin, kmax, kmin + (kmax - kmin) // 2, cands, kmax_capped=kmax == top and top < limit)
+        return KSelection(
+            kmin,
+            kmax,
+            kmin + (kmax - kmin) // 2,
+            cands,
+            kmax_capped=kmax == top and top < limit,
+            kmin_bound=bound,
+            kmin_note=note,
+        )
     cands = {}
 
+    def run(k: int) -> Candidate:
+        if k not in cands:
+            cands[k] = evaluator.evaluate("k-anonymity", {"k": k})
+        return cands[k]
+
+    first = None
+    for k in range(bound, min(limit, bound + KMIN_WALK - 1) + 1):
+        c = run(k)
+        if meets_pmax(c):
+            first = k
+            break
+        if not c.ok or c.classes <= 1:
+            break  # no release, or one class already: a larger k does no better
+    kmin, note = (first, None) if first is not None else (bound, _kmin_reason(cands, privacy, bound))
+
     def q_ok(k: int) -> bool:
-        c = cands[k] = evaluator.evaluate("k-anonymity", {"k": k})
-        return _quality_ok(quality, c)
+        return _quality_ok(quality, run(k))
 
     if not q_ok(kmin):
-        return KSelection(kmin, None, None, cands, reason=_k_reason(cands[kmin], quality, kmin))
+        return KSelection(
+            kmin, None, None, cands, reason=_k_reason(cands[kmin], quality, kmin), kmin_bound=bound, kmin_note=note
+        )
     if quality is None:
-        return KSelection(kmin, None, kmin, cands)
+        return KSelection(kmin, None, kmin, cands, kmin_bound=bound, kmin_note=note)
     good, bad = kmin, None
     while bad is None:
         nxt = min(2 * good, limit)
@@ -151,9 +217,22 @@ def select_k(
             else:
                 bad = mid
     k = kmin + (good - kmin) // 2
-    if k not in cands:
-        cands[k] = evaluator.evaluate("k-anonymity", {"k": k})
-    return KSelection(kmin, good, k, cands, kmax_capped=bad is None and good < n)
+    run(k)
+    return KSelection(kmin, good, k, cands, kmax_capped=bad is None and good < n, kmin_bound=bound, kmin_note=note)
+
+
+def _kmin_reason(cands: dict, privacy: PrivacyRequirement, bound: int) -> str:
+    """Why no k from ``bound`` up meets P ≤ P_max: the k tried and the lowest P reached."""
+    ok = {k: c for k, c in cands.items() if k >= bound and c.ok}
+    if not ok:
+        err = next((c.error for c in cands.values() if c.error), None)
+        return f"no k-anonymous release from k = {bound}" + (f": {err}" if err else "")
+    best = min(ok, key=lambda k: (ok[k].disclosure, k))
+    return (
+        f"no k-anonymous release for k in [{bound}, {max(ok)}] meets P <= {privacy.pmax:g} "
+        f"(the lowest P is {ok[best].disclosure:.4g}, at k = {best}): k-anonymity alone does not bound P, "
+        f"so K_min stays ceil(1/pmax) = {bound}"
+    )
 
 
 def _k_reason(c: Candidate | None, quality: QualityRequirement | None, kmin: int) -> str:

@@ -121,10 +121,14 @@ class TuneResult:
             "quality": None if self.quality is None else self.quality.as_dict(),
             "k": {
                 "kmin": ks.kmin,
+                "kmin_bound": ks.kmin_bound,
+                "repetitions": ks.repetitions,
+                "kmin_note": ks.kmin_note,
                 "kmax": ks.kmax,
                 "kmax_capped": ks.kmax_capped,
                 "chosen": ks.k,
-                "rule": "kmin = ceil(1/pmax); kmax = largest k whose release meets the quality bound; "
+                "rule": "kmin = the smallest k >= ceil(1/pmax) whose k-anonymous release has P = t/|E| <= pmax "
+                "(eq. 1, t the repetitions of a sensitive value in a class, measured); kmax = largest k whose release meets the quality bound; "
                 "chosen = kmin + (kmax - kmin) // 2 (kmin without a quality bound)",
                 "meets_pmax": None if k_rel is None else self.privacy.ok(k_rel),
                 "reason": ks.reason,
