@@ -141,16 +141,20 @@ def link(
     sensitive: Sequence[str] = (),
     hierarchies: Mapping[str, Hierarchy] | None = None,
     mask: np.ndarray | None = None,
+    row_hists: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> Linkage:
     """Match every external person to the release records whose QI cells cover their values.
 
     ``mask`` — optional (len(external) × len(qis)) bool: column j is used for person i only where
-    ``mask[i, j]`` (an unused column matches everything).
+    ``mask[i, j]`` (an unused column matches everything). ``row_hists`` — for a sensitive attribute
+    the release does not hold row by row (a bucketized release, :mod:`.bucketized`): its values and a
+    (rows × values) count matrix that each matching row contributes instead of one value.
     """
     qis, sensitive = list(qis), list(sensitive)
+    row_hists = dict(row_hists or {})
     if not qis:
         raise AnonymizeError("at least one quasi-identifier is needed to link")
-    _check_columns(release, qis + sensitive, "the release")
+    _check_columns(release, qis + [s for s in sensitive if s not in row_hists], "the release")
     _check_columns(external, qis, "the external table")
     if len(release) == 0 or len(external) == 0:
         raise AnonymizeError("the release and the external table must both have rows")
@@ -190,6 +194,11 @@ def link(
     # sensitive histograms per class
     sens_vals, sens_hist = {}, {}
     for s in sensitive:
+        if s in row_hists:
+            u, rows_h = row_hists[s]
+            h = np.stack([np.bincount(rel_class, weights=rows_h[:, v], minlength=n_cls) for v in range(len(u))], axis=1)
+            sens_vals[s], sens_hist[s] = np.asarray(u, dtype=object), h.reshape(n_cls, len(u)).astype(np.float64)
+            continue
         codes, u = factorize_text(release[s])
         h = np.bincount(rel_class * len(u) + codes, minlength=n_cls * len(u)).reshape(n_cls, len(u))
         sens_vals[s], sens_hist[s] = u, h.astype(np.float64)

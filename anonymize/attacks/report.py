@@ -10,6 +10,10 @@ reports, per attack, the share of external people it harms:
   were served by an unaudited interface refusing query sets below ``min_query_size`` rows
   (only for people matched to one record; per sensitive column).
 
+A bucketized release (Anatomy, MSAL) has no sensitive column: pass each sensitive attribute's table
+(``group_id``, value, ``count``) in ``sensitive_tables``; every released row then carries its group's
+histogram (:mod:`.bucketized`), and differencing, which needs a row-level value, is not run for it.
+
 When the external table also has a sensitive column (ground truth, e.g. in a test), each
 disclosure attack also reports how many of its conclusions are ``correct``.
 """
@@ -23,6 +27,7 @@ import pandas as pd
 
 from ..errors import AnonymizeError
 from ..publish.hierarchy import Hierarchy
+from .bucketized import row_histograms
 from .cells import value_text
 from .differencing import differencing_exposed
 from .disclosure import AttackResult, background_knowledge_attack, homogeneity_attack, linkage_attack
@@ -42,6 +47,7 @@ def run_attacks(
     rule_out: int = 1,
     min_query_size: int = 2,
     seed: int = 0,
+    sensitive_tables: Mapping[str, pd.DataFrame] | None = None,
 ) -> list[AttackResult]:
     """Run every applicable attack (module docstring); a list of :class:`.disclosure.AttackResult`."""
     qis, sensitive = list(qis), list(sensitive)
@@ -52,7 +58,12 @@ def run_attacks(
     overlap = set(qis) & set(sensitive)
     if overlap:
         raise AnonymizeError(f"column(s) {', '.join(sorted(overlap))} cannot be both quasi-identifier and sensitive")
-    lk = link(release, external, qis, sensitive, hierarchies)
+    tables = dict(sensitive_tables or {})
+    unknown = sorted(set(tables) - set(sensitive))
+    if unknown:
+        raise AnonymizeError(f"sensitive table(s) for {', '.join(unknown)}, which --sensitive does not name")
+    row_hists = {s: row_histograms(release, t, s) for s, t in tables.items()}
+    lk = link(release, external, qis, sensitive, hierarchies, row_hists=row_hists)
     truth = {s: external[s].to_numpy() for s in sensitive if s in external.columns}
     results = [linkage_attack(lk, sensitive[0] if sensitive else None, truth.get(sensitive[0]) if sensitive else None)]
     for s in sensitive:
@@ -65,6 +76,8 @@ def run_attacks(
         single = lk.single_record
         hit = (single >= 0) & exposed_rows[np.maximum(single, 0)]
         for s in sensitive:
+            if s in row_hists:
+                continue  # bucketized: no row-level value to obtain by subtraction
             correct = None
             if s in truth:
                 _, rel_txt = factorize_text(release[s])
