@@ -36,6 +36,7 @@ from ..errors import AnonymizeError
 from .anonymizer import AnonymizationResult, anonymize_table
 from .hierarchy import Hierarchy
 from .metrics import measure_release
+from .metrics.attack_resistance import frame_attack_resistance
 from .models import PrivacyModel
 from .recode import release_levels, release_partition
 from .table import EncodedTable, Schema
@@ -224,5 +225,6 @@ def measure_on_engine(
     g = _grouped(engine, src, list(qis) + list(sensitive), progress)
     frame = g[list(qis) + list(sensitive)].copy()
     rep = measure_release(frame, qis, sensitive, hierarchies=hierarchies, c=c, weights=g["__n"].to_numpy())
+    rep["attack_resistance"] = frame_attack_resistance(frame, qis, sensitive, weights=g["__n"].to_numpy())
     rep["engine"] = {"name": engine.name, "distinct_tuples": int(len(g))}
     return rep

@@ -34,6 +34,7 @@ __all__ = [
     "plot_tune",
     "plot_release",
     "plot_profile",
+    "plot_sweep_qi",
 ]
 
 
@@ -245,4 +246,35 @@ def plot_profile(path, sizes, disclosure, *, title=None, pmax: float | None = No
     fig, axes = new_figure(2, title=title)
     draw_class_sizes(axes[0], sizes)
     draw_disclosure_profile(axes[1], sizes, disclosure, pmax=pmax)
+    save_figure(fig, path)
+
+
+def plot_sweep_qi(path, rows: Sequence[dict], title: str | None = None) -> None:
+    """``ppdm tune --sweep-qi --plot``: per method, information loss (NCP) and the share of classes that cannot
+    resist an attack against the number of quasi-identifiers (:func:`.policy.tune.sweep_qi`; Xu & Guo 2021,
+    Fig. 6; Aggarwal 2015, §20.3.4)."""
+    fig, axes = new_figure(2, title=title or "adding quasi-identifiers one at a time")
+    methods = list(dict.fromkeys(r["model"] for r in rows))
+    for m in methods:
+        pts = [r for r in rows if r["model"] == m and r.get("ok")]
+        xs = [r["n_qis"] for r in pts]
+        label = (
+            m
+            + " ("
+            + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in pts[0]["parameters"].items())
+            + ")"
+            if pts
+            else m
+        )
+        axes[0].plot(xs, [r["ncp"] for r in pts], marker="o", label=label)
+        axes[1].plot(xs, [r["attack_resistance"]["share_vulnerable"] for r in pts], marker="o", label=label)
+    n = max((r["n_qis"] for r in rows), default=1)
+    for ax, ylab in zip(axes, ("information loss (NCP)", "classes that cannot resist an attack (share)")):
+        ax.set_xlabel("quasi-identifiers")
+        ax.set_ylabel(ylab)
+        ax.set_xticks(range(1, n + 1))
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    axes[1].set_ylim(0, 1.02)
+    axes[0].legend(fontsize=8)
     save_figure(fig, path)

@@ -52,6 +52,16 @@ def _cmd(args) -> int:
             seed=args.seed,
             sensitive_tables={c: t for c, (_, t) in tables.items()},
         )
+        from anonymize.attacks.bucketized import row_histograms
+        from anonymize.publish.metrics.attack_resistance import frame_attack_resistance
+
+        resistance = frame_attack_resistance(
+            rel,
+            qis,
+            sens,
+            rule_out=args.rule_out,
+            row_hists={c: row_histograms(rel, t, c) for c, (_, t) in tables.items()},
+        )
     except AnonymizeError as e:
         raise CLIError(str(e)) from None
     rep = {
@@ -62,6 +72,7 @@ def _cmd(args) -> int:
         "quasi_identifiers": qis,
         "sensitive": sens,
         "attacks": [r.to_json() for r in results],
+        "attack_resistance": resistance,
     }
     if tables:
         rep["sensitive_tables"] = {c: str(p) for c, (p, _) in tables.items()}
@@ -82,7 +93,17 @@ def _cmd(args) -> int:
         print(
             f"  {label:<22}{100 * r.success_rate:>8.1f}%  {r.victims:>6,} / {r.targets:<6,}  {corr:>8}  {r.description}"
         )
+    print(format_resistance(resistance))
     return 0
+
+
+def format_resistance(ar: dict) -> str:
+    """One line: the share of the release's classes that cannot resist an attack, and by which attack."""
+    by = ", ".join(f"{a.replace('_', ' ')} {v['classes']:,}" for a, v in ar["by_attack"].items())
+    return (
+        f"  attack resistance: {ar['vulnerable']:,} of {ar['classes']:,} classes ({100 * ar['share_vulnerable']:.1f}%) "
+        f"cannot resist an attack ({by}; rule out {ar['rule_out']})"
+    )
 
 
 def _sensitive_tables(args, rel, sens: list[str], read_table) -> dict:

@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 import sys
+from pathlib import Path
 
 from anonymize.errors import AnonymizeError
 from parties.cli.anonymize import Progress
@@ -64,7 +65,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         "tune",
         help="choose k, l and t for a disclosure bound and a quality bound; show the trade-off",
         description="Parameter selection of Xu & Guo (Computer Engineering 47(5), 2021): the k range [Kmin, Kmax] "
-        "from the disclosure bound PMAX (Kmin = ceil(1/PMAX)) and the quality bound (Kmax), its middle as k; "
+        "from the disclosure bound PMAX (Kmin = the first k from ceil(1/PMAX) whose release has P <= PMAX) and the quality bound (Kmax), its middle as k; "
         "Algorithm 1 for l and Algorithm 2 (EMD steps) for t. Prints the chosen parameters and the trade-off "
         "of each parameter against information loss and disclosure probability (the largest share of one "
         "sensitive value in a class).",
@@ -89,6 +90,14 @@ def register(subparsers) -> argparse.ArgumentParser:
         help="algorithm whose releases are measured (default flash: the optimal full-domain generalization)",
     )
     add_release_args(p)
+    p.add_argument(
+        "--sweep-qi",
+        action="store_true",
+        help="also add the quasi-identifiers one at a time, in --qi order, and measure k-anonymity, l-diversity and "
+        "t-closeness at the chosen parameters on each prefix: information loss and the share of classes that cannot "
+        "resist a linkage, homogeneity or background-knowledge attack (the curse of dimensionality; with --plot, "
+        "drawn to OUT.sweep-qi.png)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--plot", metavar="OUT.png", help="draw the trade-off curves and the class sizes at the chosen k")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -209,23 +218,89 @@ def format_tune(rep: dict) -> str:
     return "\n".join(lines)
 
 
+def sweep_plot_path(plot: Path) -> Path:
+    """Where ``--sweep-qi --plot OUT.png`` draws the sweep: ``OUT.sweep-qi.png``."""
+    return plot.with_name(f"{plot.stem}.sweep-qi{plot.suffix}")
+
+
+def run_sweep(args, res, progress=None) -> list[dict]:
+    """``--sweep-qi``: :func:`anonymize.publish.policy.tune.sweep_qi` with the methods the tune chose."""
+    from anonymize.publish.policy.tune import sweep_methods, sweep_qi
+
+    methods = sweep_methods(res)
+    if not methods:
+        raise AnonymizeError("--sweep-qi: the tune chose no parameters to sweep with (see the k line above)")
+    df, schema, hs = read_table_args(args, need_sensitive=True)
+    return sweep_qi(
+        df,
+        schema.qis,
+        schema.sensitive,
+        hs,
+        methods,
+        algorithm=args.algorithm,
+        max_suppression=args.max_suppression,
+        suppressed_rows=args.suppressed_rows,
+        t_distance=args.t_distance,
+        t_ground=args.t_ground,
+        progress=progress,
+    )
+
+
+def format_sweep(rows: list[dict]) -> list[str]:
+    """The ``--sweep-qi`` table: per QI prefix and method, loss and the share of classes each attack breaks."""
+    out = [
+        "",
+        "adding quasi-identifiers one at a time (classes that cannot resist: linkage = one row, homogeneity = "
+        "one sensitive value, background = at most 2 values)",
+        f"  {'QIs':>4} {'model':<13}{'NCP':>9}{'classes':>9}{'vulnerable':>12}{'linkage':>9}{'homog.':>9}"
+        f"{'backgr.':>9}  last QI",
+    ]
+    for r in rows:
+        if not r["ok"]:
+            out.append(f"  {r['n_qis']:>4} {r['model']:<13}  no release: {r.get('error')}")
+            continue
+        ar = r["attack_resistance"]
+        by = ar["by_attack"]
+
+        def pct(a):
+            return f"{100 * by[a]['share']:.1f}%" if a in by else "–"
+
+        out.append(
+            f"  {r['n_qis']:>4} {r['model']:<13}{r['ncp']:>9.4f}{r['classes']:>9,}{100 * ar['share_vulnerable']:>11.1f}%"
+            f"{pct('linkage'):>9}{pct('homogeneity'):>9}{pct('background_knowledge'):>9}  {r['qis'][-1]}"
+        )
+    return out
+
+
 def _main(args) -> int:
     plot = check_output_path(args.plot, "plot") if args.plot else None
-    res = run_tune(args, progress=Progress(enabled=not args.quiet))
+    if plot is not None and args.sweep_qi:
+        check_output_path(str(sweep_plot_path(Path(plot))), "plot")
+    progress = Progress(enabled=not args.quiet)
+    res = run_tune(args, progress=progress)
     rep = res.as_dict()
     rep["input"] = str(args.input)
+    sweep = run_sweep(args, res, progress) if args.sweep_qi else None
+    if sweep is not None:
+        rep["sweep_qi"] = sweep
     if plot is not None:
-        from anonymize.publish.plots import plot_tune
+        from anonymize.publish.plots import plot_sweep_qi, plot_tune
 
         rel = res.k.release
         plot_tune(plot, rep, None if rel is None or not rel.ok else rel.sizes)
+        if sweep is not None:
+            plot_sweep_qi(sweep_plot_path(Path(plot)), sweep, title=f"ppdm tune --sweep-qi: {rep['rows']:,} rows")
     if args.json:
         json.dump(json_ready(rep), sys.stdout, indent=2, default=_json_default)
         sys.stdout.write("\n")
     else:
         print(format_tune(rep))
+        if sweep is not None:
+            print("\n".join(format_sweep(sweep)))
         if plot is not None:
             print(f"wrote {plot}")
+            if sweep is not None:
+                print(f"wrote {sweep_plot_path(Path(plot))}")
     return 0
 
 

@@ -37,6 +37,7 @@ import pandas as pd
 
 from ...errors import AnonymizeError
 from .. import metrics as M
+from ..metrics.attack_resistance import attack_resistance
 from ..classes import ClassStats, class_stats, equivalence_classes
 from ..distances import t_distances
 from ..hierarchy import canonical_strings
@@ -216,6 +217,8 @@ class Candidate:
     t_achieved: float = float("nan")
     #: t of eq. (1) in Xu & Guo: the most rows sharing one sensitive value in the class whose P is largest
     repetitions: int = 0
+    #: :func:`..metrics.attack_resistance.attack_resistance` of the release (classes as released)
+    attack_resistance: dict | None = field(default=None, repr=False)
     levels: dict | None = None
     sizes: np.ndarray | None = field(default=None, repr=False)
     class_distances: np.ndarray | None = field(default=None, repr=False)
@@ -315,9 +318,11 @@ def measure_candidate(
     if len(disc) and stats.sens_hist:
         worst = int(np.argmax(disc))
         reps = int(max(int(h[worst].max()) if h.shape[1] else 0 for h in stats.sens_hist))
+    resistance = attack_resistance(stats.sizes, [(h > 0).sum(axis=1) for h in stats.sens_hist])
     return {
         "ncp": M.ncp(table, lo, hi, sup)["ncp"],
         "repetitions": reps,
+        "attack_resistance": resistance,
         "cdm": M.cdm(kept_sizes),
         "dm": M.discernibility(kept_sizes, n_sup, table.n),
         "disclosure": float(disc.max()) if len(disc) else 0.0,
