@@ -262,12 +262,13 @@ def format_sweep(rows: list[dict]) -> list[str]:
         ar = r["attack_resistance"]
         by = ar["by_attack"]
 
-        def pct(a):
-            return f"{100 * by[a]['share']:.1f}%" if a in by else "–"
-
+        pct = {
+            a: f"{100 * by[a]['share']:.1f}%" if a in by else "–"
+            for a in ("linkage", "homogeneity", "background_knowledge")
+        }
         out.append(
             f"  {r['n_qis']:>4} {r['model']:<13}{r['ncp']:>9.4f}{r['classes']:>9,}{100 * ar['share_vulnerable']:>11.1f}%"
-            f"{pct('linkage'):>9}{pct('homogeneity'):>9}{pct('background_knowledge'):>9}  {r['qis'][-1]}"
+            f"{pct['linkage']:>9}{pct['homogeneity']:>9}{pct['background_knowledge']:>9}  {r['qis'][-1]}"
         )
     return out
 

@@ -37,10 +37,10 @@ import pandas as pd
 
 from ...errors import AnonymizeError
 from .. import metrics as M
-from ..metrics.attack_resistance import attack_resistance
 from ..classes import ClassStats, class_stats, equivalence_classes
 from ..distances import t_distances
 from ..hierarchy import canonical_strings
+from ..metrics.attack_resistance import attack_resistance
 from ..table import EncodedTable
 
 __all__ = [
