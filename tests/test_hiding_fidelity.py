@@ -266,3 +266,38 @@ def test_brute_force_tiny():
     h = frozenset({1, 2, 3}) if brute_count(out, [1, 2, 3]) < 2 else None
     keep = {f for f in fb if h is None or not h <= f}
     assert rep.lost_itemsets == len(keep - fa) and rep.metrics.ghost_itemsets == len(fa - fb)
+
+
+def test_working_memory_guard_names_what_it_limits(monkeypatch):
+    # the (affected transactions x at-risk itemsets) guard said "the integer program would have 8,124 variables and
+    # 0 constraints (limits 200,000 and 100,000)" on mushroom: counts it never reached, and a remedy that cannot help
+    from anonymize.hiding import ip_model
+
+    monkeypatch.setattr(ip_model, "_MAX_CELLS", 1)
+    txs = [[1, 2, 3], [1, 2, 3], [1, 2], [1, 3], [2, 3], [1, 2, 3, 4]]
+    with pytest.raises(HidingError) as e:
+        hide(txs, "1 2", 0.3, algorithm="exact", time_limit=5)
+    msg = str(e.value)
+    assert "cells to examine" in msg and "--min-support" in msg
+    assert "variables and 0 constraints" not in msg and "--max-variables" not in msg
+
+
+def test_time_limit_is_a_wall_clock_deadline_even_when_highs_overruns(monkeypatch):
+    # HiGHS honours its time_limit only between steps (presolve, cut rounds): --time-limit 30 ran 58 s. Each
+    # solve now runs in a child killed at the deadline. A solver that ignores its limit altogether:
+    import time as _time
+
+    import scipy.optimize
+
+    def stuck(*a, **k):
+        _time.sleep(60)
+
+    monkeypatch.setattr(scipy.optimize, "milp", stuck)
+    db = TransactionDB.from_transactions(transactions(MUSHROOM))
+    t0 = _time.perf_counter()
+    out, rep = hide(db, "34 85; 39 90 93", 0.3, algorithm="exact", time_limit=3)
+    took = _time.perf_counter() - t0
+    assert took < 3 + 2.5, took  # the deadline, the kill grace, reading and measuring
+    d = rep.to_dict()
+    assert d["hiding_failure"] == 0 and d["details"]["source"] in ("heuristic", "border")
+    assert d["details"]["optimal"] is False

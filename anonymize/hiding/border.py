@@ -27,6 +27,7 @@ through their generating itemset X ∪ Y (support), as Sun–Yu hide itemsets.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -34,7 +35,7 @@ import numpy as np
 from .patterns import SensitivePattern
 from .state import HidingState
 
-__all__ = ["run_border"]
+__all__ = ["run_border", "BorderDeadline"]
 
 
 class _Impact:
@@ -81,10 +82,16 @@ class _Impact:
         return w
 
 
-def _hide_one(state: HidingState, p: SensitivePattern) -> int:
+class BorderDeadline(Exception):
+    """The border algorithm ran past the deadline it was given (the state is left part-way)."""
+
+
+def _hide_one(state: HidingState, p: SensitivePattern, deadline: float | None = None) -> int:
     xy = state.rows(p.items)
     edits = 0
     while True:
+        if deadline is not None and time.perf_counter() > deadline:
+            raise BorderDeadline
         need = state.count(xy) - state.min_count + 1
         if need <= 0:
             return edits
@@ -99,6 +106,8 @@ def _hide_one(state: HidingState, p: SensitivePattern) -> int:
         rebuild = False
         batch = 4
         while need > 0 and alive.any() and not rebuild:
+            if deadline is not None and time.perf_counter() > deadline:
+                raise BorderDeadline
             best = imp.cost  # rows of edited transactions are +inf
             j = np.argmin(best, axis=1)
             c = best[np.arange(T.size), j]
@@ -157,9 +166,11 @@ def run_border(
     patterns: Sequence[SensitivePattern],
     *,
     progress: Callable[[str], None] | None = None,
+    deadline: float | None = None,
 ) -> dict:
     """Sanitize ``state`` with border-based hiding (module docstring); returns ``{"border_lost"}``,
-    the number of original border itemsets no longer frequent."""
+    the number of original border itemsets no longer frequent. ``deadline`` (``time.perf_counter()``):
+    raise :class:`BorderDeadline` once it passes (the exact algorithm's warm start)."""
     border0 = state.positive_border()
     counts = [state.count(state.rows(p.items)) for p in patterns]
     order = sorted(range(len(patterns)), key=lambda i: (counts[i] - state.min_count, -len(patterns[i].items)))
@@ -168,6 +179,6 @@ def run_border(
             continue
         if progress:
             progress(f"border: itemset {n + 1}/{len(order)} ({patterns[i]})")
-        _hide_one(state, patterns[i])
+        _hide_one(state, patterns[i], deadline)
     lost = sum(int((state.fp_count[k][idx] < state.min_count).sum()) for k, idx in border0)
     return {"border_size": sum(idx.size for _, idx in border0), "border_lost": lost}

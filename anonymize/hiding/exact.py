@@ -25,7 +25,12 @@ Every candidate solution is realized on a copy, made minimal and measured; the o
 losing fewest itemsets (then deleting fewest items) is applied. So the result never
 loses more than the incumbents, and ``optimal`` says whether the minimum misses cost
 was *proven* — HiGHS stopping at ``time_limit`` leaves the best solution found and a
-lower bound (``lower_bound``). Deletions create no ghost itemsets. Rules are hidden
+lower bound (``lower_bound``).
+
+The time limit is a wall-clock deadline for the whole run. HiGHS honours its own ``time_limit`` only
+between steps — its presolve and a round of cuts can overrun it by a factor of two — so every solve
+runs in a forked child process that is killed at the deadline (what it found is then lost, and the
+best incumbent stands); the border incumbent checks the deadline between its deletions. Deletions create no ghost itemsets. Rules are hidden
 through their generating itemset X ∪ Y (support); rule side effects are measured,
 not optimized.
 """
@@ -33,13 +38,15 @@ not optimized.
 from __future__ import annotations
 
 import math
+import multiprocessing
 import os
 import time
 from collections.abc import Callable, Sequence
+from types import SimpleNamespace
 
 import numpy as np
 
-from .border import run_border
+from .border import BorderDeadline, run_border
 from .errors import HidingError
 from .heuristic import run_heuristic
 from .ip_model import MAX_CONSTRAINTS, MAX_VARIABLES, IPModel, build_model
@@ -83,6 +90,60 @@ def _realize(state: HidingState, model: IPModel, sol: np.ndarray) -> None:
     state.apply(t_slot[si], model.IS[ii])
 
 
+#: seconds a solve may run past the deadline before its child process is killed (HiGHS's own limit comes first)
+HARD_GRACE = 0.5
+
+
+def _solve(c, *, integrality, bounds, constraints, options: dict, deadline: float) -> SimpleNamespace | None:
+    """``scipy.optimize.milp`` in a forked child killed at ``deadline`` (+ :data:`HARD_GRACE`): HiGHS's
+    presolve and cut rounds do not look at its ``time_limit`` (module docstring). Returns milp's result
+    fields, ``status = 1`` with ``x = None`` when killed, or None when no time is left."""
+    from scipy.optimize import milp
+
+    left = deadline - time.perf_counter()
+    if left <= 0.2:
+        return None
+    opts = dict(options)
+    opts["time_limit"] = max(0.1, min(float(opts.get("time_limit", left)), left))
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+
+    def child() -> None:
+        try:
+            r = milp(c, integrality=integrality, bounds=bounds, constraints=constraints, options=opts)
+            out = {
+                "status": int(r.status),
+                "x": r.x,
+                "fun": r.fun,
+                "message": str(r.message),
+                "mip_dual_bound": getattr(r, "mip_dual_bound", None),
+            }
+        except BaseException as e:
+            out = {"error": f"{type(e).__name__}: {e}"}
+        send.send(out)
+        send.close()
+        os._exit(0)
+
+    proc = ctx.Process(target=child, daemon=True)
+    proc.start()
+    send.close()
+    try:
+        if recv.poll(max(0.0, deadline - time.perf_counter()) + HARD_GRACE):
+            out = recv.recv()
+        else:
+            out = {"status": 1, "x": None, "fun": None, "message": "killed at the deadline", "mip_dual_bound": None}
+    except EOFError:  # the child died without an answer (out of memory, a signal)
+        out = {"error": f"the solver process died (exit {proc.exitcode})"}
+    finally:
+        recv.close()
+        if proc.is_alive():
+            proc.kill()
+        proc.join(5)
+    if "error" in out:
+        raise HidingError(f"exact: HiGHS failed: {out['error']}; use --algorithm border")
+    return SimpleNamespace(**out)
+
+
 def run_exact(
     state: HidingState,
     patterns: Sequence[SensitivePattern],
@@ -101,7 +162,7 @@ def run_exact(
     kept) and ``solver_seconds``. Raises :class:`InstanceTooLarge` past the size guard.
     """
     try:
-        from scipy.optimize import Bounds, LinearConstraint, milp
+        from scipy.optimize import Bounds, LinearConstraint
         from scipy.sparse import coo_array
     except ImportError:  # pragma: no cover - scipy is a test dependency
         raise HidingError("the exact algorithm needs scipy (HiGHS): pip install scipy") from None
@@ -151,14 +212,15 @@ def run_exact(
     # 2. the LP relaxation: a lower bound on the losses, and its rounded solution as a candidate
     lower = 0
     if model.nf and left() > 1.0:
-        res = milp(
+        res = _solve(
             c1,
             integrality=np.zeros(n_vars),
             bounds=bounds,
             constraints=cons,
             options={"disp": debug, "time_limit": max(1.0, 0.25 * left())},
+            deadline=deadline,
         )
-        if res.status == 0 and res.x is not None:
+        if res is not None and res.status == 0 and res.x is not None:
             lower = max(0, math.ceil(res.fun - 1e-6))
             xr = res.x.copy()
             xr[: model.nx] = np.floor(xr[: model.nx] + 1e-9)
@@ -167,8 +229,12 @@ def run_exact(
             consider(sc, "lp-rounding", finish=True)
     if incumbent and best is not None and best_key[1] > lower and left() > 0.5 * float(time_limit):
         sc = base.fork()
-        run_border(sc, patterns)
-        consider(sc, "border")
+        try:
+            run_border(sc, patterns, deadline=deadline)
+        except BorderDeadline:
+            pass  # unfinished: not a candidate
+        else:
+            consider(sc, "border")
     optimal = best is not None and best_key[0] == 0 and best_key[1] <= lower
     target = _lost_at_risk(best, model) if (best is not None and best_key[0] == 0) else None
     candidates: list[np.ndarray] = []
@@ -177,8 +243,12 @@ def run_exact(
         extra = [] if target is None else [LinearConstraint(sum_l, -np.inf, target - 1)]
         # HiGHS may overrun its limit inside a round of cuts: give it part of what is left
         opts = {"disp": debug, "mip_rel_gap": 0.0, "time_limit": max(1.0, 0.6 * left())}
-        res = milp(c1, integrality=model.integrality, bounds=bounds, constraints=cons + extra, options=opts)
-        dual = getattr(res, "mip_dual_bound", None)
+        res = _solve(
+            c1, integrality=model.integrality, bounds=bounds, constraints=cons + extra, options=opts, deadline=deadline
+        )
+        if res is None:
+            res = SimpleNamespace(status=1, x=None, fun=None, message="no time left", mip_dual_bound=None)
+        dual = res.mip_dual_bound
         if res.status == 0 and res.x is not None:
             optimal = True
             target = lower = int(round(res.x[model.nx + model.nw :].sum()))
@@ -205,14 +275,15 @@ def run_exact(
         pop = np.bitwise_count(model.var_p.astype(np.uint64)).astype(np.float64)
         c2 = np.concatenate([pop, np.zeros(model.nw + model.nf)])
         cap = LinearConstraint(sum_l, -np.inf, target)
-        res2 = milp(
+        res2 = _solve(
             c2,
             integrality=model.integrality,
             bounds=bounds,
             constraints=[*cons, cap],
             options={"disp": debug, "time_limit": left()},
+            deadline=deadline,
         )
-        if res2.x is not None:
+        if res2 is not None and res2.x is not None:
             candidates.append(res2.x)
     # 5. realize every candidate, keep the best measured one
     for sol in candidates:

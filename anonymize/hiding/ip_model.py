@@ -72,15 +72,22 @@ class IPModel:
     stats: dict = field(default_factory=dict)
 
 
-def _too_large(what: str, v: int, c: int, max_v: int, max_c: int) -> InstanceTooLarge:
-    return InstanceTooLarge(
-        f"exact: {what}: the integer program would have {v:,} variables and {c:,} constraints "
-        f"(limits {max_v:,} and {max_c:,}); use --algorithm border (closest to the optimum in misses cost) "
-        "or heuristic, or raise --max-variables/--max-constraints",
-        variables=v,
-        constraints=c,
-        suggestion="border",
-    )
+def _too_large(what: str, v: int, c: int, max_v: int, max_c: int, *, sized: bool = True) -> InstanceTooLarge:
+    """The size guard's error. ``sized``: the guard is the program's size (variables, constraints), which
+    --max-variables/--max-constraints raise; otherwise a structural limit they cannot lift (``what`` says
+    which), and the message names no counts it did not reach."""
+    if sized:
+        detail = (
+            f"the integer program would have {v:,} variables and {c:,} constraints (limits {max_v:,} and "
+            f"{max_c:,}); use --algorithm border (closest to the optimum in misses cost) or heuristic, or raise "
+            "--max-variables/--max-constraints"
+        )
+    else:
+        detail = (
+            "use --algorithm border (closest to the optimum in misses cost) or heuristic, or a higher "
+            "--min-support (fewer frequent itemsets)"
+        )
+    return InstanceTooLarge(f"exact: {what}: {detail}", variables=v, constraints=c, suggestion="border")
 
 
 def _popcount64(x: np.ndarray) -> np.ndarray:
@@ -91,7 +98,9 @@ def _useful_sets(vmask: int, smasks: list[int], full: bool) -> list[int]:
     """Deletion sets P ⊆ V (bitmasks) in which every item is needed for the patterns P breaks."""
     bits = [b for b in range(64) if vmask >> b & 1]
     if len(bits) > _MAX_V_ITEMS:
-        raise _too_large(f"a transaction holds {len(bits)} sensitive items", 0, 0, 0, 0)
+        raise _too_large(
+            f"a transaction holds {len(bits)} sensitive items (at most {_MAX_V_ITEMS})", 0, 0, 0, 0, sized=False
+        )
 
     def broken(p: int) -> int:
         return sum(1 << j for j, s in enumerate(smasks) if s & p)
@@ -134,10 +143,14 @@ def build_model(
     if not live:
         return None
     if len(live) > 62:
-        raise _too_large(f"{len(live)} sensitive itemsets (at most 62)", 0, 0, max_variables, max_constraints)
+        raise _too_large(
+            f"{len(live)} sensitive itemsets (at most 62)", 0, 0, max_variables, max_constraints, sized=False
+        )
     IS = np.unique(np.concatenate([rows[i] for i in live]))
     if IS.size > 63:
-        raise _too_large(f"{IS.size} distinct sensitive items (at most 63)", 0, 0, max_variables, max_constraints)
+        raise _too_large(
+            f"{IS.size} distinct sensitive items (at most 63)", 0, 0, max_variables, max_constraints, sized=False
+        )
     smask = [int(sum(1 << int(b) for b in np.searchsorted(IS, rows[i]))) for i in live]
     need = [state.count(rows[i]) - minc + 1 for i in live]
     # affected transactions and which sensitive itemsets each holds
@@ -165,7 +178,13 @@ def build_model(
             continue
         if cand.size * A.size > _MAX_CELLS:
             raise _too_large(
-                f"{A.size:,} affected transactions × {cand.size:,} itemsets", A.size, 0, max_variables, max_constraints
+                f"{A.size:,} affected transactions × {cand.size:,} at-risk itemsets is "
+                f"{cand.size * A.size / 1e6:,.0f} M cells to examine (at most {_MAX_CELLS / 1e6:,.0f} M)",
+                A.size,
+                0,
+                max_variables,
+                max_constraints,
+                sized=False,
             )
         cont = state.contained(M, frows[cand])  # (n, |A|)
         drop = (cont & ((fm[cand][:, None] & vm[None, :]) != 0)).sum(axis=1)
