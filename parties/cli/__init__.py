@@ -46,6 +46,7 @@ VERB_MODULES: list[str] = [
     "parties.cli.anonymize",
     "parties.cli.check",
     "parties.cli.perturb",
+    "parties.cli.sdc",
     "parties.cli.dp",
     "parties.cli.attack",
     "parties.cli.audit",
