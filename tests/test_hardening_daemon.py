@@ -411,25 +411,29 @@ def test_a_large_message_costs_its_size_once(make_cluster):
         with open(f"/proc/{pid}/status") as f:
             return next(int(line.split()[1]) << 10 for line in f if line.startswith("VmHWM:"))
 
-    def chunks():
+    def chunks(session: str, announced: int, sent: int):
         yield pb.Chunk(
-            header=pb.MessageHeader(session="analyst/mem1", tag="t", total_length=size), data=bytes(CHUNK_BYTES)
+            header=pb.MessageHeader(session=session, tag="t", total_length=announced), data=bytes(CHUNK_BYTES)
         )
-        for _ in range(CHUNK_BYTES, size, CHUNK_BYTES):
+        for _ in range(CHUNK_BYTES, sent, CHUNK_BYTES):
             yield pb.Chunk(data=bytes(CHUNK_BYTES))
 
-    async def send():
+    async def send(session: str, announced: int, sent: int):
         opts = [("grpc.ssl_target_name_override", "alice")]
         creds = cluster.credentials("bob").channel_credentials()
         async with grpc.aio.secure_channel(cluster.party("alice").address, creds, options=opts) as ch:
-            return await pb_grpc.PartyStub(ch).Deliver(chunks(), timeout=120)
+            return await pb_grpc.PartyStub(ch).Deliver(chunks(session, announced, sent), timeout=120)
 
+    # warm-up: a message over max_message_bytes is read and dropped (nothing buffered), so the transport's own
+    # peak (chunks, gRPC's receive buffers, allocator arenas: more on a loaded machine) is paid before measuring
+    with pytest.raises(grpc.aio.AioRpcError) as e:
+        run_sync(send("analyst/mem0", (256 << 20) + 1, size))
+    assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     before = high_water()
-    assert run_sync(send()).received == size
+    assert run_sync(send("analyst/mem1", size, size)).received == size
     grew = high_water() - before
-    # the double copy this guards against costs >= 2x the message; assembled in place it costs about 1x alone
-    # and up to 1.66x seen within the whole suite on a loaded 2-core machine (chunks and gRPC's receive buffers
-    # held a little longer, allocator arenas): the bound sits between the two
+    # the double copy this guards against costs >= 2x the message; assembled in place it costs about 1x (up to
+    # 1.66x, and once 1.99x, within the whole suite on a loaded 2-core machine before the warm-up above)
     assert grew < 1.8 * size, f"the daemon's peak grew by {grew / 2**20:.0f} MiB for a {size >> 20} MiB message"
 
 
