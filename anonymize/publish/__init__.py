@@ -8,7 +8,9 @@ The core:
 * :mod:`.classes` — equivalence classes, :class:`ClassStats`, and :class:`ClassChecker`, which
   every partition / clustering / bucketization algorithm uses to check its classes;
 * :mod:`.models` — self-describing privacy models (k-anonymity, distinct / entropy / recursive
-  (c,l)-diversity, t-closeness); :mod:`.distances` — the entropies and t-distances they share;
+  (c,l)-diversity, t-closeness); :mod:`.models_sensitive` — β-likeness, δ-disclosure privacy and
+  (α,k)-anonymity; :mod:`.models_population` — δ-presence, k-map and the risk-based models
+  (average risk, sample and population uniqueness); :mod:`.distances` — the entropies and t-distances they share;
 * :mod:`.recode` — writing a release (hierarchy labels, ranges, means, ``*``);
 * :mod:`.registry` — every algorithm registers its name, kind and the models it honours;
 * :mod:`.anonymizer` — :func:`anonymize_table`, one call from a table to a measured release.
@@ -49,6 +51,8 @@ from .models import (
     TCloseness,
     all_ok,
 )
+from .models_population import AverageRisk, DeltaPresence, KMap, PopulationUniqueness, SampleUniqueness
+from .models_sensitive import AlphaKAnonymity, BetaLikeness, DeltaDisclosure
 from .partition import MondrianResult
 from .registry import PartitionResult
 from .table import EncodedTable, Schema, auto_hierarchy
@@ -80,6 +84,14 @@ __all__ = [
     "EntropyLDiversity",
     "RecursiveCLDiversity",
     "TCloseness",
+    "BetaLikeness",
+    "DeltaDisclosure",
+    "AlphaKAnonymity",
+    "AverageRisk",
+    "SampleUniqueness",
+    "PopulationUniqueness",
+    "DeltaPresence",
+    "KMap",
     "all_ok",
     "t_distances",
     # algorithms

@@ -44,6 +44,8 @@ from .models import (
     check_feasible,
     check_fits,
 )
+from .models_population import bind_models, check_algorithm, population_models
+from .models_sensitive import AlphaKAnonymity, BetaLikeness, DeltaDisclosure
 from .recode import release_levels, release_partition
 from .table import EncodedTable, Schema
 
@@ -90,10 +92,29 @@ def build_models(
     t: float | None = None,
     t_distance: str = "emd",
     t_ground: str | None = None,
+    beta: float | None = None,
+    beta_variant: str = "enhanced",
+    delta: float | None = None,
+    alpha: float | None = None,
+    *,
+    population=None,
+    population_size: int | None = None,
+    delta_presence: tuple[float, float] | None = None,
+    k_map: int | None = None,
+    k_map_estimator: str = "poisson",
+    k_map_significance: float = 0.01,
+    max_avg_risk: float | None = None,
+    max_sample_uniques: float | None = None,
+    max_population_uniques: float | None = None,
+    uniqueness_estimator: str = "dankar",
 ) -> list[PrivacyModel]:
     """Privacy models from the CLI-style parameters: k-anonymity (``k``), l-diversity (``l`` with
     ``l_variant`` distinct | entropy | recursive, the latter needing ``c``), t-closeness (``t`` with
-    ``t_distance`` emd | variational | kl and an optional EMD ground distance)."""
+    ``t_distance`` emd | variational | kl and an optional EMD ground distance), β-likeness (``beta``
+    with ``beta_variant`` basic | enhanced), δ-disclosure privacy (``delta``) and (α,k)-anonymity
+    (``alpha``, with ``k``: the model :class:`.models_sensitive.AlphaKAnonymity` ``(alpha, k)`` is
+    added beside ``KAnonymity(k)``, which stays in the list so that what reads the k of a run — the
+    average class size C_avg, the trade-off plot — still finds it)."""
     models: list[PrivacyModel] = []
     if k is not None:
         models.append(KAnonymity(k))
@@ -116,6 +137,27 @@ def build_models(
         raise AnonymizeError("--c is the c of recursive (c,l)-diversity: give --l and --l-variant recursive too")
     if t is not None:
         models.append(TCloseness(t, distance=t_distance, ground=t_ground))
+    if beta is not None:
+        models.append(BetaLikeness(beta, variant=beta_variant))
+    if delta is not None:
+        models.append(DeltaDisclosure(delta))
+    if alpha is not None:
+        if k is None:
+            raise AnonymizeError("(alpha,k)-anonymity needs k: give --k too (--k 1 for the alpha bound alone)")
+        models.append(AlphaKAnonymity(alpha, k))
+    # δ-presence, k-map and the table-level risk models (:func:`.models_population.population_models`)
+    models += population_models(
+        population=population,
+        population_size=population_size,
+        delta_presence=delta_presence,
+        k_map=k_map,
+        k_map_estimator=k_map_estimator,
+        k_map_significance=k_map_significance,
+        max_avg_risk=max_avg_risk,
+        max_sample_uniques=max_sample_uniques,
+        max_population_uniques=max_population_uniques,
+        uniqueness_estimator=uniqueness_estimator,
+    )
     if not models:
         raise AnonymizeError("no privacy model given: set k (and optionally l, t)")
     return models
@@ -218,11 +260,13 @@ def anonymize_table(
     if not models:
         raise AnonymizeError("no privacy model given (e.g. KAnonymity(k))")
     registry.check_models(alg, models)
+    check_algorithm(alg, models)  # table-level / population models: full-domain searches only
     if not 0.0 <= float(max_suppression) <= 1.0:
         raise AnonymizeError(f"max suppression must be a fraction in [0, 1], got {max_suppression}")
     t = time.perf_counter()
     table = _encode(table_or_df, schema, hierarchies)
     timings["encode"] = time.perf_counter() - t
+    models = bind_models(models, table.n)  # estimated k-map derives k'; population sizes ≥ the table
     check_fits(models, table.n)
     can_suppress = alg.kind == registry.FULL_DOMAIN and math.floor(float(max_suppression) * table.n + 1e-9) > 0
     hint = check_feasible(models, class_stats(table, np.zeros(table.n_tuples, dtype=np.int64), 1), can_suppress)

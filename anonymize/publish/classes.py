@@ -68,12 +68,16 @@ class ClassStats:
         (Q in eq. 20.12; taken over all rows, suppressed ones included, as in ARX and in N. Li, T. Li,
         S. Venkatasubramanian, "t-Closeness: privacy beyond k-anonymity and l-diversity", ICDE 2007).
     table : the EncodedTable (value order, hierarchies for ground distances).
+    population_sizes : (C,) int64 rows of a population table in the same generalized class, or None —
+        what population-based models read (δ-presence, k-map: :mod:`.models_population`); filled by
+        the full-domain lattice when a model brings a population table.
     """
 
     sizes: np.ndarray
     sens_hist: list
     global_dist: list
     table: EncodedTable | None = None
+    population_sizes: np.ndarray | None = None
 
     @property
     def n_classes(self) -> int:
@@ -82,7 +86,8 @@ class ClassStats:
 
     def select(self, idx) -> ClassStats:
         """Stats of a subset of classes (index or bool mask)."""
-        return ClassStats(self.sizes[idx], [h[idx] for h in self.sens_hist], self.global_dist, self.table)
+        pop = None if self.population_sizes is None else self.population_sizes[idx]
+        return ClassStats(self.sizes[idx], [h[idx] for h in self.sens_hist], self.global_dist, self.table, pop)
 
     def sens_index(self, attribute: str | None) -> list[int]:
         """Indices of the sensitive attributes a model covers (all of them for ``None``)."""

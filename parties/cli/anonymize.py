@@ -5,6 +5,9 @@
         --algorithm samarati|incognito|flash|datafly|mondrian|gaa-cp|kaca|mdav|lca-fc|lca-rc|
                     msal|anatomy|condensation
         [--k K] [--l L --l-variant distinct|entropy|recursive --c C] [--t T --t-distance emd|variational|kl]
+        [--beta B --beta-variant basic|enhanced] [--delta D] [--alpha A (with --k)]
+        [--population FILE] [--population-size N] [--delta-presence DMIN,DMAX] [--k-map K]
+        [--max-avg-risk R] [--max-sample-uniques S] [--max-population-uniques U --uniqueness-estimator E]
         [--max-suppression FRACTION] [--seed N] [--condensation static|dynamic] [--report REPORT.json|.html]
 
 A thin layer over :func:`anonymize.publish.anonymizer.anonymize_table`; the algorithm choices come
@@ -64,8 +67,9 @@ def register(subparsers) -> argparse.ArgumentParser:
         description="Anonymize a table: full-domain generalization with tuple suppression (Samarati, Incognito, "
         "Flash, Datafly), multidimensional partitioning (Mondrian), clustering (GAA-CP, KACA, MDAV, LCA-FC, "
         "LCA-RC), bucketization (Anatomy, MSAL: OUT is the QI table, each sensitive table goes to "
-        "OUT.<name>.<ext>) or synthetic records (condensation), under k-anonymity, l-diversity and "
-        "t-closeness where the algorithm honours them. Writes the release and, with --report, a JSON "
+        "OUT.<name>.<ext>) or synthetic records (condensation), under k-anonymity, l-diversity, "
+        "t-closeness, beta-likeness, delta-disclosure privacy and (alpha,k)-anonymity where the algorithm "
+        "honours them. Writes the release and, with --report, a JSON "
         "report (parameters, chosen levels, every metric, timings) or, for a .html name, a page a person reads.",
     )
     add_table_args(p, "table to anonymize", optional_input=True)
@@ -80,6 +84,18 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--l-variant", choices=("distinct", "entropy", "recursive"), default="distinct")
     p.add_argument("--c", type=float, default=None, help="c of recursive (c,l)-diversity")
     p.add_argument("--t", type=float, default=None, help="t of t-closeness")
+    p.add_argument("--beta", type=float, default=None, metavar="B", help="beta of beta-likeness (> 0)")
+    p.add_argument(
+        "--beta-variant",
+        choices=("basic", "enhanced"),
+        default="enhanced",
+        help="beta-likeness variant (default enhanced: the gain is also capped at -ln p)",
+    )
+    p.add_argument("--delta", type=float, default=None, metavar="D", help="delta of delta-disclosure privacy (> 0)")
+    p.add_argument(
+        "--alpha", type=float, default=None, metavar="A", help="alpha of (alpha,k)-anonymity, in (0, 1]; needs --k"
+    )
+    _add_population_args(p)
     add_release_args(p)
     p.add_argument(
         "--metric", choices=METRICS, default="ncp", help="how to choose among the satisfying nodes (default ncp)"
@@ -134,6 +150,77 @@ def register(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+def _range_pair(s: str) -> tuple[float, float]:
+    """argparse type: ``DMIN,DMAX``, two fractions with DMIN ≤ DMAX."""
+    from parties.cli.schema_args import fraction
+
+    parts = s.split(",")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"expected DMIN,DMAX such as 0.05,0.5, got {s!r}")
+    lo, hi = fraction(parts[0].strip()), fraction(parts[1].strip())
+    if lo > hi:
+        raise argparse.ArgumentTypeError(f"DMIN must not exceed DMAX, got {s!r}")
+    return lo, hi
+
+
+def _add_population_args(p: argparse.ArgumentParser) -> None:
+    """δ-presence, k-map and the risk-based models (:mod:`anonymize.publish.models_population`; the
+    full-domain algorithms honour them)."""
+    from anonymize.publish.metrics.population import UNIQUENESS_ESTIMATORS
+    from anonymize.publish.models_population import KMAP_ESTIMATORS
+    from parties.cli.schema_args import fraction
+
+    p.add_argument(
+        "--population",
+        metavar="FILE",
+        help="population table (the same QI columns; the input is a subset of it) for --delta-presence / --k-map",
+    )
+    p.add_argument(
+        "--population-size",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="population size for --max-population-uniques, and for --k-map without --population (estimated)",
+    )
+    p.add_argument(
+        "--delta-presence",
+        type=_range_pair,
+        default=None,
+        metavar="DMIN,DMAX",
+        help="delta-presence: rows / population rows of every class in [DMIN, DMAX] (needs --population)",
+    )
+    p.add_argument(
+        "--k-map",
+        type=positive_int,
+        default=None,
+        metavar="K",
+        help="k-map: every class matches at least K population rows (--population, or --population-size estimated)",
+    )
+    p.add_argument("--k-map-estimator", choices=KMAP_ESTIMATORS, default="poisson", help="estimated k-map: cell sizes")
+    p.add_argument(
+        "--k-map-significance", type=fraction, default=0.01, metavar="ALPHA", help="estimated k-map (default 0.01)"
+    )
+    p.add_argument(
+        "--max-avg-risk", type=fraction, default=None, metavar="R", help="average re-identification risk at most R"
+    )
+    p.add_argument(
+        "--max-sample-uniques", type=fraction, default=None, metavar="S", help="share of rows unique at most S"
+    )
+    p.add_argument(
+        "--max-population-uniques",
+        type=fraction,
+        default=None,
+        metavar="U",
+        help="estimated share of the population unique on the QIs at most U (with --population-size)",
+    )
+    p.add_argument(
+        "--uniqueness-estimator",
+        choices=UNIQUENESS_ESTIMATORS,
+        default="dankar",
+        help="population uniqueness: Dankar's decision rule (default) or one model",
+    )
+
+
 class Progress:
     """Progress lines on stderr for long runs: silent during the first ``after`` seconds, then at
     most one line every ``every`` seconds."""
@@ -156,8 +243,9 @@ class Progress:
 
 
 def models_from_args(args) -> list:
-    """The privacy models of ``--k``, ``--l`` (``--l-variant``, ``--c``) and ``--t`` (``--t-distance``,
-    ``--t-ground``): :func:`anonymize.publish.anonymizer.build_models`."""
+    """The privacy models of ``--k``, ``--l`` (``--l-variant``, ``--c``), ``--t`` (``--t-distance``,
+    ``--t-ground``), ``--beta`` (``--beta-variant``), ``--delta`` and ``--alpha``:
+    :func:`anonymize.publish.anonymizer.build_models` (a parser without the last four gets none)."""
     from anonymize.publish.anonymizer import build_models
 
     return build_models(
@@ -168,7 +256,32 @@ def models_from_args(args) -> list:
         t=args.t,
         t_distance=args.t_distance,
         t_ground=args.t_ground,
+        beta=getattr(args, "beta", None),
+        beta_variant=getattr(args, "beta_variant", "enhanced"),
+        delta=getattr(args, "delta", None),
+        alpha=getattr(args, "alpha", None),
+        **_population_kwargs(args),
     )
+
+
+def _population_kwargs(args) -> dict:
+    """The population options of ``args`` for :func:`build_models` (a parser without them gets none);
+    the population table is read here (one-line errors for a bad file)."""
+    from anonymize.publish.io import read_table
+
+    path = getattr(args, "population", None)
+    return {
+        "population": read_table(path, sep=getattr(args, "sep", None)) if path else None,
+        "population_size": getattr(args, "population_size", None),
+        "delta_presence": getattr(args, "delta_presence", None),
+        "k_map": getattr(args, "k_map", None),
+        "k_map_estimator": getattr(args, "k_map_estimator", "poisson"),
+        "k_map_significance": getattr(args, "k_map_significance", 0.01),
+        "max_avg_risk": getattr(args, "max_avg_risk", None),
+        "max_sample_uniques": getattr(args, "max_sample_uniques", None),
+        "max_population_uniques": getattr(args, "max_population_uniques", None),
+        "uniqueness_estimator": getattr(args, "uniqueness_estimator", "dankar"),
+    }
 
 
 def run_anonymize(args, progress=None, frame=None):

@@ -18,20 +18,12 @@ def plot_anonymize(path, args, res, progress=None) -> None:
     """The algorithm's trade-off around the run's parameters (t if given, else l, else k: the other
     models fixed, every value's release measured) beside the class sizes of the release written."""
     from anonymize.publish import registry
-    from anonymize.publish.anonymizer import build_models
     from anonymize.publish.plots import plot_release
     from anonymize.publish.policy.measure import PrivacyRequirement
     from anonymize.publish.policy.tune import parameter_curve, tradeoff_row
+    from parties.cli.anonymize import models_from_args
 
-    models = build_models(
-        k=args.k,
-        l=args.l,
-        l_variant=args.l_variant,
-        c=args.c,
-        t=args.t,
-        t_distance=args.t_distance,
-        t_ground=args.t_ground,
-    )
+    models = models_from_args(args)  # every model of the run (beta, delta, alpha held fixed on the curve)
     metric = args.metric if args.metric in ("ncp", "dm", "cdm") else "ncp"
     param, cands = parameter_curve(
         res.table,

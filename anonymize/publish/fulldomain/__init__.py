@@ -6,7 +6,8 @@ searches over it.
   :mod:`.frequency` (:class:`~.frequency.FrequencySets`: frequency sets rolled up node to node,
   Incognito, and their cache), :mod:`.privacy` (:class:`~.privacy.PrivacyCheck`: the models and
   the suppression budget checked on a frequency set) and :mod:`.node_metrics`
-  (:class:`~.node_metrics.NodeMetrics`: DM and NCP of the nodes a search returns);
+  (:class:`~.node_metrics.NodeMetrics`: DM and NCP of the nodes a search returns); the privacy
+  check counts a population table's rows per class with :mod:`.population` for δ-presence and k-map;
 * :mod:`.result` — :class:`~.result.NodeInfo`, :class:`~.result.SearchResult`, choosing a node;
 * the searches, each registered in :mod:`..registry` as a ``full-domain`` algorithm:
   :mod:`.flash`, :mod:`.incognito`, :mod:`.samarati`, :mod:`.datafly`; and :mod:`.exhaustive`,

@@ -80,6 +80,7 @@ class Lattice:
         self.suppressed_rows = suppressed_rows
         self.need_hist = self.privacy.need_hist
         self.freq = FrequencySets(table, need_hist=self.need_hist, wide=wide)
+        self.privacy.attach(self.freq)  # population counts for δ-presence / k-map, if a model brings a table
         self.heights = self.freq.heights
         self.n_nodes = self.freq.n_nodes
         self.wide = self.freq.wide
@@ -182,8 +183,14 @@ class Lattice:
     # ------------------------------------------------------------------ rows
     def row_classes(self, levels) -> tuple[np.ndarray, np.ndarray]:
         """``(class_id per row, failing per class)`` of a full-lattice node, computed from the rows."""
-        cid, nc = equivalence_classes(self.freq.row_codes(self.internal(levels)))
+        levels = self.internal(levels)
+        codes = self.freq.row_codes(levels)
+        cid, nc = equivalence_classes(codes)
         stats = class_stats(self.table, cid, nc)
+        if self.privacy.population is not None:
+            first = np.full(nc, len(cid), dtype=np.int64)
+            np.minimum.at(first, cid, np.arange(len(cid), dtype=np.int64))
+            stats.population_sizes = self.privacy.population.counts(levels, codes[first])
         return cid, self.privacy.failing_classes(stats)
 
     def suppressed_mask(self, levels) -> np.ndarray:

@@ -13,6 +13,11 @@ monotone only for models that are monotone under suppression (k-anonymity, disti
 l-diversity). Otherwise the searches prune with the models' :meth:`pruning_models` (e.g. the
 distinct ⌈l⌉-diversity an entropy l-diversity implies) and check the full predicate on every
 node they keep — see :attr:`PrivacyCheck.exact_monotone`.
+
+Table-level models (:mod:`..models_population`: average risk, sample and population uniqueness) are
+checked on every node after the per-class models, on the classes the node releases
+(:meth:`PrivacyCheck.table_check`); models that read population counts (δ-presence, k-map) get them
+from a :class:`.population.PopulationCounts` (:meth:`PrivacyCheck.attach`).
 """
 
 from __future__ import annotations
@@ -25,11 +30,18 @@ import numpy as np
 from ...errors import AnonymizeError
 from ..classes import ClassStats
 from ..models import PrivacyModel, all_ok, check_fits, pruning_models
+from ..models_population import population_of, table_models
 from ..recode import SUPPRESSED_ROWS
 from ..table import EncodedTable
-from .frequency import FrequencySet, sensitive_offsets
+from .frequency import FrequencySet, FrequencySets, sensitive_offsets
+from .population import PopulationCounts
 
 __all__ = ["PrivacyCheck"]
+
+
+def _reads_sensitive(models) -> bool:
+    """Some model reads the sensitive histograms (not only class sizes or population counts)."""
+    return any(not m.size_only and m.needs_sensitive for m in models)
 
 
 class PrivacyCheck:
@@ -69,10 +81,29 @@ class PrivacyCheck:
         #: sensitive histograms are rolled up with the counts: when some model reads them, or when
         #: ``histograms=True`` asks for them (a lattice that :meth:`set_models` will later point at
         #: l-diversity / t-closeness); fixed at construction
-        wanted = not all(m.size_only for m in self.models) if histograms is None else bool(histograms)
+        wanted = _reads_sensitive(self.models) if histograms is None else bool(histograms)
         self.need_hist = wanted and len(table.sens_values) > 0
         self.sens_offsets, _ = sensitive_offsets(table)
+        #: the lattice's frequency sets (:meth:`attach`) and the population counts read from them
+        self.freq: FrequencySets | None = None
+        self.population: PopulationCounts | None = None
         self.set_models(self.models)
+
+    def attach(self, freq: FrequencySets) -> None:
+        """Use ``freq``'s encoding to count a population table some model brings (δ-presence, k-map):
+        its rows are encoded once here (one-line errors for a bad population table)."""
+        self.freq = freq
+        self._sync_population()
+
+    def _sync_population(self) -> None:
+        pop = population_of(self.models)
+        if pop is None:
+            self.population = None
+            return
+        if self.freq is None:
+            return
+        if self.population is None or self.population.source is not pop:
+            self.population = PopulationCounts(self.freq, pop)
 
     def set_models(self, models: Sequence[PrivacyModel]) -> None:
         """Check nodes against other privacy models from now on, keeping every cached frequency set.
@@ -88,14 +119,19 @@ class PrivacyCheck:
             raise AnonymizeError("no privacy model given (e.g. k-anonymity with --k)")
         check_fits(models, self.n)
         size_only = all(m.size_only for m in models)
-        if not size_only and len(self.table.sens_values) == 0:
+        reads = _reads_sensitive(models)  # δ-presence / k-map read population counts, not histograms
+        if reads and len(self.table.sens_values) == 0:
             raise AnonymizeError("l-diversity / t-closeness need at least one sensitive attribute (--sensitive)")
-        if not size_only and not self.need_hist:
+        if reads and not self.need_hist:
             raise AnonymizeError(
                 "this lattice keeps no sensitive histograms: build it with a model that reads the sensitive "
                 "attribute to check l-diversity / t-closeness on it"
             )
         self.models = models
+        #: the table-level models, checked on every node's release (:meth:`table_check`)
+        self.table_models = table_models(models)
+        if self.freq is not None:
+            self._sync_population()
         # --- which predicate prunes (the models describe themselves, see :mod:`..models`)
         self.size_only = size_only
         #: whether a node must also pass the release checks of :meth:`release_check` — how
@@ -122,7 +158,8 @@ class PrivacyCheck:
         if fs.hist is not None:
             for s, off in enumerate(self.sens_offsets):
                 hists.append(fs.hist[:, off : off + len(self.table.sens_values[s])])
-        return ClassStats(fs.counts, hists, self.table.global_dist(), self.table)
+        pop = None if self.population is None else self.population.for_set(fs)
+        return ClassStats(fs.counts, hists, self.table.global_dist(), self.table, pop)
 
     def failing(self, fs: FrequencySet, models=None) -> np.ndarray:
         """Bool per tuple: its class fails some model (so its rows would be suppressed)."""
@@ -153,6 +190,8 @@ class PrivacyCheck:
                 [h[fail].sum(axis=0, keepdims=True) for h in hists],
                 self.table.global_dist(),
                 self.table,
+                # an all-'*' class matches every row of a population table
+                None if self.population is None else np.array([self.population.total], dtype=np.int64),
             )
             return fail, bool(all_ok(self.models, star)[0])
         dist_models = [m for m in self.models if m.uses_table_distribution]
@@ -169,6 +208,57 @@ class PrivacyCheck:
             fail = new_fail
             sup = int(counts[fail].sum())
 
+    def _released_ok(self, counts: np.ndarray, fail: np.ndarray) -> bool:
+        """Every table-level model passes on the classes released when ``fail`` is suppressed (with
+        ``'star'`` the suppressed rows are one more class, as the written file shows them)."""
+        sizes = counts[~fail]
+        sup = int(counts[fail].sum())
+        if sup and self.suppressed_rows == "star":
+            sizes = np.append(sizes, sup)
+        stats = ClassStats(np.asarray(sizes, dtype=np.int64), [], [], self.table)
+        return all(m.table_ok(stats) for m in self.table_models)
+
+    def table_check(self, counts: np.ndarray, hists: list, fail: np.ndarray) -> tuple[np.ndarray, bool]:
+        """The table-level models on the release of ``fail``: ``(fail, ok)``.
+
+        When they fail and the budget allows, the classes smaller than a size ``s`` are suppressed
+        too, for the smallest ``s`` (found by binary search over the class sizes present) with which
+        the release — re-checked by :meth:`release_check` — passes: ARX's risk-based criteria suppress
+        the smallest classes first. Deciding by class size, not by class order, gives the frequency-set
+        check and the check on the rows the same answer."""
+        if self._released_ok(counts, fail):
+            return fail, True
+        if self.max_sup == 0:
+            return fail, False
+        live = ~fail & (counts > 0)
+        sizes = np.unique(counts[live])
+        if len(sizes) == 0:
+            return fail, False
+        rows = np.cumsum(np.bincount(np.searchsorted(sizes, counts[live]), weights=counts[live], minlength=len(sizes)))
+        feasible = int(np.searchsorted(rows, self.max_sup - int(counts[fail].sum()), side="right"))
+        if feasible == 0:
+            return fail, False
+
+        def attempt(i: int) -> tuple[np.ndarray, bool]:
+            f2 = fail | (live & (counts <= sizes[i]))
+            ok = True
+            if self.release_checks:
+                f2, ok = self.release_check(counts, hists, f2)
+            return f2, ok and int(counts[f2].sum()) <= self.max_sup and self._released_ok(counts, f2)
+
+        best, ok = attempt(feasible - 1)
+        if not ok:
+            return fail, False
+        lo, hi = 0, feasible - 1  # attempt(hi) passes
+        while lo < hi:
+            mid = (lo + hi) // 2
+            f2, ok = attempt(mid)
+            if ok:
+                hi, best = mid, f2
+            else:
+                lo = mid + 1
+        return best, True
+
     def check(self, fs: FrequencySet) -> tuple[bool, bool, np.ndarray]:
         """``(ok, ok_monotone, failing mask)`` of a frequency set against the budget and, when
         rows are suppressed, the release checks (:meth:`release_check`)."""
@@ -178,6 +268,8 @@ class PrivacyCheck:
         within_budget = ok
         if ok and sup and self.release_checks:
             fail, ok = self.release_check(fs.counts, self.class_stats(fs).sens_hist, fail)
+        if ok and self.table_models:
+            fail, ok = self.table_check(fs.counts, self.class_stats(fs).sens_hist, fail)
         if self.exact_monotone:
             return ok, ok, fail
         if ok:
@@ -193,4 +285,6 @@ class PrivacyCheck:
         fail = ~all_ok(self.models, stats)
         if self.release_checks and fail.any():
             fail, _ = self.release_check(stats.sizes, stats.sens_hist, fail)
+        if self.table_models:
+            fail, _ = self.table_check(stats.sizes, stats.sens_hist, fail)
         return fail

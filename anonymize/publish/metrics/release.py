@@ -5,7 +5,11 @@
   beyond k-anonymity", ACM TKDD 1(1), 2007; Aggarwal, *Data Mining: The Textbook*, Springer 2015,
   eq. 20.10), the recursive-(c,l) bound (eq. 20.11), and t for every distance (Li, Li,
   Venkatasubramanian, "t-Closeness: privacy beyond k-anonymity and l-diversity", ICDE 2007;
-  Aggarwal 2015, eqs. 20.12–20.14). Both functions below call it.
+  Aggarwal 2015, eqs. 20.12–20.14), basic and enhanced β (J. Cao, P. Karras, "Publishing microdata
+  with a robust privacy guarantee", PVLDB 2012), δ-disclosure (J. Brickell, V. Shmatikov, "The cost
+  of privacy: destruction of data-mining utility in anonymized data publishing", KDD 2008) and the α
+  of (α,k)-anonymity (R. C.-W. Wong, J. Li, A. W.-C. Fu, K. Wang, KDD 2006) — the last three as
+  :mod:`..models_sensitive` defines them. Both functions below call it.
 * :func:`achieved_privacy` — the privacy an anonymizer's release offers, from its encoded table,
   class labels and suppressed rows;
 * :func:`measure_release` — any table *as released* (generalized values such as ``*`` or
@@ -34,6 +38,7 @@ from ..distances import (
     variational,
 )
 from ..hierarchy import Hierarchy, canonical_strings, value_str
+from ..models_sensitive import achieved_alpha, achieved_beta, achieved_delta
 from ..table import EncodedTable, Schema
 from .cells import cell_loss, hierarchy_domain
 from .class_size import CDM_DEFINITION, average_class_size, cdm, discernibility, summarize_classes
@@ -60,7 +65,11 @@ def sensitive_privacy(
     Returns ``l_distinct`` (fewest distinct values in a class), ``l_entropy`` = exp(min class
     entropy) and its floor (what pycanon reports), ``recursive`` = ``{"l": l_distinct, "c_bound"}``
     (every class is (c, l_distinct)-diverse for every c > c_bound; with ``c``: ``"c"``,
-    ``"l_at_c"``), ``t`` per distance (max over classes) and ``ground_for_emd``.
+    ``"l_at_c"``), ``t`` per distance (max over classes) and ``ground_for_emd``; ``beta_basic`` /
+    ``beta_enhanced`` — the smallest β with basic / enhanced β-likeness against ``Q`` (enhanced:
+    ``None`` when some class has ``q_v > Q_v(1 − ln Q_v)``, which no β allows); ``delta_disclosure``
+    — max |ln(q_v/Q_v)| (``None`` when a value is missing from some class: no δ holds); ``alpha`` —
+    the largest frequency of a value in a class.
     """
     hist = np.asarray(hist)
     P = probabilities(hist)
@@ -96,6 +105,10 @@ def sensitive_privacy(
         "recursive": rec,
         "t": t,
         "ground_for_emd": "ordered" if numeric else "equal",
+        "beta_basic": achieved_beta(hist, Q, "basic"),
+        "beta_enhanced": achieved_beta(hist, Q, "enhanced"),
+        "delta_disclosure": achieved_delta(hist, Q),
+        "alpha": achieved_alpha(hist),
     }
 
 
@@ -103,8 +116,8 @@ def achieved_privacy(
     table: EncodedTable, class_id: np.ndarray, n_classes: int, suppressed: np.ndarray, suppressed_rows: str = "star"
 ) -> dict:
     """Privacy the release offers *as written*, measured with :func:`sensitive_privacy`: k (smallest
-    class); per sensitive attribute distinct l, entropy l, the recursive-(c,l) bound and t for each
-    distance.
+    class); per sensitive attribute distinct l, entropy l, the recursive-(c,l) bound, t for each
+    distance, basic and enhanced β, δ-disclosure and α.
 
     ``suppressed_rows`` says how the suppressed rows were written: ``'star'`` — as one more class
     (``*`` in every QI), measured like the others, against the distribution of all rows;
@@ -139,6 +152,10 @@ def achieved_privacy(
             "l_entropy": m["l_entropy"],
             "recursive_c_bound": m["recursive"]["c_bound"],
             "t": m["t"],
+            "beta_basic": m["beta_basic"],
+            "beta_enhanced": m["beta_enhanced"],
+            "delta_disclosure": m["delta_disclosure"],
+            "alpha": m["alpha"],
         }
     out["sensitive_attributes"] = sens
     return out
@@ -228,7 +245,8 @@ def measure_release(
     eq. 20.10; pycanon reports its floor), recursive (c,l) (eq. 20.11: ``c_bound`` such that every
     class is (c, l)-diverse for every c > c_bound at l = distinct l, and with ``c`` the largest l
     that holds), t for each distance (variational eq. 20.13, KL eq. 20.14, EMD equal/ordered,
-    hierarchical when a hierarchy for the attribute is given); DM, CDM, C_avg,
+    hierarchical when a hierarchy for the attribute is given), basic and enhanced β, δ-disclosure and
+    α (:func:`sensitive_privacy`); DM, CDM, C_avg,
     prosecutor/journalist/marketer risk (journalist against ``population`` if given: a table with
     the same QI columns in the same released form); NCP for QIs whose hierarchy is given and whose
     released values are labels of it.
