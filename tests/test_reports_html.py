@@ -140,6 +140,14 @@ def test_anonymize_report(capsys, tmp_path):
     for section in SECTIONS:
         assert section in t, section
     assert "3,016 records" in t
+    # two class counts, each saying whether the suppressed * group is one of them (they differed by one, unlabelled)
+    released = pd.read_csv(out, sep=";", dtype=str)
+    cols = QIS.split(",")
+    n_all = released.groupby(cols).ngroups
+    star = (released[cols] == "*").all(axis=1)
+    n_kept = released[~star].groupby(cols).ngroups
+    assert f"classes as released (the suppressed * group counts as one) {n_all:,}" in t
+    assert f"classes (suppressed rows not counted) {n_kept:,}" in t
     shows_in_chromium(rep)
 
 

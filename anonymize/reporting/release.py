@@ -199,7 +199,7 @@ def _achieved(page: Page, rel: dict) -> None:
     page.heading("Privacy achieved")
     rows: list[tuple[str, Any]] = [
         ("k (smallest class)", a.get("k")),
-        ("classes", a.get("classes")),
+        ("classes as released (the suppressed * group counts as one)", a.get("classes")),
         ("groups", a.get("groups")),
         ("l required", a.get("l_required")),
         ("rows", m.get("rows")),
@@ -230,7 +230,7 @@ def _classes(page: Page, m: dict, sizes, params: dict) -> None:
     c = m.get("classes") or {}
     page.facts(
         [
-            ("classes", c.get("classes")),
+            ("classes (suppressed rows not counted)", c.get("classes")),
             ("smallest", c.get("min")),
             ("median", c.get("median")),
             ("mean", c.get("mean")),
