@@ -12,7 +12,12 @@ Algorithms (one module each; the entry point is :func:`hide`):
   sensitive frequent itemsets", ICDM 2005;
 * :mod:`.exact` — exact hiding as an integer program over the affected transactions,
   Gkoulalas-Divanis & Verykios, "An integer programming approach for frequent itemset
-  hiding", CIKM 2006, solved by HiGHS through ``scipy.optimize.milp``, with a size guard.
+  hiding", CIKM 2006, solved by HiGHS through ``scipy.optimize.milp``, with a size guard;
+  a rule with a minimum confidence is hidden by support or by confidence, whichever the
+  program finds cheaper.
+
+Every algorithm mines the frequent itemsets of D first; mining stops with
+:class:`HidingError` past ``max_itemsets`` (default :data:`MAX_ITEMSETS`, one million).
 
 Every run is measured (:mod:`.metrics`): hiding failure, misses cost, artifactual
 (ghost) patterns, dissimilarity (Oliveira & Zaïane 2002/2003), items removed, seconds.
@@ -30,7 +35,7 @@ the algorithm and sees D' knows those transactions lack some item of it. See
 ``docs/hiding.md``.
 """
 
-from .api import ALGORITHMS, HidingReport, hide, hide_db
+from .api import ALGORITHMS, MAX_ITEMSETS, HidingReport, hide, hide_db
 from .border import run_border
 from .errors import HidingError, InstanceTooLarge
 from .exact import run_exact
@@ -69,6 +74,7 @@ __all__ = [
     "run_border",
     "run_exact",
     "DEFAULT_WINDOW",
+    "MAX_ITEMSETS",
     "MAX_VARIABLES",
     "MAX_CONSTRAINTS",
     "HidingMetrics",

@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from ..itemsets import TransactionDB, as_transaction_db, count_support, frequent_itemsets, min_count_for
+from ..itemsets.engine import ItemsetLimitExceeded
 from .border import run_border
 from .errors import HidingError
 from .exact import run_exact
@@ -61,9 +62,12 @@ from .patterns import SensitivePattern, as_patterns, exact_fraction, is_mined
 from .state import HidingState
 from .swa import DEFAULT_WINDOW, run_swa
 
-__all__ = ["ALGORITHMS", "HidingReport", "hide", "hide_db", "mined_in"]
+__all__ = ["ALGORITHMS", "HidingReport", "hide", "hide_db", "mined_in", "MAX_ITEMSETS"]
 
 ALGORITHMS = ("heuristic", "swa", "border", "exact")
+
+#: default cap on the frequent itemsets of D mined for hiding (every algorithm tracks all of them)
+MAX_ITEMSETS = 1_000_000
 
 
 @dataclass
@@ -180,6 +184,7 @@ def hide_db(
     time_limit: float = 60.0,
     max_variables: int = MAX_VARIABLES,
     max_constraints: int = MAX_CONSTRAINTS,
+    max_itemsets: int = MAX_ITEMSETS,
     progress: Callable[[str], None] | None = None,
     measure: bool = True,
 ) -> tuple[TransactionDB, HidingReport]:
@@ -195,6 +200,7 @@ def hide_db(
         raise HidingError("psi applies to the swa algorithm only")
     max_variables = _positive_int(max_variables, "max_variables")
     max_constraints = _positive_int(max_constraints, "max_constraints")
+    max_itemsets = _positive_int(max_itemsets, "max_itemsets")
     if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float, np.integer, np.floating)):
         raise HidingError(f"time_limit must be a positive number of seconds (got {time_limit!r})")
     if not (0 < float(time_limit) < float("inf")):
@@ -202,7 +208,14 @@ def hide_db(
     t0 = time.perf_counter()
     if progress:
         progress(f"mining {db.n_transactions:,} transactions at min count {min_count:,}")
-    fi = frequent_itemsets(db, min_count=min_count)
+    try:
+        fi = frequent_itemsets(db, min_count=min_count, max_itemsets=max_itemsets)
+    except ItemsetLimitExceeded as e:  # stopped as soon as the count passed the cap: seconds, bounded memory
+        raise HidingError(
+            f"too many frequent itemsets to hide against: mining stopped at {e.count:,} itemsets (at size "
+            f"{e.level}) at min count {min_count:,}, over the cap of {e.limit:,}; raise --min-support, or "
+            "--max-itemsets"
+        ) from None
     mined = mined_in(db, patterns, min_count, min_confidence)
     live = [p for p, m in zip(patterns, mined) if m]
     already = [str(p) for p, m in zip(patterns, mined) if not m]
@@ -307,6 +320,7 @@ def hide(
     time_limit: float = 60.0,
     max_variables: int = MAX_VARIABLES,
     max_constraints: int = MAX_CONSTRAINTS,
+    max_itemsets: int = MAX_ITEMSETS,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[Any, HidingReport]:
     """Hide sensitive itemsets and rules from a transaction database; return ``(sanitized, report)``.
@@ -340,6 +354,10 @@ def hide(
         entropy, so which equal-length transactions were edited is unpredictable).
     time_limit, max_variables, max_constraints
         Exact only: seconds per run, and the size guard.
+    max_itemsets
+        Every algorithm: the most frequent itemsets of D mined (default 1,000,000). Mining stops as
+        soon as the count passes it — before the next level's candidates are built — and
+        :class:`HidingError` says how many were reached at which size: raise ``min_support``.
     progress
         Called with one-line progress messages.
     """
@@ -364,6 +382,7 @@ def hide(
         time_limit=time_limit,
         max_variables=max_variables,
         max_constraints=max_constraints,
+        max_itemsets=max_itemsets,
         progress=progress,
     )
     report.min_support = sup_text

@@ -15,7 +15,10 @@ itemset of D — F' = F minus every itemset that contains a sensitive pattern's
 items (those must vanish with it) — **incrementally**: a batch of edits changes
 the count of f by (#transactions of the batch containing f after) − (#before),
 computed only for the f that hold an edited item. Nothing is re-mined while
-sanitizing; the side-effect costs of the algorithms read these counts.
+sanitizing; the side-effect costs of the algorithms read these counts. The frequent
+itemsets left out of F' are kept too (``fx``, counts in D, not tracked): when a rule is
+hidden by confidence its X ∪ Y stays frequent and its falling supersets are losses, which
+the exact algorithm counts (:meth:`HidingState.counts` gives their current supports).
 
 A deletion never empties a transaction (emptying one would erase a customer's whole
 basket rather than hide a pattern in it): transactions of length 1 are never edited.
@@ -89,6 +92,11 @@ class HidingState:
         # non-sensitive frequent itemsets, as rows of relevant-item indices, per size
         self.fp: dict[int, np.ndarray] = {}
         self.fp_count: dict[int, np.ndarray] = {}
+        # the frequent itemsets of D left out of F' (each holds a pattern's items), with their counts in D:
+        # not tracked, but a rule hidden by confidence leaves its X ∪ Y frequent, and then these count as
+        # lost when they fall (metrics module: H holds only what had to vanish); the exact algorithm reads them
+        self.fx: dict[int, np.ndarray] = {}
+        self.fx_count: dict[int, np.ndarray] = {}
         sens_rows = [self.rows(p.items) for p in self.patterns]
         for k, (items, counts) in frequent.levels.items():
             rows = np.searchsorted(self.ids, items)
@@ -99,6 +107,9 @@ class HidingState:
             if keep.any():
                 self.fp[k] = rows[keep]
                 self.fp_count[k] = counts[keep].astype(np.int64).copy()
+            if not keep.all():
+                self.fx[k] = rows[~keep]
+                self.fx_count[k] = counts[~keep].astype(np.int64).copy()
         self.n_fp = sum(c.size for c in self.fp_count.values())
         self._index = {k: RowIndex(r) for k, r in self.fp.items()}
         # F' flattened (sizes ascending), padded with row R — an item every transaction "holds" — so one
@@ -143,6 +154,21 @@ class HidingState:
     def count(self, rows) -> int:
         """Current support count of an itemset (given as rows)."""
         return int(popcount(self.bits(rows)))
+
+    def counts(self, rows: np.ndarray) -> np.ndarray:
+        """Current support counts of the k-itemsets ``rows`` (an ``(n, k)`` matrix of rows), in batches."""
+        rows = np.asarray(rows, dtype=np.int64)
+        n, k = rows.shape
+        out = np.empty(n, dtype=np.int64)
+        W = max(1, self.cols.shape[1])
+        step = max(1, _CHUNK // (8 * W * max(1, k)))
+        for s in range(0, n, step):
+            blk = rows[s : s + step]
+            acc = self.cols[blk[:, 0]].copy() if k else np.broadcast_to(self.bits([]), (blk.shape[0], W)).copy()
+            for c in range(1, k):
+                acc &= self.cols[blk[:, c]]
+            out[s : s + step] = popcount(acc)
+        return out
 
     def tids(self, rows) -> np.ndarray:
         """Ascending transactions that currently contain the itemset."""

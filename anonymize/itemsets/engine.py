@@ -41,7 +41,7 @@ from .db import TransactionDB
 from .result import FrequentItemsets
 from .support import pair_counts
 
-__all__ = ["mine_bitsets"]
+__all__ = ["mine_bitsets", "ItemsetLimitExceeded"]
 
 _DEDUPE_MAX_ITEMS = 256  # collapse duplicates only when a projected transaction fits 4 words
 _HASH_SEED = 0x5EED_1715
@@ -111,10 +111,22 @@ def _dedupe_layout(tx, r, N, F, W, fdtype, force):
     return _Layout(F, cols, wvec, ptr, cc.astype(np.int64), mult.astype(np.float64))
 
 
+class ItemsetLimitExceeded(RuntimeError):
+    """More than ``limit`` frequent itemsets: :func:`mine_bitsets` stopped when ``count`` of them had been
+    found, the last ``level`` items long (``count > limit``; the full result would be larger still)."""
+
+    def __init__(self, count: int, level: int, limit: int) -> None:
+        self.count, self.level, self.limit = int(count), int(level), int(limit)
+        super().__init__(
+            f"more than {self.limit:,} frequent itemsets: {self.count:,} found when mining stopped at size {self.level}"
+        )
+
+
 class _Miner:
-    def __init__(self, cols, wvec, minc, max_len, prune, budget):
+    def __init__(self, cols, wvec, minc, max_len, prune, budget, limit=None, found=0):
         self.cols, self.wvec, self.minc, self.max_len = cols, wvec, minc, max_len
         self.prune, self.budget = prune, budget
+        self.limit, self.found = limit, found  # itemset cap (None: none) and itemsets found so far
         self.W = cols.shape[1]
         self.out: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
         rng = np.random.default_rng(_HASH_SEED)
@@ -124,6 +136,9 @@ class _Miner:
 
     def emit(self, items, counts):
         self.out.setdefault(items.shape[1], []).append((items, counts))
+        self.found += items.shape[0]
+        if self.limit is not None and self.found > self.limit:
+            raise ItemsetLimitExceeded(self.found, items.shape[1], self.limit)
 
     def extend(self, B, i, j, cand, keep_bits):
         """Counts of joins (i, j) and, if asked, the bit columns of the frequent ones.
@@ -222,13 +237,21 @@ def mine_bitsets(
     dedupe: bool | str = "auto",
     level2: str = "auto",
     memory_budget: int = 256 << 20,
+    max_itemsets: int | None = None,
 ) -> FrequentItemsets:
-    """All itemsets with count ≥ ``min_count``, by the level-wise bitset engine (see module docstring)."""
+    """All itemsets with count ≥ ``min_count``, by the level-wise bitset engine (see module docstring).
+
+    ``max_itemsets``: raise :class:`ItemsetLimitExceeded` as soon as more frequent itemsets than that
+    have been found (counted as each batch is counted, before the next level's candidates are
+    generated), so a threshold that would yield millions fails in bounded time and memory.
+    """
     N = db.n_transactions
     sup = db.item_support()
     freq = np.flatnonzero(sup >= min_count)
     order = freq[np.argsort(sup[freq], kind="stable")]  # rank -> item position, ascending support
     F = order.size
+    if max_itemsets is not None and F > max_itemsets:
+        raise ItemsetLimitExceeded(F, 1, max_itemsets)
     ids_of_rank = db.items[order]
     raw: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
     if F:
@@ -237,7 +260,7 @@ def mine_bitsets(
         rank_of = np.full(db.items.size, -1, dtype=np.int64)
         rank_of[order] = np.arange(F)
         lay = _layout(db, rank_of, F, dedupe)
-        miner = _Miner(lay.cols, lay.wvec, min_count, max_len, prune, memory_budget)
+        miner = _Miner(lay.cols, lay.wvec, min_count, max_len, prune, memory_budget, max_itemsets, F)
         W = lay.cols.shape[1]
         horizontal_pairs = float((np.diff(lay.row_ptr) * (np.diff(lay.row_ptr) - 1) // 2).sum())
         vertical_words = F * (F - 1) / 2 * W

@@ -43,6 +43,7 @@ def frequent_itemsets(
     min_count: int | None = None,
     max_len: int | None = None,
     memory_budget: int = 256 << 20,
+    max_itemsets: int | None = None,
 ) -> FrequentItemsets:
     """All frequent itemsets of ``data`` with their support counts.
 
@@ -54,12 +55,13 @@ def frequent_itemsets(
     intersections (Zaki 2000) and FP-growth's collapsing of duplicate projected
     transactions (J. Han, J. Pei, Y. Yin, "Mining frequent patterns without candidate
     generation", SIGMOD 2000); ``memory_budget`` bounds the bytes of
-    candidate bit columns held at once.
+    candidate bit columns held at once. ``max_itemsets`` stops mining with
+    :class:`~.engine.ItemsetLimitExceeded` as soon as more itemsets than that are found.
     """
     db = as_transaction_db(data)
     minc = resolve_min_count(db.n_transactions, minsup, min_count)
     _check_max_len(max_len)
-    return mine_bitsets(db, minc, max_len=max_len, prune="auto", memory_budget=memory_budget)
+    return mine_bitsets(db, minc, max_len=max_len, prune="auto", memory_budget=memory_budget, max_itemsets=max_itemsets)
 
 
 def apriori(

@@ -11,10 +11,12 @@ over the input. ``--json`` prints the report of :func:`anonymize.hiding.hide`
 (hiding failure, misses cost, ghosts, dissimilarity, items removed, seconds …).
 An empty line of the input is an empty transaction (it counts in N) and is written
 back as an empty line. A sensitive pattern not mined from the input is left alone and
-listed as already hidden. Bad input — unknown item, empty sensitive list, a threshold
-outside (0, 1], ``--max-variables``/``--max-constraints`` below 1, a time limit that is
-not a positive number, an unreadable file, an output directory that does not exist — is one line
-``ppdm: error: ...`` and exit status 2, with no output file.
+listed as already hidden. ``--max-itemsets N`` (default 1,000,000) caps the frequent itemsets
+of the input that are mined: past it, mining stops within seconds and the run fails. Bad input —
+unknown item, empty sensitive list, a threshold outside (0, 1], ``--max-variables``/
+``--max-constraints``/``--max-itemsets`` below 1, a time limit that is not a positive number,
+an unreadable file, an output directory that does not exist, more frequent itemsets than
+``--max-itemsets`` — is one line ``ppdm: error: ...`` and exit status 2, with no output file.
 """
 
 from __future__ import annotations
@@ -166,6 +168,10 @@ def _cmd(args) -> int:
             kw.update(max_variables=args.max_variables)
         if args.max_constraints is not None:
             kw.update(max_constraints=args.max_constraints)
+    if args.max_itemsets is not None:
+        if args.max_itemsets < 1:
+            raise CLIError(f"--max-itemsets must be a positive integer, got {args.max_itemsets}")
+        kw.update(max_itemsets=args.max_itemsets)
     _check_paths(args.file, args.output)
     try:
         db = read_fimi(args.file)
@@ -243,6 +249,12 @@ def register(sub) -> None:
     p.add_argument("--time-limit", type=float, metavar="SECONDS", help="exact: solver time limit (default 60)")
     p.add_argument("--max-variables", type=int, metavar="N", help="exact: size guard on variables")
     p.add_argument("--max-constraints", type=int, metavar="N", help="exact: size guard on constraints")
+    p.add_argument(
+        "--max-itemsets",
+        type=int,
+        metavar="N",
+        help="stop (error) when the input has more than N frequent itemsets (default 1000000)",
+    )
     p.add_argument("--seed", type=int, help="seed of the tie-break among equal transactions (default: random)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--progress", dest="progress", action="store_true", default=None, help="progress on stderr")
