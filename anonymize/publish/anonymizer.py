@@ -32,8 +32,22 @@ from .bucketize import bucket_metrics
 from .classes import class_stats
 from .condensation import covariance_check
 from .fulldomain import METRICS, Lattice, SearchResult
+from .fulldomain.local_recoding import (
+    LOCAL_ALGORITHMS,
+    LocalRecodingResult,
+    achieved_from_release,
+    boxes_from_row_levels,
+    check_local_models,
+    release_local,
+    released_classes,
+)
+from .fulldomain.local_recoding import local_recoding as run_local_recoding
+from .fulldomain.privacy import ARX
 from .hierarchy import Hierarchy
 from .metrics import achieved_privacy
+from .metrics.cells import CATEGORICAL_LOSSES
+from .metrics.loss import attribute_weights, loss_geometric
+from .metrics.suppressed_group import achieved_outside_group, suppressed_group
 from .models import (
     DistinctLDiversity,
     EntropyLDiversity,
@@ -82,6 +96,7 @@ class AnonymizationResult:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     kind: str = registry.FULL_DOMAIN
     algorithm_result: object = field(default=None, repr=False)
+    local_recoding: LocalRecodingResult | None = field(default=None, repr=False)
 
 
 def build_models(
@@ -191,6 +206,9 @@ def _metrics(
     n_queries: int,
     seed: int,
     suppressed_rows: str,
+    *,
+    ncp_categorical: str = "height",
+    weights: np.ndarray | None = None,
 ) -> dict:
     keep = ~suppressed
     w = table.weights
@@ -202,8 +220,10 @@ def _metrics(
         "suppressed_rows": n_sup,
         "suppressed_fraction": n_sup / table.n if table.n else 0.0,
         "classes": M.summarize_classes(sizes),
-        "ncp": M.ncp(table, lo, hi, suppressed),
-        "ncp_leaves": M.ncp(table, lo, hi, suppressed, categorical="leaves")["ncp"],
+        "ncp": M.ncp(table, lo, hi, suppressed, categorical=ncp_categorical, weights=weights)
+        | {"categorical": ncp_categorical, "weighted": weights is not None},
+        "ncp_leaves": M.ncp(table, lo, hi, suppressed, categorical="leaves", weights=weights)["ncp"],
+        "loss_geometric": loss_geometric(table, lo, hi, suppressed, weights=weights),
         "il_total": M.il_total(table, class_id, n_classes, lo, hi, suppressed),
         "gaacp_iloss": M.gaacp_iloss(table, lo, hi, suppressed),
         "dm": M.discernibility(sizes, n_sup, table.n),
@@ -214,7 +234,11 @@ def _metrics(
     }
     if n_queries > 0 and w is None:  # the query workload is drawn over rows (not on a weighted table)
         out["query_error"] = M.query_error(table, lo, hi, suppressed, n_queries=n_queries, seed=seed)
-    out["achieved"] = achieved_privacy(table, class_id, n_classes, suppressed, suppressed_rows)
+    if suppressed_rows == ARX:  # ARX: the models hold outside the '*' group, which is described on its own
+        out["achieved"] = achieved_outside_group(table, class_id, n_classes, suppressed)
+        out["suppressed_group"] = suppressed_group(table, class_id, n_classes, suppressed, models)
+    else:
+        out["achieved"] = achieved_privacy(table, class_id, n_classes, suppressed, suppressed_rows)
     return out
 
 
@@ -230,8 +254,12 @@ def anonymize_table(
     mondrian_mode: str = "strict",
     numeric_output: str = "range",
     suppressed_rows: str = "star",
+    ncp_categorical: str = "height",
+    weights: Mapping[str, float] | None = None,
     n_queries: int | None = None,
     query_seed: int = 0,
+    local_recoding: bool = False,
+    local_iterations: int | None = None,
     options: Mapping | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> AnonymizationResult:
@@ -245,8 +273,18 @@ def anonymize_table(
     satisfying nodes (:data:`.fulldomain.METRICS`); ``mondrian_mode`` strict | relaxed (the ``mode``
     option of algorithms that take one); ``options`` — further options of a partition-style
     algorithm (:attr:`.registry.Algorithm.options`);
-    ``numeric_output`` range | mean; ``suppressed_rows`` star | drop; ``n_queries`` random COUNT
-    queries for the query-error metric (0 skips it; None = :func:`auto_queries`).
+    ``numeric_output`` range | mean; ``suppressed_rows`` star | drop | arx (``'arx'``: written as
+    ``*`` like star, but the models are checked, as ARX does, on the other classes only — the report's
+    ``suppressed_group`` says what the ``*`` group breaks); ``ncp_categorical`` height | leaves |
+    span — the categorical NCP flavour of the search metric and the report
+    (:func:`.metrics.cells.cell_loss`); ``weights`` — ``{qi: weight ≥ 0}`` (others 1) for NCP (a
+    weighted mean over the QIs) and ARX's Loss (``metric='loss'``), steering the full-domain
+    searches (other algorithms refuse it); ``n_queries`` random COUNT
+    queries for the query-error metric (0 skips it; None = :func:`auto_queries`);
+    ``local_recoding`` — after the global search, re-anonymize the suppressed rows on their own at
+    most ``local_iterations`` times (default 100; flash, incognito, samarati;
+    :mod:`.fulldomain.local_recoding`): the release then has one node per row and its "achieved" is
+    measured on the written tuples.
 
     Errors are :class:`AnonymizeError` (one line): unknown column, NaN in a QI, value missing from a
     hierarchy, k larger than the table, no satisfying generalization, bad option values.
@@ -261,11 +299,33 @@ def anonymize_table(
         raise AnonymizeError("no privacy model given (e.g. KAnonymity(k))")
     registry.check_models(alg, models)
     check_algorithm(alg, models)  # table-level / population models: full-domain searches only
+    if ncp_categorical not in CATEGORICAL_LOSSES:
+        raise AnonymizeError(
+            f"unknown categorical NCP flavour '{ncp_categorical}' (use {', '.join(CATEGORICAL_LOSSES)})"
+        )
+    if weights is not None and alg.kind != registry.FULL_DOMAIN:
+        raise AnonymizeError(
+            f"attribute weights steer the full-domain searches only: '{alg.name}' ignores them (drop the weights)"
+        )
+    if local_recoding:
+        if alg.name not in LOCAL_ALGORITHMS:
+            raise AnonymizeError(
+                f"local recoding runs on the full-domain searches {', '.join(LOCAL_ALGORITHMS)}, not '{alg.name}'"
+            )
+        if numeric_output == "mean":
+            raise AnonymizeError("local recoding publishes hierarchy labels: use numeric output 'range', not 'mean'")
+        if local_iterations is not None and int(local_iterations) < 1:
+            raise AnonymizeError(f"local recoding needs at least one iteration, got {local_iterations}")
+        check_local_models(models)
+    elif local_iterations is not None:
+        raise AnonymizeError("local iterations are the iterations of local recoding: give local recoding too")
     if not 0.0 <= float(max_suppression) <= 1.0:
         raise AnonymizeError(f"max suppression must be a fraction in [0, 1], got {max_suppression}")
     t = time.perf_counter()
     table = _encode(table_or_df, schema, hierarchies)
     timings["encode"] = time.perf_counter() - t
+    qi_weights = attribute_weights(table.schema.qis, weights)
+    written_rows = "star" if suppressed_rows == ARX else suppressed_rows  # 'arx' writes '*' rows as star does
     models = bind_models(models, table.n)  # estimated k-map derives k'; population sizes ≥ the table
     check_fits(models, table.n)
     can_suppress = alg.kind == registry.FULL_DOMAIN and math.floor(float(max_suppression) * table.n + 1e-9) > 0
@@ -274,25 +334,57 @@ def anonymize_table(
     search = None
     levels = None
     algo_result = None
+    local: LocalRecodingResult | None = None
     tables: dict[str, pd.DataFrame] = {}
     t = time.perf_counter()
     if alg.kind == registry.FULL_DOMAIN:
-        lat = Lattice(table, models, max_suppression, suppressed_rows=suppressed_rows)
+        lat = Lattice(
+            table,
+            models,
+            max_suppression,
+            suppressed_rows=suppressed_rows,
+            ncp_categorical=ncp_categorical,
+            weights=qi_weights,
+        )
         try:
-            search = alg.run(lat, metric=metric, progress=progress)
+            if local_recoding:
+                local = run_local_recoding(
+                    table,
+                    models,
+                    max_suppression,
+                    metric,
+                    100 if local_iterations is None else int(local_iterations),
+                    algorithm=alg.name,
+                    suppressed_rows=suppressed_rows,
+                    progress=progress,
+                    lattice=lat,
+                    lattice_options={"ncp_categorical": ncp_categorical, "weights": qi_weights},
+                )
+                search = local.search
+            else:
+                search = alg.run(lat, metric=metric, progress=progress)
         except AnonymizeError as e:
             raise AnonymizeError(f"{e} ({hint})" if hint else str(e)) from None
         lv = search.levels
         levels = {name: int(x) for name, x in zip(qis, lv)}
-        cid, fail = lat.row_classes(lv)
-        suppressed = fail[cid]
-        class_id = cid
-        n_classes = len(fail)
         algo_stats = search.stats
-        timings["search"] = time.perf_counter() - t
-        t = time.perf_counter()
-        df = release_levels(table, lv, suppressed, numeric_output=numeric_output, suppressed_rows=suppressed_rows)
-        lo, hi = M.boxes_from_levels(table, lv)
+        if local is not None:  # one node per row; classes are the released tuples
+            row_levels = local.row_levels(table.heights)
+            suppressed = local.suppressed
+            class_id, n_classes = released_classes(table, row_levels, suppressed)
+            timings["search"] = time.perf_counter() - t
+            t = time.perf_counter()
+            df = release_local(table, row_levels, suppressed, suppressed_rows=written_rows)
+            lo, hi = boxes_from_row_levels(table, row_levels)
+        else:
+            cid, fail = lat.row_classes(lv)
+            suppressed = fail[cid]
+            class_id = cid
+            n_classes = len(fail)
+            timings["search"] = time.perf_counter() - t
+            t = time.perf_counter()
+            df = release_levels(table, lv, suppressed, numeric_output=numeric_output, suppressed_rows=written_rows)
+            lo, hi = M.boxes_from_levels(table, lv)
     else:
         opts = dict(options or {})
         if "mode" in alg.options:
@@ -319,7 +411,7 @@ def anonymize_table(
                 n_classes,
                 numeric_output=numeric_output,
                 suppressed=suppressed,
-                suppressed_rows=suppressed_rows,
+                suppressed_rows=written_rows,
             )
             lo, hi = M.class_boxes(table, class_id, n_classes)
         elif alg.kind == registry.BUCKETIZATION:
@@ -345,8 +437,21 @@ def anonymize_table(
         metrics = synthetic_metrics(table, algo_result)
     else:
         metrics = _metrics(
-            table, lo, hi, class_id, n_classes, suppressed, models, n_queries, query_seed, suppressed_rows
+            table,
+            lo,
+            hi,
+            class_id,
+            n_classes,
+            suppressed,
+            models,
+            n_queries,
+            query_seed,
+            suppressed_rows,
+            ncp_categorical=ncp_categorical,
+            weights=qi_weights,
         )
+    if local is not None and suppressed_rows != ARX:  # the written tuples: cells of two nodes are two classes
+        metrics["achieved"] = achieved_from_release(df, table, suppressed, suppressed_rows)
     timings["metrics"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_all
     report = {
@@ -365,6 +470,8 @@ def anonymize_table(
             "suppressed_rows": suppressed_rows
             if alg.kind in (registry.FULL_DOMAIN, *registry.PARTITION_KINDS)
             else None,
+            "ncp_categorical": ncp_categorical,
+            "weights": None if qi_weights is None else {name: float(x) for name, x in zip(qis, qi_weights)},
             "options": _jsonable(dict(options or {})),
             "hierarchies": {
                 name: {"levels": h.height + 1, "leaves": h.n_leaves, "numeric": h.numeric}
@@ -384,8 +491,10 @@ def anonymize_table(
         report["chosen_node"] = search.chosen.as_dict()
         report["candidate_nodes"] = [x.as_dict() for x in search.nodes]
         report["candidate_nodes_kind"] = search.nodes_kind
+    if local is not None:
+        report["local_recoding"] = local.report(qis, table.weights)
     return AnonymizationResult(
-        df, levels, suppressed, metrics, timings, report, class_id, search, table, tables, alg.kind, algo_result
+        df, levels, suppressed, metrics, timings, report, class_id, search, table, tables, alg.kind, algo_result, local
     )
 
 

@@ -9,6 +9,9 @@
         [--population FILE] [--population-size N] [--delta-presence DMIN,DMAX] [--k-map K]
         [--max-avg-risk R] [--max-sample-uniques S] [--max-population-uniques U --uniqueness-estimator E]
         [--max-suppression FRACTION] [--seed N] [--condensation static|dynamic] [--report REPORT.json|.html]
+        [--metric ncp|dm|cdm|height|suppressed|avg-class-size|loss] [--ncp-categorical height|leaves|span]
+        [--weights COL=W,...] [--suppressed-rows star|drop|arx]
+        [--local-recoding [--local-iterations N]]   (flash, incognito, samarati)
 
 A thin layer over :func:`anonymize.publish.anonymizer.anonymize_table`; the algorithm choices come
 from the registry. What OUT holds depends on the algorithm's kind:
@@ -45,6 +48,7 @@ from parties.cli.report_args import release_report_text, report_path
 from parties.cli.schema_args import (
     add_release_args,
     add_table_args,
+    add_utility_args,
     check_output_path,
     output_sep,
     positive_int,
@@ -96,9 +100,14 @@ def register(subparsers) -> argparse.ArgumentParser:
         "--alpha", type=float, default=None, metavar="A", help="alpha of (alpha,k)-anonymity, in (0, 1]; needs --k"
     )
     _add_population_args(p)
-    add_release_args(p)
+    add_release_args(p, arx=True)
+    add_utility_args(p)
     p.add_argument(
-        "--metric", choices=METRICS, default="ncp", help="how to choose among the satisfying nodes (default ncp)"
+        "--metric",
+        choices=METRICS,
+        default="ncp",
+        help="how to choose among the satisfying nodes (default ncp; loss: ARX's Loss, Iyengar's loss with a "
+        "geometric mean over the attributes)",
     )
     p.add_argument("--mondrian-mode", choices=("strict", "relaxed"), default="strict")
     p.add_argument(
@@ -126,6 +135,20 @@ def register(subparsers) -> argparse.ArgumentParser:
         choices=("static", "dynamic"),
         default=None,
         help="condensation variant: static groups or the stream (dynamic) one (default static)",
+    )
+    p.add_argument(
+        "--local-recoding",
+        action="store_true",
+        help="flash, incognito, samarati: after the global transformation, anonymize the suppressed rows again on "
+        "their own (a new search over just those rows), so they are released generalized at another node "
+        "(ARX's local transformation; each distinct released tuple is a class)",
+    )
+    p.add_argument(
+        "--local-iterations",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="with --local-recoding: at most N re-searches (default 100, ARX's default)",
     )
     p.add_argument(
         "--keep-order",
@@ -311,7 +334,11 @@ def run_anonymize(args, progress=None, frame=None):
         mondrian_mode=args.mondrian_mode,
         numeric_output=args.numeric_output,
         suppressed_rows=args.suppressed_rows,
+        ncp_categorical=getattr(args, "ncp_categorical", "height"),
+        weights=getattr(args, "weights", None),
         n_queries=None if args.queries is None else max(0, args.queries),
+        local_recoding=getattr(args, "local_recoding", False),
+        local_iterations=getattr(args, "local_iterations", None),
         options=options,
         progress=progress,
     )
@@ -354,7 +381,16 @@ def _summary(res) -> str:
     if res.levels is not None:
         parts.append("levels " + ", ".join(f"{k}={v}" for k, v in res.levels.items()))
     parts.append(f"suppressed {m['suppressed_rows']:,}")
-    parts.append(f"NCP {m['ncp']['ncp']:.4f}")
+    local = res.report.get("local_recoding")
+    if local:
+        parts.append(
+            f"local recoding released {local['recovered_rows']:,} of them in {len(local['nodes']) - 1} step(s)"
+        )
+    group = m.get("suppressed_group")  # --suppressed-rows arx: the '*' group is not held to the models
+    if group and group["breaks"]:
+        parts.append(f"the * group of {group['rows']:,} rows breaks {', '.join(group['breaks'])} (ARX semantics)")
+    flavour = m["ncp"].get("categorical", "height")
+    parts.append(f"NCP{'' if flavour == 'height' else f' ({flavour})'} {m['ncp']['ncp']:.4f}")
     parts.append(f"{res.timings['total']:.2f} s")
     return "; ".join(parts)
 
@@ -412,14 +448,29 @@ def write_tables(pairs, sep: str = ",") -> None:
         raise
 
 
+def _check_local_args(args) -> None:
+    """``--local-recoding`` runs on the full-domain searches only; ``--local-iterations`` needs it."""
+    from anonymize.publish.fulldomain.local_recoding import LOCAL_ALGORITHMS
+
+    if args.local_recoding and args.algorithm not in LOCAL_ALGORITHMS:
+        raise AnonymizeError(
+            f"--local-recoding runs on the full-domain searches {', '.join(LOCAL_ALGORITHMS)}, not '{args.algorithm}'"
+        )
+    if args.local_iterations is not None and not args.local_recoding:
+        raise AnonymizeError("--local-iterations needs --local-recoding")
+
+
 def _main(args) -> int:
     from anonymize.engines import choose_engine
     from anonymize.publish.on_engine import engine_supports
 
     # bad input raises AnonymizeError: one line and exit 2 (parties.cli.main), nothing written
+    _check_local_args(args)
     prog = Progress(enabled=not args.quiet)
     with engine_input(args) as src:
-        name = choose_engine(args.engine, src, needs_rows=not engine_supports(args.algorithm, args.mondrian_mode))
+        needs_rows = not engine_supports(args.algorithm, args.mondrian_mode) or args.local_recoding
+        needs_rows = needs_rows or bool(_memory_only_utility(args))
+        name = choose_engine(args.engine, src, needs_rows=needs_rows)
         if name != "memory":
             return _main_engine(args, src, name, prog)
         frame = None
@@ -431,12 +482,30 @@ def _main(args) -> int:
         return _main_memory(args, prog, frame)
 
 
+def _memory_only_utility(args) -> list[str]:
+    """The utility options given that an engine run does not take (``--weights``, a
+    ``--ncp-categorical`` other than height, ``--suppressed-rows arx``)."""
+    flags = []
+    if getattr(args, "weights", None):
+        flags.append("--weights")
+    if getattr(args, "ncp_categorical", "height") != "height":
+        flags.append("--ncp-categorical")
+    if getattr(args, "suppressed_rows", "star") == "arx":
+        flags.append("--suppressed-rows arx")
+    return flags
+
+
 def _main_engine(args, src, name: str, prog) -> int:
     """``--engine duckdb|spark``: :func:`anonymize.publish.on_engine.anonymize_on_engine`."""
     from anonymize.engines import open_engine
     from anonymize.publish.io import atomic_write_text, read_hierarchies
     from anonymize.publish.table import Schema
 
+    if args.local_recoding:
+        raise AnonymizeError(f"--local-recoding needs the rows in memory: use --engine memory (engine: {name})")
+    memory_only = _memory_only_utility(args)
+    if memory_only:
+        raise AnonymizeError(f"{memory_only[0]} needs the rows in memory: use --engine memory (engine: {name})")
     for flag, given in (("--keep-order", args.keep_order), ("--plot", args.plot), ("--queries", args.queries)):
         if given and not (flag == "--queries" and args.queries == 0):
             raise AnonymizeError(f"{flag} needs the rows in memory: use --engine memory (engine: {name})")

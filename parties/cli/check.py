@@ -18,7 +18,7 @@ import sys
 from anonymize.errors import AnonymizeError
 from parties.cli.common import comma_list
 from parties.cli.engine_args import add_database_args, add_engine_args, engine_input, engine_kwargs
-from parties.cli.schema_args import add_table_args, positive_int
+from parties.cli.schema_args import add_table_args, add_utility_args, positive_int
 
 __all__ = ["register", "run_check"]
 
@@ -54,6 +54,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         help="population size: estimate the population uniques (Pitman, Zayatz, SNB, Dankar's rule); "
         "default the rows of --population",
     )
+    add_utility_args(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--plot", metavar="OUT.png", help="draw the class sizes and the disclosure profile of the release")
     add_engine_args(p)
@@ -68,17 +69,25 @@ def run_check(args) -> dict:
     from anonymize.publish.io import read_hierarchies, read_table
     from anonymize.publish.metrics import measure_release
     from anonymize.publish.metrics.attack_resistance import frame_attack_resistance
+    from anonymize.publish.metrics.release_utility import release_utility
     from anonymize.publish.on_engine import measure_on_engine
 
     qis, sens, ids = comma_list(args.qi), comma_list(args.sensitive), comma_list(args.id)
     if not qis:
         raise AnonymizeError("--qi needs at least one column")
     with engine_input(args) as src:
-        needs_rows = bool(args.population or args.population_size)
+        utility = [
+            f
+            for f, given in (("--weights", args.weights), ("--ncp-categorical", args.ncp_categorical != "height"))
+            if given
+        ]
+        needs_rows = bool(args.population or args.population_size or utility)
         name = choose_engine(args.engine, src, needs_rows=needs_rows)
         if name != "memory" or args.input is None:
             if needs_rows:
-                flag = "--population" if args.population else "--population-size"
+                flag = (
+                    "--population" if args.population else "--population-size" if args.population_size else utility[0]
+                )
                 raise AnonymizeError(f"{flag} needs the rows in memory: use --engine memory")
             hs = read_hierarchies(args.hierarchies, args.hierarchy, columns=set(qis) | set(sens))
             with open_engine("duckdb" if name == "memory" else name, **engine_kwargs(args)) as eng:
@@ -89,6 +98,8 @@ def run_check(args) -> dict:
     hs = read_hierarchies(args.hierarchies, args.hierarchy, columns=set(qis) | set(sens))
     pop = read_table(args.population, sep=args.sep) if args.population else None
     rep = measure_release(df, qis, sens, ids, hierarchies=hs, c=args.c, population=pop)
+    # NCP in the flavour and with the weights asked, and ARX's Loss (the same cells as measure_release's)
+    rep |= release_utility(df, qis, hs, categorical=args.ncp_categorical, weights=args.weights)
     rep["attack_resistance"] = frame_attack_resistance(df, qis, sens)
     if pop is not None or args.population_size is not None:
         from anonymize.publish.metrics.population import release_population_report
@@ -149,7 +160,12 @@ def format_report(rep: dict) -> str:
     lines.append(f"  {'utility':<22}DM {_fmt(rep['dm'])}   CDM {_fmt(rep['cdm'])}   C_avg {_fmt(rep['c_avg'])}")
     if "ncp" in rep:
         per = ", ".join(f"{k} {_fmt(v, 3)}" for k, v in rep["ncp"]["per_attribute"].items())
-        lines.append(f"  {'NCP':<22}{_fmt(rep['ncp']['ncp'])}  ({per})")
+        flavour = rep["ncp"].get("categorical", "height") + (", weighted" if rep["ncp"].get("weighted") else "")
+        lines.append(f"  {'NCP (' + flavour + ')':<22}{_fmt(rep['ncp']['ncp'])}  ({per})")
+    if "loss_geometric" in rep:
+        lg = rep["loss_geometric"]
+        per = ", ".join(f"{k} {_fmt(v, 3)}" for k, v in lg["per_attribute"].items())
+        lines.append(f"  {'Loss (ARX, geo. mean)':<22}{_fmt(lg['loss'])}  ({per})")
     r = rep["risk"]
     lines.append(
         f"  {'re-identification':<22}prosecutor max {_fmt(r['prosecutor_max'])} avg {_fmt(r['prosecutor_avg'])}"

@@ -18,6 +18,8 @@ from parties.cli.common import comma_list
 __all__ = [
     "add_table_args",
     "add_release_args",
+    "add_utility_args",
+    "weights_arg",
     "read_table_args",
     "output_sep",
     "unroled_columns",
@@ -83,8 +85,9 @@ def add_table_args(p: argparse.ArgumentParser, what: str = "table", *, optional_
     p.add_argument("--sep", default=None, help="input CSV delimiter (default: sniffed)")
 
 
-def add_release_args(p: argparse.ArgumentParser) -> None:
-    """``--max-suppression``, ``--suppressed-rows``, ``--t-distance``, ``--t-ground`` (as ``ppdm anonymize``)."""
+def add_release_args(p: argparse.ArgumentParser, *, arx: bool = False) -> None:
+    """``--max-suppression``, ``--suppressed-rows``, ``--t-distance``, ``--t-ground`` (as ``ppdm anonymize``);
+    ``arx`` — offer ``--suppressed-rows arx`` too (ARX's outlier semantics: ``ppdm anonymize`` only)."""
     p.add_argument(
         "--max-suppression",
         type=fraction,
@@ -94,9 +97,10 @@ def add_release_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--suppressed-rows",
-        choices=("star", "drop"),
+        choices=("star", "drop", "arx") if arx else ("star", "drop"),
         default="star",
-        help="suppressed rows: * in every QI (ARX) or left out",
+        help="suppressed rows: * in every QI, the * group checked like any class (star), left out (drop)"
+        + (", or * in every QI with the models checked on the other classes only, as ARX does (arx)" if arx else ""),
     )
     p.add_argument("--t-distance", choices=("emd", "variational", "kl"), default="emd")
     p.add_argument(
@@ -104,6 +108,56 @@ def add_release_args(p: argparse.ArgumentParser) -> None:
         choices=("equal", "ordered", "hierarchical"),
         default=None,
         help="EMD ground distance (default: ordered for numeric, equal otherwise)",
+    )
+
+
+def weights_arg(s: str) -> dict[str, float]:
+    """argparse type: ``COL=W,COL=W`` — attribute weights, each a number ≥ 0."""
+    out: dict[str, float] = {}
+    for part in s.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, eq, value = part.rpartition("=")
+        name = name.strip()
+        if not eq or not name:
+            raise argparse.ArgumentTypeError(f"expected COL=W[,COL=W...] such as age=2,sex=0.5, got {s!r}")
+        try:
+            w = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"the weight of {name!r} must be a number, got {value.strip()!r}"
+            ) from None
+        if not w >= 0 or w == float("inf"):
+            raise argparse.ArgumentTypeError(
+                f"the weight of {name!r} must be a finite number >= 0, got {value.strip()!r}"
+            )
+        if name in out:
+            raise argparse.ArgumentTypeError(f"{name!r} is weighted twice in {s!r}")
+        out[name] = w
+    if not out:
+        raise argparse.ArgumentTypeError(f"expected COL=W[,COL=W...] such as age=2,sex=0.5, got {s!r}")
+    return out
+
+
+def add_utility_args(p: argparse.ArgumentParser) -> None:
+    """``--ncp-categorical`` and ``--weights``: how NCP and ARX's Loss are computed (``ppdm anonymize``,
+    ``ppdm check``)."""
+    p.add_argument(
+        "--ncp-categorical",
+        choices=("height", "leaves", "span"),  # anonymize.publish.metrics.cells.CATEGORICAL_LOSSES
+        default="height",
+        help="categorical NCP: level of the lowest common ancestor / hierarchy height (height, default), "
+        "leaves under the value / all leaves, 0 for one (leaves, Xu et al. 2006), or (leaves - 1) / (all leaves - 1) "
+        "(span, Iyengar 2002)",
+    )
+    p.add_argument(
+        "--weights",
+        type=weights_arg,
+        default=None,
+        metavar="COL=W,...",
+        help="attribute weights (>= 0, unnamed quasi-identifiers 1) of NCP (a weighted mean) and of ARX's Loss, "
+        "as ARX's attribute weights; they steer the full-domain searches",
     )
 
 

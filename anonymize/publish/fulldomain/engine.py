@@ -44,7 +44,10 @@ class Lattice:
 
     ``models`` — the privacy models (any :class:`PrivacyModel`); ``max_suppression`` — fraction of
     rows that may be suppressed (Samarati's MaxSup = ⌊fraction·n⌋ rows); ``histograms`` — roll up
-    sensitive histograms even when ``models`` do not read them (default: only when they do).
+    sensitive histograms even when ``models`` do not read them (default: only when they do);
+    ``ncp_categorical`` — the categorical NCP flavour (:data:`..metrics.cells.CATEGORICAL_LOSSES`);
+    ``weights`` — a weight per QI for NCP and Loss (:func:`..metrics.loss.attribute_weights`; None:
+    equal); ``suppressed_rows`` — ``'star'``, ``'drop'`` or ``'arx'`` (:class:`.privacy.PrivacyCheck`).
 
     Main methods: :meth:`evaluate` (a node → :class:`NodeInfo`, rolled up from the best cached
     specialization), :meth:`rollup`, :meth:`suppressed_mask` (rows to suppress at a node),
@@ -68,6 +71,7 @@ class Lattice:
         ncp_categorical: str = "height",
         suppressed_rows: str = "star",
         histograms: bool | None = None,
+        weights: np.ndarray | None = None,
     ):
         self.privacy = PrivacyCheck(
             table, models, max_suppression, suppressed_rows=suppressed_rows, histograms=histograms
@@ -86,7 +90,7 @@ class Lattice:
         self.wide = self.freq.wide
         self.base = self.freq.base
         self.ncp_categorical = ncp_categorical
-        self.node_metrics = NodeMetrics(self.freq, ncp_categorical)
+        self.node_metrics = NodeMetrics(self.freq, ncp_categorical, weights)
         self.n_evaluated = 0
         self._grid: LatticeGrid | None = None
         # The parts' methods, bound once: the searches call several per node, and a delegating

@@ -5,14 +5,18 @@ nodes a search returns (:meth:`NodeMetrics.complete`).
 DM is discernibility Σ|E|² + suppressed·n (Bayardo & Agrawal, ICDE 2005); NCP is the information
 loss of :func:`..metrics.ncp` averaged over all QI cells, suppressed cells counting 1. Without
 suppression NCP is separable per attribute: a column total per QI and level, precomputed once
-(:meth:`NodeMetrics.loss_tables`); only the failing (suppressed) tuples are decoded.
+(:meth:`NodeMetrics.loss_tables`); only the failing (suppressed) tuples are decoded. With attribute
+weights NCP is the weighted mean of the per-attribute NCPs (:func:`..metrics.loss.weighted_mean`).
+The "Loss" of ARX (:func:`..metrics.loss.loss_geometric`) is filled the same way from the
+per-attribute domain-share tables (:meth:`NodeMetrics.share_tables`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..metrics.cells import node_loss_tables
+from ..metrics.cells import node_loss_tables, node_share_tables
+from ..metrics.loss import arx_round, geometric_loss, weighted_mean
 from .frequency import FrequencySet, FrequencySets
 from .result import NodeInfo
 
@@ -23,33 +27,71 @@ class NodeMetrics:
     """DM and NCP of the nodes of one lattice, from its frequency sets ``freq`` (their compact
     encoding) and the categorical NCP flavour ``ncp_categorical`` (:func:`..metrics.cells.node_loss_tables`)."""
 
-    def __init__(self, freq: FrequencySets, ncp_categorical: str = "height"):
+    def __init__(self, freq: FrequencySets, ncp_categorical: str = "height", weights: np.ndarray | None = None):
         self.freq = freq
         self.table = freq.table
         self.n = freq.n
         self.q = freq.q
         self.heights = freq.heights
         self.ncp_categorical = ncp_categorical
+        #: a weight per QI (None: equal), :func:`..metrics.loss.attribute_weights`
+        self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)
         self._loss = None
+        self._share = None
+
+    def _compact_tables(self, raw):
+        """``raw`` (per QI and level, a value per hierarchy node) per compact node, and the column
+        total over all rows."""
+        freq = self.freq
+        per_node = []
+        totals = []
+        rows = self.table.row_weights()  # a weighted table's tuples count their weight (the engines' GROUP BY)
+        for j in range(self.q):
+            pn, tot = [], []
+            counts0 = np.bincount(freq.leaf_compact[:, j], weights=rows, minlength=freq.R[j])
+            for lv in range(self.heights[j] + 1):
+                loss = raw[j][lv][freq.node_of[j][lv]]
+                pn.append(loss)
+                tot.append(float((loss[freq.lvmap[j][lv]] * counts0).sum()))
+            per_node.append(pn)
+            totals.append(tot)
+        return per_node, totals
 
     def loss_tables(self):
         """Per QI and level: NCP of every compact node, and the column total over all rows."""
         if self._loss is None:
-            freq = self.freq
-            raw = node_loss_tables(self.table, self.ncp_categorical)
-            per_node = []
-            totals = []
-            for j in range(self.q):
-                pn, tot = [], []
-                counts0 = np.bincount(freq.leaf_compact[:, j], minlength=freq.R[j])
-                for lv in range(self.heights[j] + 1):
-                    loss = raw[j][lv][freq.node_of[j][lv]]
-                    pn.append(loss)
-                    tot.append(float((loss[freq.lvmap[j][lv]] * counts0).sum()))
-                per_node.append(pn)
-                totals.append(tot)
-            self._loss = (per_node, totals)
+            self._loss = self._compact_tables(node_loss_tables(self.table, self.ncp_categorical))
         return self._loss
+
+    def share_tables(self):
+        """Per QI and level: ARX's normalized domain share (:func:`..metrics.cells.share_loss`) of
+        every compact node, and the column total over all rows."""
+        if self._share is None:
+            self._share = self._compact_tables(node_share_tables(self.table))
+        return self._share
+
+    def _aggregate(self, ncp_totals, share_totals, suppressed: float) -> tuple[float, float]:
+        """(NCP, Loss) from per-attribute column totals of the released cells (suppressed rows then
+        add 1 per cell). Unweighted NCP is summed as (Σ totals + suppressed·q) / (n·q)."""
+        if not self.q:
+            return 0.0, 0.0
+        n = float(self.n)
+        if self.weights is None:
+            ncp = (sum(ncp_totals) + suppressed * self.q) / (n * self.q)
+        else:
+            ncp = weighted_mean([(t + suppressed) / n for t in ncp_totals], self.weights)
+        loss = geometric_loss([arx_round(max((t + suppressed) / n, 0.0)) for t in share_totals], self.weights)
+        return ncp, loss
+
+    def bounds(self, levels) -> tuple[float, float]:
+        """Lower bounds of (NCP, Loss) at ``levels`` and at every generalization of it: the values
+        without suppression (a suppressed cell costs 1, at least any generalized cell, and a cell's
+        loss only grows with its level; both aggregates grow with every per-attribute loss)."""
+        _, totals = self.loss_tables()
+        _, shares = self.share_tables()
+        return self._aggregate(
+            [totals[j][levels[j]] for j in range(self.q)], [shares[j][levels[j]] for j in range(self.q)], 0.0
+        )
 
     def prepare(self, info: NodeInfo, fs: FrequencySet, fail: np.ndarray) -> None:
         """Keep what DM / NCP need (class-size sums and the failing tuples, usually few) so that
@@ -66,7 +108,7 @@ class NodeMetrics:
         info._pending = (sq_all, sub)
 
     def complete(self, info: NodeInfo) -> NodeInfo:
-        """Fill DM and NCP of a satisfying node evaluated earlier. NCP without suppression is
+        """Fill DM, NCP and ARX's Loss of a satisfying node evaluated earlier. NCP without suppression is
         separable per attribute (a column total per level, precomputed); only the failing tuples
         are decoded to swap their loss for 1."""
         pending = info._pending
@@ -75,15 +117,25 @@ class NodeMetrics:
         assert isinstance(pending, tuple)
         sq_all, sub = pending
         per_node, totals = self.loss_tables()
+        share_node, shares = self.share_tables()
         fc = sub.counts
         info.dm = sq_all - float(np.dot(fc.astype(np.float64), fc)) + info.suppressed * float(self.n)
-        total = sum(totals[j][info.levels[j]] for j in range(self.q))
+        ncp_t = [totals[j][info.levels[j]] for j in range(self.q)]
+        share_t = [shares[j][info.levels[j]] for j in range(self.q)]
+        total = sum(ncp_t)
         if len(fc):
             codes = self.freq.tuple_codes(sub)
+            fcf = fc.astype(np.float64)
             lost = np.zeros(len(fc))
             for j in range(self.q):
-                lost += per_node[j][info.levels[j]][codes[:, j]]
+                lv = info.levels[j]
+                cell = per_node[j][lv][codes[:, j]]
+                lost += cell
+                ncp_t[j] -= float(np.dot(cell, fcf))
+                share_t[j] -= float(np.dot(share_node[j][lv][codes[:, j]], fcf))
             total -= float(np.dot(lost, fc))
-        info.ncp = (total + info.suppressed * self.q) / (self.n * self.q) if self.q else 0.0
+        info.ncp, info.loss = self._aggregate(ncp_t, share_t, float(info.suppressed))
+        if self.weights is None:  # the unweighted NCP summed exactly as before (other sweeps compare with it)
+            info.ncp = (total + info.suppressed * self.q) / (self.n * self.q) if self.q else 0.0
         info._pending = None
         return info

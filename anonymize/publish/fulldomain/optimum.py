@@ -15,7 +15,8 @@ only grow along generalization (so one popped bound above the best key ends the 
 
 * NCP ≥ the NCP of the node's levels without suppression (a suppressed cell costs 1, more than any
   generalized cell; the loss of a cell only grows with its level) — separable per attribute, known
-  before the node is evaluated;
+  before the node is evaluated; the same holds for a weighted NCP and for ARX's Loss, whose
+  aggregates grow with every per-attribute loss (:meth:`.node_metrics.NodeMetrics.bounds`);
 * DM ≥ Σ_E |E|·max(|E|, m) over the node's classes E, m the smallest class size the models allow:
   in any generalization a row costs the size of its released class — a superset of its class
   here, and at least m — or n if suppressed (n ≥ both) — known once the node or one of its
@@ -54,8 +55,6 @@ def best_node(lat: Lattice, grid: LatticeGrid, minimal: Sequence[NodeInfo], metr
     if lat.max_sup == 0 or metric == "height":
         return best, stats
     best_key = metric_key(best, metric, lat.n)
-    _, totals = lat.loss_tables()
-    nq = float(lat.n * lat.q) if lat.q else 1.0
     dm_bound = np.zeros(grid.N)
     m = max((mod.minimal_class_size for mod in lat.models), default=1)
 
@@ -65,8 +64,8 @@ def best_node(lat: Lattice, grid: LatticeGrid, minimal: Sequence[NodeInfo], metr
 
     def bound(i: int) -> tuple:
         levels = grid.levels[i]
-        ncp_lb = sum(totals[j][levels[j]] for j in range(lat.q)) / nq
-        first = {"ncp": ncp_lb, "dm": dm_bound[i]}.get(metric, 0.0)
+        ncp_lb, loss_lb = lat.node_metrics.bounds(levels)  # (weighted) NCP and Loss without suppression
+        first = {"ncp": ncp_lb, "dm": dm_bound[i], "loss": loss_lb - 1e-12}.get(metric, 0.0)
         return (first, round(ncp_lb, 12), dm_bound[i], grid.height[i], tuple(levels))
 
     index = {lv: i for i, lv in enumerate(grid.levels)}

@@ -36,7 +36,14 @@ from ..table import EncodedTable
 from .frequency import FrequencySet, FrequencySets, sensitive_offsets
 from .population import PopulationCounts
 
-__all__ = ["PrivacyCheck"]
+__all__ = ["PrivacyCheck", "ARX"]
+
+ARX = "arx"
+"""``suppressed_rows`` with ARX's outlier semantics: the suppressed rows are written as ``*`` (like
+``'star'``) but, as in ARX (``HashGroupify``: failing classes become outliers; the privacy models
+and ARX's sample-based risk criteria are evaluated on the other classes only), the all-``*`` group
+is not required to satisfy the models, and the classes are checked against the sensitive
+distribution of the whole table (ARX's t-closeness reference), not of the rows kept."""
 
 
 def _reads_sensitive(models) -> bool:
@@ -51,7 +58,8 @@ class PrivacyCheck:
 
     ``models`` — the privacy models (any :class:`PrivacyModel`); ``max_suppression`` — fraction of
     rows that may be suppressed (Samarati's MaxSup = ⌊fraction·n⌋ rows); ``suppressed_rows`` —
-    ``'star'`` or ``'drop'`` (:meth:`release_check`); ``histograms`` — roll up sensitive
+    ``'star'``, ``'drop'`` (:meth:`release_check`) or ``'arx'`` (:data:`ARX`: no release check);
+    ``histograms`` — roll up sensitive
     histograms even when ``models`` do not read them (default: only when they do).
     """
 
@@ -64,9 +72,9 @@ class PrivacyCheck:
         suppressed_rows: str = "star",
         histograms: bool | None = None,
     ):
-        if suppressed_rows not in SUPPRESSED_ROWS:
+        if suppressed_rows not in (*SUPPRESSED_ROWS, ARX):
             raise AnonymizeError(
-                f"unknown handling of suppressed rows '{suppressed_rows}' (use {' or '.join(SUPPRESSED_ROWS)})"
+                f"unknown handling of suppressed rows '{suppressed_rows}' (use {', '.join(SUPPRESSED_ROWS)} or {ARX})"
             )
         if not 0.0 <= float(max_suppression) <= 1.0:
             raise AnonymizeError(f"max suppression must be a fraction in [0, 1], got {max_suppression}")
@@ -136,8 +144,10 @@ class PrivacyCheck:
         self.size_only = size_only
         #: whether a node must also pass the release checks of :meth:`release_check` — how
         #: suppressed rows are released ('star': one all-``*`` class; 'drop': left out)
+        #: ('arx': none — the all-``*`` group is not judged, the reference distribution is the table's)
         self.release_checks = self.max_sup > 0 and (
-            self.suppressed_rows == "star" or any(m.uses_table_distribution for m in self.models)
+            self.suppressed_rows == "star"
+            or (self.suppressed_rows == "drop" and any(m.uses_table_distribution for m in self.models))
         )
         #: True when the predicate used for pruning is the predicate itself: no suppression (every
         #: model is monotone under generalization), or every model is monotone under suppression

@@ -10,7 +10,7 @@ from ...errors import AnonymizeError
 
 __all__ = ["METRICS", "NodeInfo", "SearchResult", "Completes", "choose", "metric_key", "node_cdm"]
 
-METRICS = ("ncp", "dm", "cdm", "height", "suppressed", "avg-class-size")
+METRICS = ("ncp", "dm", "cdm", "height", "suppressed", "avg-class-size", "loss")
 
 
 @dataclass
@@ -24,7 +24,9 @@ class NodeInfo:
     k-anonymization", ICDE 2005); ``ncp`` — the information loss of :func:`.metrics.ncp` averaged
     over all QI cells, suppressed cells counting 1 (Jiang, Zeng, Ma, "Greedy clustering-anonymity
     method for privacy preservation of table data-publishing", Journal of Software 28(2), 2017,
-    §2.2; categorical flavour ``Lattice.ncp_categorical``). DM and NCP are
+    §2.2; categorical flavour ``Lattice.ncp_categorical``; with attribute weights their weighted
+    mean over the QIs); ``loss`` — ARX's "Loss" (:func:`..metrics.loss.loss_geometric`: Iyengar's
+    loss per QI, ARX's geometric-mean aggregate). DM, NCP and Loss are
     filled lazily (:meth:`Lattice.complete`) for the nodes a search returns.
     """
 
@@ -35,6 +37,7 @@ class NodeInfo:
     n_classes: int = 0
     dm: float = float("nan")
     ncp: float = float("nan")
+    loss: float = float("nan")
     _pending: object = field(default=None, repr=False, compare=False)
 
     @property
@@ -43,7 +46,7 @@ class NodeInfo:
         return int(sum(self.levels))
 
     def as_dict(self) -> dict:
-        """JSON-ready summary (levels, height, suppressed rows, classes, DM, NCP)."""
+        """JSON-ready summary (levels, height, suppressed rows, classes, DM, NCP, Loss)."""
         return {
             "levels": list(map(int, self.levels)),
             "height": self.height,
@@ -51,6 +54,7 @@ class NodeInfo:
             "classes": int(self.n_classes),
             "dm": float(self.dm),
             "ncp": float(self.ncp),
+            "loss": float(self.loss),
         }
 
 
@@ -118,6 +122,8 @@ def metric_key(info: NodeInfo, metric: str = "ncp", n: int | None = None):
         first = info.height
     elif metric == "suppressed":
         first = info.suppressed
+    elif metric == "loss":
+        first = info.loss
     else:
         first = ((n or 0) - info.suppressed) / max(info.n_classes, 1)
     return (first, round(info.ncp, 12), info.dm, info.height, tuple(info.levels))

@@ -20,6 +20,13 @@ lookup tables) and on a table as released (:func:`.release.measure_release`):
   height (Jiang, Zeng, Ma 2017, §2.2.2); ``'leaves'``: card/|A| and 0 for a single value (Xu et
   al. 2006); ``'span'``: (card − 1)/(|A| − 1) (Iyengar, "Transforming data to satisfy privacy
   constraints", KDD 2002).
+
+:func:`share_loss` is the per-cell loss of ARX's "Loss" metric (``MetricMDNMLoss``, after Iyengar
+2002): every QI, numeric ones included, costs ``(card − 1)/(|A| − 1)`` with ``card`` the leaves
+under the cell and ``|A|`` the hierarchy's leaves — what ARX's domain share of a hierarchy given as
+a table (``DomainShareMaterialized``: leaves under the generalized value / leaves of the hierarchy)
+becomes after ARX's per-attribute normalization ``(Σ share − n/|A|)/(n − n/|A|)``; see
+:func:`.loss.loss_geometric`.
 """
 
 from __future__ import annotations
@@ -41,6 +48,9 @@ __all__ = [
     "table_domain",
     "cell_losses",
     "node_loss_tables",
+    "share_loss",
+    "share_losses",
+    "node_share_tables",
 ]
 
 CATEGORICAL_LOSSES = ("height", "leaves", "span")
@@ -190,4 +200,32 @@ def node_loss_tables(table: EncodedTable, categorical: str = "height") -> list[l
         dom = data_domain(table, j) if h.numeric else None
         spans = [h.node_span(lv) for lv in range(h.height + 1)]
         out.append([cell_loss(h, first, last, dom, categorical) for first, last in spans])
+    return out
+
+
+def share_loss(h: Hierarchy, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """ARX's normalized domain share of every cell ``[lo, hi]`` (leaf codes of ``h``):
+    ``(card − 1)/(|A| − 1)``, ``card`` the leaves in the cell, ``|A|`` the hierarchy's leaves, for
+    numeric and categorical QIs alike (ARX ``DomainShareMaterialized`` for a hierarchy given as a
+    table); 0 for a one-leaf hierarchy (ARX: the normalization is 0/0, clipped to 0)."""
+    lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
+    if h.n_leaves <= 1:
+        return np.zeros(len(lo))
+    return (hi - lo).astype(np.float64) / (h.n_leaves - 1)
+
+
+def share_losses(table: EncodedTable, lo, hi) -> np.ndarray:
+    """``(n, q)`` :func:`share_loss` of a release's cells (before suppression)."""
+    lo, hi = np.asarray(lo), np.asarray(hi)
+    out = np.empty(lo.shape)
+    for j, h in enumerate(table.hierarchies):
+        out[:, j] = share_loss(h, lo[:, j], hi[:, j])
+    return out
+
+
+def node_share_tables(table: EncodedTable) -> list[list[np.ndarray]]:
+    """Per QI and level, the :func:`share_loss` of every hierarchy node (as :func:`node_loss_tables`)."""
+    out = []
+    for h in table.hierarchies:
+        out.append([share_loss(h, *h.node_span(lv)) for lv in range(h.height + 1)])
     return out

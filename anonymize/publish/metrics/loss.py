@@ -5,6 +5,9 @@
 * :func:`gaacp_iloss` — the total information loss iloss(T, A^q) = Σ_r Σ_i iloss(C_r, A_i) of
   Jiang, Zeng, Ma, "Greedy clustering-anonymity method for privacy preservation of table
   data-publishing", Journal of Software 28(2), 2017, §2.2 (unnormalized NCP);
+* :func:`loss_geometric` — ARX's "Loss" metric (``MetricMDNMLoss`` with its default
+  ``AggregateFunction.GEOMETRIC_MEAN``): Iyengar's loss per attribute (Iyengar, "Transforming data
+  to satisfy privacy constraints", KDD 2002), aggregated by ARX's shifted geometric mean;
 * :func:`il_total` — IL(e) = |e|·(Σ (max−min)/|N_i| + Σ distinct_j/|C_j|), total_IL = Σ_e IL(e):
   the cluster loss of Byun, Kamra, Bertino, Li, "Efficient k-anonymization using clustering
   techniques", DASFAA 2007, with a distinct-value ratio for categorical QIs (see :func:`il_total`).
@@ -14,30 +17,115 @@ Full entries: docs/references.md.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 
+from ...errors import AnonymizeError
 from ..table import EncodedTable
-from .cells import cell_loss, cell_losses, suppressed_mask, table_domain
+from .cells import cell_loss, cell_losses, share_losses, suppressed_mask, table_domain
 from .grouping import distinct_per_class
 
-__all__ = ["ncp", "gaacp_iloss", "il_total"]
+__all__ = [
+    "ncp",
+    "loss_geometric",
+    "gaacp_iloss",
+    "il_total",
+    "attribute_weights",
+    "weighted_mean",
+    "arx_weights",
+    "arx_round",
+    "geometric_loss",
+]
 
 
-def ncp(table: EncodedTable, lo, hi, suppressed=None, categorical: str = "height") -> dict:
+def attribute_weights(qis: Sequence[str], weights: Mapping[str, float] | None) -> np.ndarray | None:
+    """The weight of every QI (in ``qis`` order) from ``{column: weight}``, unnamed QIs weighing 1;
+    None when ``weights`` is None. A weight must be a finite number ≥ 0 and name a QI (one-line
+    :class:`AnonymizeError` otherwise). ARX's ``ARXConfiguration.setAttributeWeight``, whose unset
+    attributes weigh 0.5 instead: ppdm's default is 1, so ``age=2`` here is ARX's ``age=1``."""
+    if weights is None:
+        return None
+    qis = list(qis)
+    w = np.ones(len(qis))
+    for name, value in weights.items():
+        if name not in qis:
+            raise AnonymizeError(
+                f"weight for '{name}', which is no quasi-identifier (quasi-identifiers: {', '.join(qis)})"
+            )
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            raise AnonymizeError(f"weight of '{name}' must be a number, got {value!r}") from None
+        if not math.isfinite(x) or x < 0:
+            raise AnonymizeError(f"weight of '{name}' must be a finite number >= 0, got {value!r}")
+        w[qis.index(name)] = x
+    return w
+
+
+def weighted_mean(per: Sequence[float] | np.ndarray, weights: np.ndarray | None) -> float:
+    """Σ w_j·per_j / Σ w_j — the weights normalized to sum 1 over the QIs (plain mean for None, or
+    when every weight is 0, as ARX treats all-zero weights as equal ones). ARX reports its
+    arithmetic-mean aggregate as Σ (w_j / max w)·per_j / q instead: the same order of nodes, and
+    the same value for equal weights."""
+    per = np.asarray(per, dtype=np.float64)
+    if len(per) == 0:
+        return 0.0
+    if weights is None or float(np.sum(weights)) <= 0.0:
+        return float(per.mean())
+    w = np.asarray(weights, dtype=np.float64)
+    return float(np.dot(w, per) / w.sum())
+
+
+def arx_weights(weights: np.ndarray | None, q: int) -> np.ndarray:
+    """ARX's normalized attribute weights (``AbstractMetricMultiDimensional``): each weight divided
+    by the largest; all ones for None or when every weight is 0."""
+    if weights is None:
+        return np.ones(q)
+    w = np.asarray(weights, dtype=np.float64)
+    top = float(w.max()) if len(w) else 0.0
+    return np.ones(q) if top <= 0.0 else w / top
+
+
+def arx_round(x: float) -> float:
+    """ARX's ``Metric.round``: floor to 10 decimal digits."""
+    return math.floor(x * 1e10) / 1e10
+
+
+def geometric_loss(per: Sequence[float] | np.ndarray, weights: np.ndarray | None = None) -> float:
+    """ARX's geometric-mean aggregate (``ILMultiDimensionalGeometricMean``) of per-attribute losses
+    ``per`` (each in [0, 1]): ``Π_j (w_j·L_j + 1)^(1/q) − 1`` with ``w`` = :func:`arx_weights`. The
+    shift by 1 keeps a zero loss from zeroing the product (an ungeneralized attribute contributes
+    the factor 1); the result is in [0, 1], 0 only when every weighted loss is 0."""
+    per = np.asarray(per, dtype=np.float64)
+    q = len(per)
+    if q == 0:
+        return 0.0
+    w = arx_weights(weights, q)
+    return float(np.prod(np.power(w * per + 1.0, 1.0 / q)) - 1.0)
+
+
+def ncp(
+    table: EncodedTable, lo, hi, suppressed=None, categorical: str = "height", weights: np.ndarray | None = None
+) -> dict:
     """Normalized information loss of a release, in [0, 1] (0 = original data, 1 = all ``*``).
 
-    Per cell: numeric QI (max − min of the cell, clipped to the column's range) / (max T − min T),
-    the range of the attribute in the table (Jiang, Zeng, Ma 2017, §2.2.1; the numeric term of
-    Byun et al.'s IL(e), DASFAA 2007); categorical QI h(v, v*)/h(v, root) — the height of the
+    Per cell (:func:`.cells.cell_loss`): numeric QI (max − min of the cell, clipped to the domain) /
+    the width of the domain the attribute's hierarchy declares (:func:`.cells.data_domain`, as ARX;
+    Jiang, Zeng, Ma 2017, §2.2.1 divide by the table's range max T − min T); categorical QI h(v, v*)/h(v, root) — the height of the
     lowest hierarchy node covering the cell (the least upper bound of Jiang, Zeng, Ma 2017, §2.2.2)
     over the hierarchy height (ibid., §2.2.2; h(v, root) is the leaf's depth, which equals the
     height in the balanced hierarchies ARX uses); or with ``categorical='leaves'`` card(v*)/|A| and
     0 for an ungeneralized value (Xu, Wang, Pei, Wang, Shi, Fu, "Utility-based anonymization using
     local recoding", KDD 2006, "NCP"); or ``categorical='span'`` (card(v*) − 1)/(|A| − 1)
-    (Iyengar, "Transforming data to satisfy privacy constraints", KDD 2002 — what the lattice
-    search's ``cell_loss_tables`` uses). Suppressed rows cost 1 per cell. This is the
+    (Iyengar, "Transforming data to satisfy privacy constraints", KDD 2002); the lattice searches
+    use the same flavours (``Lattice(ncp_categorical=...)``, ``ppdm anonymize --ncp-categorical``). Suppressed rows cost 1 per cell. This is the
     iloss(T, A^q) of Jiang, Zeng, Ma 2017 (§2.2) divided by n·d.
-    Returns ``{"ncp": mean over all cells, "per_attribute": {qi: mean}}``.
+
+    ``weights`` — a weight per QI (:func:`attribute_weights`): NCP is then the weighted mean of the
+    per-attribute NCPs (:func:`weighted_mean`, ARX's ``setAttributeWeight``).
+    Returns ``{"ncp": (weighted) mean over the QIs' means, "per_attribute": {qi: mean}}``.
     """
     lo, hi = np.asarray(lo), np.asarray(hi)
     cells = cell_losses(table, lo, hi, categorical)
@@ -45,8 +133,34 @@ def ncp(table: EncodedTable, lo, hi, suppressed=None, categorical: str = "height
     w = table.weights
     per = cells.mean(axis=0) if w is None else (w @ cells) / table.n
     return {
-        "ncp": float(per.mean()) if len(per) else 0.0,
+        "ncp": weighted_mean(per, weights),
         "per_attribute": {name: float(v) for name, v in zip(table.schema.qis, per)},
+    }
+
+
+def loss_geometric(table: EncodedTable, lo, hi, suppressed=None, weights: np.ndarray | None = None) -> dict:
+    """ARX's "Loss" metric (``MetricMDNMLoss``, ``Metric.createLossMetric()``: generalization and
+    suppression weighed equally, ``AggregateFunction.GEOMETRIC_MEAN``), in [0, 1].
+
+    Per QI ``j``, Iyengar's loss (KDD 2002) as ARX computes it for a hierarchy given as a table:
+    ``L_j = (Σ_rows share − n/|A_j|) / (n − n/|A_j|)`` with ``share`` = leaves under the released
+    value / ``|A_j|`` (a suppressed row's share is 1), i.e. the mean over the rows of
+    ``(card − 1)/(|A_j| − 1)`` (:func:`.cells.share_loss`; numeric QIs count leaves too, as ARX
+    does for a hierarchy file — only ARX's interval-based hierarchy builder would use widths), then
+    floored to 10 decimals (ARX's ``round``). Aggregated by :func:`geometric_loss`:
+    ``Π_j (w_j·L_j + 1)^(1/q) − 1``, ``w`` the weights divided by the largest (all 1 by default).
+
+    Returns ``{"loss": aggregate, "per_attribute": {qi: L_j}, "aggregate": "geometric-mean"}``.
+    """
+    cells = share_losses(table, np.asarray(lo), np.asarray(hi))
+    cells[suppressed_mask(table.n_tuples, suppressed)] = 1.0
+    w = table.weights
+    per = cells.mean(axis=0) if w is None else (w @ cells) / table.n
+    per = np.array([arx_round(max(float(x), 0.0)) for x in per])
+    return {
+        "loss": geometric_loss(per, weights),
+        "per_attribute": {name: float(v) for name, v in zip(table.schema.qis, per)},
+        "aggregate": "geometric-mean",
     }
 
 
