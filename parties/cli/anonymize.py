@@ -44,6 +44,7 @@ from pathlib import Path
 from anonymize.errors import AnonymizeError
 from parties.cli.common import comma_list
 from parties.cli.engine_args import add_database_args, add_engine_args, engine_input, engine_kwargs
+from parties.cli.model_args import models_from_args
 from parties.cli.report_args import release_report_text, report_path
 from parties.cli.schema_args import (
     add_release_args,
@@ -263,48 +264,6 @@ class Progress:
             return
         self.last = now
         print(f"ppdm: [{now - self.t0:6.1f} s] {msg}", file=self.stream, flush=True)
-
-
-def models_from_args(args) -> list:
-    """The privacy models of ``--k``, ``--l`` (``--l-variant``, ``--c``), ``--t`` (``--t-distance``,
-    ``--t-ground``), ``--beta`` (``--beta-variant``), ``--delta`` and ``--alpha``:
-    :func:`anonymize.publish.anonymizer.build_models` (a parser without the last four gets none)."""
-    from anonymize.publish.anonymizer import build_models
-
-    return build_models(
-        k=args.k,
-        l=args.l,
-        l_variant=args.l_variant,
-        c=args.c,
-        t=args.t,
-        t_distance=args.t_distance,
-        t_ground=args.t_ground,
-        beta=getattr(args, "beta", None),
-        beta_variant=getattr(args, "beta_variant", "enhanced"),
-        delta=getattr(args, "delta", None),
-        alpha=getattr(args, "alpha", None),
-        **_population_kwargs(args),
-    )
-
-
-def _population_kwargs(args) -> dict:
-    """The population options of ``args`` for :func:`build_models` (a parser without them gets none);
-    the population table is read here (one-line errors for a bad file)."""
-    from anonymize.publish.io import read_table
-
-    path = getattr(args, "population", None)
-    return {
-        "population": read_table(path, sep=getattr(args, "sep", None)) if path else None,
-        "population_size": getattr(args, "population_size", None),
-        "delta_presence": getattr(args, "delta_presence", None),
-        "k_map": getattr(args, "k_map", None),
-        "k_map_estimator": getattr(args, "k_map_estimator", "poisson"),
-        "k_map_significance": getattr(args, "k_map_significance", 0.01),
-        "max_avg_risk": getattr(args, "max_avg_risk", None),
-        "max_sample_uniques": getattr(args, "max_sample_uniques", None),
-        "max_population_uniques": getattr(args, "max_population_uniques", None),
-        "uniqueness_estimator": getattr(args, "uniqueness_estimator", "dankar"),
-    }
 
 
 def run_anonymize(args, progress=None, frame=None):

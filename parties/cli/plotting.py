@@ -21,7 +21,7 @@ def plot_anonymize(path, args, res, progress=None) -> None:
     from anonymize.publish.plots import plot_release
     from anonymize.publish.policy.measure import PrivacyRequirement
     from anonymize.publish.policy.tune import parameter_curve, tradeoff_row
-    from parties.cli.anonymize import models_from_args
+    from parties.cli.model_args import models_from_args
 
     models = models_from_args(args)  # every model of the run (beta, delta, alpha held fixed on the curve)
     metric = args.metric if args.metric in ("ncp", "dm", "cdm") else "ncp"
