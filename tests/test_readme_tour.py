@@ -60,6 +60,8 @@ STEPS = [
     ("ppdm attack", r"linkage\s+\d"),
     ("ppdm perturb", r"-> noisy\.csv"),
     ("ppdm reconstruct", r"EM reconstruction"),
+    ("ppdm sdc", r"local suppression \(k = 3, missing matches anything\): [0-9,]+ cell\(s\) suppressed"),
+    ("ppdm sdc", r"PRAM occupation: [0-9,]+ value\(s\) changed"),
     ("ppdm dp", r"budget budget\.json: 0\.1 of 1 spent"),
     ("ppdm hide-rules", r"hiding failure\s+0 \(0 of 2 still mined\)"),
     ("ppdm audit check", r"3 answered, 1 denied"),
@@ -69,7 +71,7 @@ STEPS = [
 PEM_KEY = re.compile(rb"-----BEGIN [A-Z ]*PRIVATE KEY-----")
 #: files the tour leaves in its scratch directory
 OUTPUTS = ["alice.log", "analyst/analyst.toml", "out.csv", "noisy.csv", "budget.json", "sanitized.dat", "tune.png"]
-OUTPUTS += ["release.csv", "itemsets.csv", "mining.html"]
+OUTPUTS += ["release.csv", "itemsets.csv", "mining.html", "sdc.csv"]
 
 
 def tour_blocks() -> tuple[str, str]:
