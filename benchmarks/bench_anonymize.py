@@ -6,11 +6,16 @@
     python benchmarks/bench_anonymize.py --rows 10000000 --skip-adult   # the 10M-row run (once)
 
 --arx compiles benchmarks/arx/ArxSideBySide.java (ppdm's own harness, calling ARX's public API)
-against the classpath given (an ARX build: ARX is not part of ppdm and is not downloaded or built
-here) and runs ARX and ppdm's Flash on the same configurations — k = 5 with 5 % suppression, k = 10
-with 2 %, k = 5 + distinct 2-diversity with 5 %, k = 5 without suppression, all under the
-discernibility metric — printing both times, the ratio, and whether both chose a node of the same
-DM (ARX's optimum is the reference for "optimal").
+against the classpath given (an ARX build: ARX is not part of ppdm and is not downloaded here;
+benchmarks/arx/build_arx.py builds one from ARX's sources) and runs ARX and ppdm's Flash on the same
+configurations (ARX_CONFIGS) — k = 5 with 5 % suppression, k = 10 with 2 %, k = 5 + distinct
+2-diversity with 5 %, k = 5 without suppression, k = 5 + t = 0.2 t-closeness with the hierarchical
+EMD on salary-class and on occupation (then not a QI) with 5 %, all under the discernibility metric,
+ppdm with ARX's treatment of suppressed rows (suppressed_rows='arx'). Per configuration one JVM and
+one Python process, --warmup untimed + --repeat timed runs each, from the loaded table; it prints
+medians and minima, the ratio, each process's peak RSS, and whether both chose the same node
+(levels) and DM (ARX's optimum is the reference for "optimal"). --ppdm-star also times ppdm's
+default 'star' release (a stricter problem) for reference.
 
 Adult: ../shared/data/adult next to the repository (or --adult DIR): 30,162 rows, QIs age, sex, race, marital-status,
 education, native-country, workclass, occupation; sensitive salary-class; k = 5, ≤ 5 % suppression
@@ -229,18 +234,128 @@ def bench_scale(n: int, adult_dir: Path, k: int) -> dict:
 
 
 # ---------------------------------------------------------------- peers
-ARX_CONFIGS = [(5, 0.05, 0), (10, 0.02, 0), (5, 0.05, 2), (5, 0.0, 0)]  # (k, suppression, distinct l)
+# (k, suppression, distinct l on salary-class, hierarchical-EMD t-closeness (t, attribute) or None)
+ARX_CONFIGS = [
+    (5, 0.05, 0, None),
+    (10, 0.02, 0, None),
+    (5, 0.05, 2, None),
+    (5, 0.0, 0, None),
+    (5, 0.05, 0, (0.2, "salary-class")),
+    (5, 0.05, 0, (0.2, "occupation")),
+]
 
 
-def bench_arx(adult_dir: Path, classpath: str, repeat: int) -> list[dict]:
-    """ARX's optimal search and ppdm's Flash on the same configurations, in this run (DM metric)."""
-    import shutil
-    import tempfile
+def arx_spec(cfg) -> str:
+    """A configuration as ArxSideBySide's argument ``k:SUP:dm[:lL][:tT@ATTR]`` (also the ppdm child's)."""
+    k, sup, l, tc = cfg
+    return f"{k}:{sup}:dm" + (f":l{l}" if l else "") + (f":t{tc[0]}@{tc[1]}" if tc else "")
 
+
+def parse_spec(spec: str):
+    p = spec.split(":")
+    k, sup, l, tc = int(p[0]), float(p[1]), 0, None
+    for opt in p[3:]:
+        if opt.startswith("l"):
+            l = int(opt[1:])
+        elif opt.startswith("t"):
+            t, attr = opt[1:].split("@")
+            tc = (float(t), attr)
+    return k, sup, l, tc
+
+
+def config_label(cfg) -> str:
+    k, sup, l, tc = cfg
+    return (
+        f"k={k}" + (f" + l={l}" if l else "") + (f" + t={tc[0]:g} hier-EMD {tc[1]}" if tc else "") + f", {sup:.0%} sup"
+    )
+
+
+def config_roles(cfg):
+    """QIs, sensitive attributes, hierarchy columns and privacy models of a configuration — the same
+    roles ArxSideBySide gives ARX: a t-closeness attribute is the sensitive one and leaves the QIs;
+    salary-class is sensitive only for l-diversity or its own t-closeness (else not used)."""
     from anonymize.publish import DistinctLDiversity
+
+    k, sup, l, tc = cfg
+    sens = tc[1] if tc else (SENS if l else None)
+    qis = [q for q in QIS if q != sens]
+    hier_cols = set(qis) | ({sens} if tc else set())
+    models = [KAnonymity(k)]
+    if l:
+        models.append(DistinctLDiversity(l))
+    if tc:
+        models.append(TCloseness(tc[0], "emd", ground="hierarchical", attribute=tc[1]))
+    return qis, ([sens] if sens else []), hier_cols, models
+
+
+def ppdm_child(spec: str, adult_dir: Path, warmup: int, repeat: int, suppressed_rows: str = "arx") -> dict:
+    """ppdm's side of one ARX configuration, in its own process (peak RSS is the run's own): every run
+    starts from a freshly read table and hierarchies (not timed, like ARX's freshly loaded Data);
+    the clock covers encode + lattice + Flash with the DM optimum — what ARXAnonymizer.anonymize does.
+
+    ``suppressed_rows='arx'`` (the comparison): ARX's semantics — the suppressed rows' '*' group is
+    not judged and t-closeness compares with the whole table, the problem ARX solves. ppdm's default
+    ``'star'`` also requires the '*' group to satisfy every model: a stricter problem, timed only
+    for reference (``--ppdm-star``)."""
     from anonymize.publish.fulldomain import Lattice
     from anonymize.publish.fulldomain.flash import flash
 
+    cfg = parse_spec(spec)
+    qis, sens, hier_cols, models = config_roles(cfg)
+    total, search, r = [], [], None
+    for i in range(warmup + repeat):
+        df = read_table(adult_dir / "adult.csv")
+        hs = read_hierarchies(adult_dir, columns=hier_cols)
+        t0 = time.perf_counter()
+        table = EncodedTable.encode(df, Schema(qis, sens), hs)
+        t1 = time.perf_counter()
+        r = flash(Lattice(table, models, cfg[1], suppressed_rows=suppressed_rows), "dm")
+        t2 = time.perf_counter()
+        if i >= warmup:
+            total.append(t2 - t0)
+            search.append(t2 - t1)
+    return {
+        "spec": spec,
+        "suppressed_rows": suppressed_rows,
+        "seconds": total,
+        "search_seconds": search,
+        "levels": dict(zip(qis, (int(x) for x in r.levels))),
+        "dm": float(r.chosen.dm),
+        "checked": r.stats.get("checked"),
+        "minimal_nodes": r.stats.get("minimal_nodes"),
+        "optimum_search": r.stats.get("optimum_search"),
+    }
+
+
+def _run_measured(cmd: list[str]) -> tuple[int, str, str, float]:
+    """Run ``cmd``; return (exit code, stdout, stderr, the child's own peak RSS in MB via wait4)."""
+    import tempfile
+
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return p.returncode, out.read(), err.read(), ru.ru_maxrss / 1024.0
+
+
+def bench_arx(
+    adult_dir: Path, classpath: str, repeat: int, warmup: int = 1, configs=None, ppdm_star: bool = False
+) -> list[dict]:
+    """ARX's optimal search and ppdm's Flash on the same configurations, in this run (DM metric).
+
+    Symmetric: for each configuration one JVM (ARX) and one Python process (ppdm), each loading the
+    table once per run outside the clock, ``warmup`` untimed runs then ``repeat`` timed ones; the
+    clock covers ARX's ``anonymize`` and ppdm's encode + lattice + Flash. Median and minimum of both,
+    the ratio of the medians, whether both chose the same node (levels) and the same DM, and each
+    process's peak RSS. ppdm solves ARX's problem (``suppressed_rows='arx'``, see :func:`ppdm_child`);
+    ``ppdm_star`` also times ppdm's default 'star' release for reference."""
+    import shutil
+    import statistics
+    import tempfile
+
+    configs = configs or ARX_CONFIGS
     if not shutil.which("javac") or not shutil.which("java"):
         raise SystemExit("--arx needs a JDK (javac and java on PATH)")
     src = Path(__file__).resolve().parent / "arx" / "ArxSideBySide.java"
@@ -252,37 +367,81 @@ def bench_arx(adult_dir: Path, classpath: str, repeat: int) -> list[dict]:
         raise SystemExit(
             f"compiling the ARX harness failed (is {classpath!r} an ARX build?): {p.stderr.strip()[-300:]}"
         )
-    specs = [f"{k}:{sup}:dm" + (f":l{l}" if l else "") for k, sup, l in ARX_CONFIGS]
-    # ARX runs warm: the JVM repeats each configuration (best of 3 × repeat), as a service would
-    cmd = ["java", "-Xmx2g", "-cp", f"{classpath}:{out_dir}", "ArxSideBySide", str(adult_dir), str(3 * repeat), *specs]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise SystemExit(f"ARX run failed: {p.stderr.strip()[-300:]}")
-    arx = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
-    table = adult_table(adult_dir)
     rows = []
-    print("ARX (same run, warm JVM) vs ppdm Flash, discernibility metric, Adult 30,162 rows × 8 QIs")
-    for (k, sup, l), a in zip(ARX_CONFIGS, arx):
-        models = [KAnonymity(k)] + ([DistinctLDiversity(l)] if l else [])
-        sec, r = best_of(lambda: flash(Lattice(table, models, sup), "dm"), repeat)  # noqa: B023
-        arx_dm = float(a["score"])
+    print(
+        f"ARX vs ppdm Flash, DM metric, {adult_dir / 'adult.csv'}; per configuration one JVM and one Python process, "
+        f"{warmup} warm-up + {repeat} timed runs each, from the loaded table"
+    )
+    print(
+        f"    {'configuration':<40}{'ARX med':>9}{'min':>8}{'ppdm med':>10}{'min':>8}{'ARX/ppdm':>10}"
+        f"{'ARX RSS':>9}{'ppdm RSS':>10}  optimum"
+    )
+    for cfg in configs:
+        spec = arx_spec(cfg)
+        cmd = ["java", "-Xmx2g", "-cp", f"{classpath}:{out_dir}", "ArxSideBySide", str(adult_dir), str(warmup)]
+        rc, out, err, arx_rss = _run_measured([*cmd, str(repeat), spec])
+        if rc != 0:
+            raise SystemExit(f"ARX run failed ({spec}): {err.strip()[-300:]}")
+        a = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
+        cmd = [sys.executable, __file__, "--child-arx-ppdm", spec, "--adult", str(adult_dir)]
+        cmd += ["--warmup", str(warmup), "--repeat", str(repeat)]
+        rc, out, err, ppdm_rss = _run_measured(cmd)
+        if rc != 0:
+            raise SystemExit(f"ppdm run failed ({spec}): {err.strip()[-300:]}")
+        b = json.loads(out.strip().splitlines()[-1])
+        star = None
+        if ppdm_star:
+            rc, out, err, _ = _run_measured([*cmd, "--suppressed-rows", "star"])
+            if rc != 0:
+                raise SystemExit(f"ppdm run failed ({spec}, star): {err.strip()[-300:]}")
+            star = json.loads(out.strip().splitlines()[-1])
+        arx_med, arx_min = statistics.median(a["seconds"]), min(a["seconds"])
+        pp_med, pp_min = statistics.median(b["seconds"]), min(b["seconds"])
+        arx_dm = float(a["score"]) if a.get("levels") is not None else float("nan")
+        same_dm = abs(arx_dm - b["dm"]) <= 1e-6 * max(arx_dm, 1.0)
+        same_node = a.get("levels") == b["levels"]
         row = {
-            "k": k,
-            "suppression": sup,
-            "l": l,
+            "config": config_label(cfg),
+            "spec": spec,
             "arx_seconds": a["seconds"],
-            "ppdm_seconds": sec,
-            "ratio_arx_over_ppdm": a["seconds"] / sec,
+            "arx_median": arx_med,
+            "arx_min": arx_min,
+            "ppdm_seconds": b["seconds"],
+            "ppdm_median": pp_med,
+            "ppdm_min": pp_min,
+            "ppdm_search_median": statistics.median(b["search_seconds"]),
+            "ratio_median": arx_med / pp_med,
+            "ratio_min": arx_min / pp_min,
+            "arx_levels": a.get("levels"),
+            "ppdm_levels": b["levels"],
             "arx_dm": arx_dm,
-            "ppdm_dm": r.chosen.dm,
-            "same_optimum": abs(arx_dm - r.chosen.dm) <= 1e-6 * max(arx_dm, 1.0),
+            "ppdm_dm": b["dm"],
+            "arx_checked": a.get("checked"),
+            "ppdm_checked": b["checked"],
+            "same_node": same_node,
+            "same_dm": same_dm,
+            "arx_peak_rss_mb": arx_rss,
+            "ppdm_peak_rss_mb": ppdm_rss,
         }
+        if star:
+            row["ppdm_star"] = {
+                "seconds": star["seconds"],
+                "median": statistics.median(star["seconds"]),
+                "levels": star["levels"],
+                "dm": star["dm"],
+            }
         rows.append(row)
-        label = f"k={k}" + (f" + l={l}" if l else "") + f", {sup:.0%} suppression"
+        verdict = "same node" if same_node else ("same DM, other node (tie)" if same_dm else "DIFFERENT")
         print(
-            f"    {label:<28} ARX {a['seconds']:.3f} s  ppdm {sec:.3f} s  ×{row['ratio_arx_over_ppdm']:.2f}  "
-            f"DM ARX {arx_dm:,.0f} ppdm {r.chosen.dm:,.0f}{'' if row['same_optimum'] else '  DIFFERENT'}"
+            f"    {row['config']:<40}{arx_med:8.3f}s{arx_min:7.3f}s{pp_med:9.3f}s{pp_min:7.3f}s"
+            f"{row['ratio_median']:9.2f}×{arx_rss:7.0f}MB{ppdm_rss:8.0f}MB  {verdict}, DM {b['dm']:,.0f}"
+            + ("" if same_dm else f" (ARX {arx_dm:,.0f})")
         )
+        if star:
+            print(
+                f"    {'':<40}ppdm with its default 'star' release: median {row['ppdm_star']['median']:.3f} s, "
+                f"DM {star['dm']:,.0f}"
+            )
     shutil.rmtree(out_dir, ignore_errors=True)
     return rows
 
@@ -339,11 +498,20 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--arx", metavar="CLASSPATH", help="also run ARX's optimal search on Adult (an ARX build's classpath)"
     )
+    ap.add_argument("--warmup", type=int, default=1, help="untimed runs before the timed ones (ARX comparison)")
     ap.add_argument("--json", type=Path, help="write all figures here")
     ap.add_argument("--child-scale", type=int, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--ppdm-star", action="store_true", help="with --arx: also time ppdm's default 'star' release (reference)"
+    )
+    ap.add_argument("--child-arx-ppdm", metavar="SPEC", help=argparse.SUPPRESS)
+    ap.add_argument("--suppressed-rows", default="arx", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child_scale:
         print(json.dumps(scale_child(a.child_scale, a.adult, a.k)))
+        return 0
+    if a.child_arx_ppdm:
+        print(json.dumps(ppdm_child(a.child_arx_ppdm, a.adult, a.warmup, a.repeat, a.suppressed_rows)))
         return 0
     res = {}
     if not a.skip_adult:
@@ -357,7 +525,7 @@ def main(argv=None) -> int:
             print(f"  ratio anonypy / ppdm Mondrian: ×{res['anonypy']['seconds'] / ours:.0f}")
             res["anonypy"]["ratio_vs_ppdm"] = res["anonypy"]["seconds"] / ours
     if a.arx:
-        res["arx"] = bench_arx(a.adult, a.arx, a.repeat)
+        res["arx"] = bench_arx(a.adult, a.arx, a.repeat, a.warmup, ppdm_star=a.ppdm_star)
     if a.json:
         a.json.write_text(json.dumps(res, indent=2, default=float) + "\n")
     return 0

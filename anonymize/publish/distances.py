@@ -104,6 +104,26 @@ def emd_hierarchical(P: np.ndarray, Q: np.ndarray, hierarchy: Hierarchy, leaf_of
     return cost
 
 
+#: (id(hierarchy), id(values)) -> (hierarchy, values, leaf codes): the same table is checked class by class,
+#: node after node, with the same sensitive values; encoding them through the hierarchy (pandas) cost more than
+#: the distance itself (ARX side by side, benchmarks/README.md)
+_LEAF_CACHE: dict[tuple[int, int], tuple] = {}
+_LEAF_CACHE_MAX = 32
+
+
+def _leaf_codes(hierarchy: Hierarchy, values) -> np.ndarray:
+    """``hierarchy.encode(values)``, remembered for the same two objects (checked by identity, not by id alone)."""
+    key = (id(hierarchy), id(values))
+    hit = _LEAF_CACHE.get(key)
+    if hit is not None and hit[0] is hierarchy and hit[1] is values:
+        return hit[2]
+    leaf = hierarchy.encode(values, column=hierarchy.name)
+    if len(_LEAF_CACHE) >= _LEAF_CACHE_MAX:
+        _LEAF_CACHE.pop(next(iter(_LEAF_CACHE)))
+    _LEAF_CACHE[key] = (hierarchy, values, leaf)
+    return leaf
+
+
 DISTANCES = ("emd", "variational", "kl")
 GROUNDS = ("equal", "ordered", "hierarchical")
 
@@ -139,6 +159,5 @@ def t_distances(
         values = table.sens_values[j] if table is not None else None
         if values is None:
             raise AnonymizeError("hierarchical ground distance needs the table's sensitive values")
-        leaf = hierarchy.encode(values, column=hierarchy.name)
-        return emd_hierarchical(P, Q, hierarchy, leaf)
+        return emd_hierarchical(P, Q, hierarchy, _leaf_codes(hierarchy, values))
     raise AnonymizeError(f"unknown EMD ground distance '{ground}' (use {', '.join(GROUNDS)})")
