@@ -68,6 +68,7 @@ from .. import registry
 from ..classes import ClassStats, class_stats, equivalence_classes
 from ..hierarchy import value_str
 from ..metrics import measure_release
+from ..metrics.release import sensitive_summary
 from ..models import PrivacyModel, all_ok
 from ..models_population import bind_models, table_models
 from ..recode import STAR, SUPPRESSED_ROWS
@@ -496,16 +497,7 @@ def achieved_from_release(df: pd.DataFrame, table: EncodedTable, suppressed: np.
     rep = measure_release(frame, qis, sens, hierarchies=dict(table.sens_hierarchies), weights=w)
     sa = {}
     for name, m in rep["sensitive_attributes"].items():
-        sa[name] = {
-            "l_distinct": m["l_distinct"],
-            "l_entropy": m["l_entropy"],
-            "recursive_c_bound": m["recursive"]["c_bound"],
-            "t": m["t"],
-            "beta_basic": m["beta_basic"],
-            "beta_enhanced": m["beta_enhanced"],
-            "delta_disclosure": m["delta_disclosure"],
-            "alpha": m["alpha"],
-        }
+        sa[name] = sensitive_summary(m)
     return {
         "k": int(rep["k"]),
         "classes": int(rep["classes"].get("classes", 0)),

@@ -112,6 +112,20 @@ def sensitive_privacy(
     }
 
 
+def sensitive_summary(m: dict) -> dict:
+    """The per-attribute figures a report's "achieved" keeps of :func:`sensitive_privacy`'s measurement."""
+    return {
+        "l_distinct": m["l_distinct"],
+        "l_entropy": m["l_entropy"],
+        "recursive_c_bound": m["recursive"]["c_bound"],
+        "t": m["t"],
+        "beta_basic": m["beta_basic"],
+        "beta_enhanced": m["beta_enhanced"],
+        "delta_disclosure": m["delta_disclosure"],
+        "alpha": m["alpha"],
+    }
+
+
 def achieved_privacy(
     table: EncodedTable, class_id: np.ndarray, n_classes: int, suppressed: np.ndarray, suppressed_rows: str = "star"
 ) -> dict:
@@ -147,16 +161,7 @@ def achieved_privacy(
         numeric = bool(np.issubdtype(np.asarray(values).dtype, np.number))
         ref = hist.sum(axis=0) / max(int(hist.sum()), 1)
         m = sensitive_privacy(hist, ref, numeric, h, leaf)
-        sens[name] = {
-            "l_distinct": m["l_distinct"],
-            "l_entropy": m["l_entropy"],
-            "recursive_c_bound": m["recursive"]["c_bound"],
-            "t": m["t"],
-            "beta_basic": m["beta_basic"],
-            "beta_enhanced": m["beta_enhanced"],
-            "delta_disclosure": m["delta_disclosure"],
-            "alpha": m["alpha"],
-        }
+        sens[name] = sensitive_summary(m)
     out["sensitive_attributes"] = sens
     return out
 

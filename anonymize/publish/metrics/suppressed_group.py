@@ -23,7 +23,7 @@ import numpy as np
 
 from ..classes import ClassStats, class_stats
 from ..table import EncodedTable
-from .release import sensitive_privacy
+from .release import sensitive_privacy, sensitive_summary
 
 __all__ = ["achieved_outside_group", "suppressed_group"]
 
@@ -49,16 +49,7 @@ def achieved_outside_group(table: EncodedTable, class_id: np.ndarray, n_classes:
         leaf = h.encode(values, column=h.name) if h is not None else None
         numeric = bool(np.issubdtype(np.asarray(values).dtype, np.number))
         m = sensitive_privacy(hist, np.asarray(glob[j], dtype=np.float64), numeric, h, leaf)
-        sens[name] = {
-            "l_distinct": m["l_distinct"],
-            "l_entropy": m["l_entropy"],
-            "recursive_c_bound": m["recursive"]["c_bound"],
-            "t": m["t"],
-            "beta_basic": m["beta_basic"],
-            "beta_enhanced": m["beta_enhanced"],
-            "delta_disclosure": m["delta_disclosure"],
-            "alpha": m["alpha"],
-        }
+        sens[name] = sensitive_summary(m)
     out["sensitive_attributes"] = sens
     out["reference_distribution"] = "whole table"
     return out
