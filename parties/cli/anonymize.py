@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 
 from anonymize.errors import AnonymizeError
+from parties.cli.anonymize_joint import add_joint_args, is_joint, main_joint
 from parties.cli.common import comma_list
 from parties.cli.engine_args import add_database_args, add_engine_args, engine_input, engine_kwargs
 from parties.cli.model_args import models_from_args
@@ -106,8 +107,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument(
         "--metric",
         choices=METRICS,
-        default="ncp",
-        help="how to choose among the satisfying nodes (default ncp; loss: ARX's Loss, Iyengar's loss with a "
+        default=None,
+        help="how to choose among the satisfying nodes (default ncp; joint publishing: dm; loss: ARX's Loss, Iyengar's loss with a "
         "geometric mean over the attributes)",
     )
     p.add_argument("--mondrian-mode", choices=("strict", "relaxed"), default="strict")
@@ -170,6 +171,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress or summary output")
     add_engine_args(p)
     add_database_args(p)
+    add_joint_args(p)
     p.set_defaults(func=_main)
     return p
 
@@ -424,6 +426,10 @@ def _main(args) -> int:
     from anonymize.publish.on_engine import engine_supports
 
     # bad input raises AnonymizeError: one line and exit 2 (parties.cli.main), nothing written
+    if is_joint(args):
+        return main_joint(args)
+    if args.metric is None:
+        args.metric = "ncp"
     _check_local_args(args)
     prog = Progress(enabled=not args.quiet)
     with engine_input(args) as src:

@@ -59,6 +59,7 @@ __all__ = [
 JOB_MODULES: list[str] = [
     "parties.jobs.mining",
     "parties.jobs.mpc_bench",
+    "parties.jobs.publishing",
 ]
 
 

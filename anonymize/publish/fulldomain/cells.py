@@ -1,0 +1,170 @@
+"""Dense cells of full-domain nodes: the public domain several parties count their rows over.
+
+A full-domain node ``(l_1, …, l_q)`` (Samarati, "Protecting respondents' identities in microdata
+release", IEEE TKDE 13(6), 2001) maps every row to a tuple of hierarchy node codes, QI ``j`` at
+level ``l_j``. Its *cells* are all such tuples — ``D = Π_j |level l_j of hierarchy j|`` of them,
+numbered in mixed radix (the last QI fastest). The numbering depends only on the hierarchies and
+the node, never on the data, so parties holding different rows of one table (horizontally
+partitioned) count their rows into vectors of the same length whose sum is the pooled frequency
+set of the node, empty cells included — what a secure sum needs (:mod:`parties.joint.publishing`).
+
+Functions: :func:`domain_sizes`, :func:`cell_index` (rows → cells), :func:`cell_counts` (a
+party's count or count-per-sensitive-value vector), :func:`cell_codes` and :func:`cell_labels`
+(cells → node codes → the hierarchy labels a release prints, as :func:`..recode.release_levels`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ...errors import AnonymizeError
+from ..hierarchy import Hierarchy
+
+__all__ = [
+    "domain_sizes",
+    "domain_size",
+    "cell_index",
+    "cell_counts",
+    "cell_codes",
+    "cell_labels",
+    "release_from_counts",
+    "MAX_CELLS",
+]
+
+MAX_CELLS = 1 << 31
+"""Largest cell domain of one node (cell numbers are int64, counts are bincounts)."""
+
+
+def domain_sizes(hierarchies: Sequence[Hierarchy], levels: Sequence[int]) -> list[int]:
+    """Number of hierarchy nodes at ``levels[j]`` of every QI ``j``."""
+    if len(levels) != len(hierarchies):
+        raise AnonymizeError(f"expected {len(hierarchies)} levels, got {len(levels)}")
+    out = []
+    for h, lv in zip(hierarchies, levels):
+        lv = int(lv)
+        if not 0 <= lv <= h.height:
+            raise AnonymizeError(f"level {lv} out of range 0..{h.height} for '{h.name}'")
+        out.append(h.n_nodes(lv))
+    return out
+
+
+def domain_size(hierarchies: Sequence[Hierarchy], levels: Sequence[int]) -> int:
+    """``D`` — the number of cells of node ``levels`` (a Python int, exact)."""
+    d = 1
+    for s in domain_sizes(hierarchies, levels):
+        d *= s
+    return d
+
+
+def _strides(sizes: Sequence[int]) -> list[int]:
+    out = [1] * len(sizes)
+    for j in range(len(sizes) - 2, -1, -1):
+        out[j] = out[j + 1] * sizes[j + 1]
+    return out
+
+
+def cell_index(hierarchies: Sequence[Hierarchy], qi_codes: np.ndarray, levels: Sequence[int]) -> np.ndarray:
+    """The cell of every row: ``(n,)`` int64 from ``(n, q)`` leaf codes (mixed radix, last QI fastest)."""
+    sizes = domain_sizes(hierarchies, levels)
+    if domain_size(hierarchies, levels) > MAX_CELLS:
+        raise AnonymizeError(f"node {tuple(levels)} has more than {MAX_CELLS:,} cells")
+    codes = np.asarray(qi_codes)
+    out = np.zeros(codes.shape[0], dtype=np.int64)
+    for j, (h, lv, st) in enumerate(zip(hierarchies, levels, _strides(sizes))):
+        col = codes[:, j]
+        node = h.maps[int(lv)][col] if lv else col
+        if st == 1:
+            out += node
+        else:
+            out += node.astype(np.int64) * st
+    return out
+
+
+def cell_counts(
+    hierarchies: Sequence[Hierarchy],
+    qi_codes: np.ndarray,
+    levels: Sequence[int],
+    sens_codes: np.ndarray | None = None,
+    n_sens: int = 0,
+    weights: np.ndarray | None = None,
+    dtype=np.int64,
+) -> np.ndarray:
+    """A party's rows counted into the cells of node ``levels``: ``(D,)`` counts, or with
+    ``sens_codes`` (``(n,)`` codes in ``0..n_sens-1``) ``(D·n_sens,)`` counts per cell and sensitive
+    value, cell-major (entry ``cell·n_sens + value``). ``weights`` — multiplicities of the rows."""
+    cells = cell_index(hierarchies, qi_codes, levels)
+    d = domain_size(hierarchies, levels)
+    if sens_codes is not None:
+        if n_sens < 1:
+            raise AnonymizeError("n_sens must be positive with sensitive codes")
+        s = np.asarray(sens_codes, dtype=np.int64)
+        if len(s) and (s.min() < 0 or s.max() >= n_sens):
+            raise AnonymizeError(f"sensitive codes must lie in 0..{n_sens - 1}")
+        cells = cells * n_sens + s
+        d *= n_sens
+    counts = np.bincount(cells, weights=weights, minlength=d)
+    return counts.astype(dtype, copy=False)
+
+
+def cell_codes(hierarchies: Sequence[Hierarchy], levels: Sequence[int], cells: np.ndarray) -> np.ndarray:
+    """``(m, q)`` hierarchy node codes of ``cells`` at ``levels`` (the inverse of :func:`cell_index`)."""
+    sizes = domain_sizes(hierarchies, levels)
+    rest = np.asarray(cells, dtype=np.int64).copy()
+    out = np.empty((len(rest), len(sizes)), dtype=np.int64)
+    for j in range(len(sizes) - 1, -1, -1):
+        out[:, j] = rest % sizes[j]
+        rest //= sizes[j]
+    if len(rest) and rest.any():
+        raise AnonymizeError("cell number out of range for this node")
+    return out
+
+
+def cell_labels(hierarchies: Sequence[Hierarchy], levels: Sequence[int], cells: np.ndarray) -> list[np.ndarray]:
+    """Per QI, the hierarchy label of each cell's node at ``levels`` (object arrays): the text a
+    full-domain release prints for rows in those cells."""
+    codes = cell_codes(hierarchies, levels, cells)
+    return [h.labels[int(lv)][codes[:, j]] for j, (h, lv) in enumerate(zip(hierarchies, levels))]
+
+
+def release_from_counts(
+    hierarchies: Sequence[Hierarchy],
+    levels: Sequence[int],
+    kept: np.ndarray,
+    suppressed: np.ndarray,
+    *,
+    sensitive: str | None = None,
+    sens_values: Sequence[str] = (),
+    suppressed_rows: str = "star",
+):
+    """The rows of a full-domain release from its counts: ``kept`` per cell (``(D,)``) or per cell
+    and sensitive value (``(D·V,)``, cell-major), ``suppressed`` the suppressed rows (``(1,)``, or
+    per sensitive value ``(V,)``). One row per counted row, cells in order (shuffle before writing);
+    QI ``j`` gets the hierarchy label at ``levels[j]``, suppressed rows ``*`` in every QI (left out
+    with ``suppressed_rows='drop'``)."""
+    import pandas as pd
+
+    names = [h.name for h in hierarchies]
+    kept = np.asarray(kept, dtype=np.int64)
+    suppressed = np.asarray(suppressed, dtype=np.int64)
+    if (kept < 0).any() or (suppressed < 0).any():
+        raise AnonymizeError("release counts must be non-negative")
+    v = len(sens_values) if sensitive is not None else 1
+    d = domain_size(hierarchies, levels)
+    if kept.shape != (d * v,) or suppressed.shape != (v,):
+        raise AnonymizeError("release counts do not match the node's cells")
+    slots = np.flatnonzero(kept)
+    reps = kept[slots]
+    cells = slots // v
+    labels = cell_labels(hierarchies, levels, cells)
+    cols = {name: np.repeat(lab, reps) for name, lab in zip(names, labels)}
+    if sensitive is not None:
+        cols[sensitive] = np.repeat(np.asarray(list(sens_values), dtype=object)[slots % v], reps)
+    df = pd.DataFrame(cols)
+    if suppressed_rows != "drop" and suppressed.sum():
+        star = {name: np.full(int(suppressed.sum()), "*", dtype=object) for name in names}
+        if sensitive is not None:
+            star[sensitive] = np.repeat(np.asarray(list(sens_values), dtype=object), suppressed)
+        df = pd.concat([df, pd.DataFrame(star)], ignore_index=True)
+    return df

@@ -1,0 +1,224 @@
+"""The analyst's side of joint publishing: parameters, the run on daemons or a local cluster, the release.
+
+    from parties.analyst.publishing import JointPublishing, publish, publish_local
+
+    params = JointPublishing(qi=("age", "sex"), hierarchies=hs, sensitive="salary-class", k=5, l=2,
+                             max_suppression=0.05)
+    res = publish(params, "analyst/analyst.toml")          # each party reads its [data] table
+    res = publish_local(df, params, parties=3)             # rows in turn over 3 local daemons
+    res.release                                            # the rows, in random order, no party label
+    res.report                                             # node, metrics, protocol, what was revealed
+
+The parties return the release as additive shares of its counts (:mod:`parties.joint.publishing`);
+it is assembled here, on the analyst's side, and nowhere else.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from anonymize.publish.hierarchy import Hierarchy
+
+__all__ = ["JointPublishing", "PublishResult", "publish", "publish_local", "split_rows", "SPLITS"]
+
+SPLITS = ("horizontal",)
+"""Partitionings joint publishing runs on (vertical: not built yet)."""
+
+
+@dataclass(frozen=True)
+class JointPublishing:
+    """The public parameters of ``publish.horizontal`` (see :mod:`parties.jobs.publishing`)."""
+
+    qi: tuple[str, ...]
+    hierarchies: Mapping[str, Hierarchy]
+    sensitive: str | None = None
+    k: int = 2
+    l: int | None = None
+    max_suppression: float = 0.0
+    suppressed_rows: str = "star"
+    metric: str = "dm"
+    sensitive_values: tuple[str, ...] | None = None
+    data: str = "table"
+    split: str = "horizontal"
+
+    @property
+    def job(self) -> str:
+        return f"publish.{self.split}"
+
+    def check(self) -> None:
+        """One-line ``ValueError`` for parameters no party would accept."""
+        from parties.joint.publishing import JointPublishSpec
+
+        if self.split not in SPLITS:
+            raise ValueError(
+                f"joint publishing runs on --split {' or '.join(SPLITS)} in this version (vertical is not built yet)"
+            )
+        missing = [c for c in self.qi if c not in self.hierarchies]
+        if missing:
+            raise ValueError(f"joint publishing needs a hierarchy for every quasi-identifier (none for {missing[0]})")
+        JointPublishSpec(
+            tuple(self.qi),
+            self.sensitive,
+            self.k,
+            self.l,
+            self.max_suppression,
+            self.suppressed_rows,
+            self.metric,
+            self.sensitive_values,
+        ).check()
+
+    def to_params(self) -> dict[str, Any]:
+        self.check()
+        return {
+            "qi": list(self.qi),
+            "hierarchies": {c: self.hierarchies[c].to_rows() for c in self.qi},
+            "sensitive": self.sensitive,
+            "sensitive_values": None if self.sensitive_values is None else list(self.sensitive_values),
+            "k": int(self.k),
+            "l": None if self.l is None else int(self.l),
+            "max_suppression": float(self.max_suppression),
+            "suppressed_rows": self.suppressed_rows,
+            "metric": self.metric,
+            "data": self.data,
+        }
+
+
+@dataclass
+class PublishResult:
+    """A joint release: ``release`` (rows in random order), ``levels`` (QI → level), ``report``."""
+
+    release: pd.DataFrame
+    levels: dict[str, int]
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+def split_rows(df: pd.DataFrame, parties: int) -> list[pd.DataFrame]:
+    """Rows in turn over ``parties`` parties (row i to party i mod N), as ``ppdm anonymize --local``."""
+    if parties < 1:
+        raise ValueError("need at least one party")
+    return [df.iloc[i::parties].reset_index(drop=True) for i in range(parties)]
+
+
+def assemble(params: JointPublishing, replies: Mapping[str, dict[str, Any]], wall: float) -> PublishResult:
+    """The release and report from every party's reply (the computing parties' shares added)."""
+    from anonymize.dp.randomness import RandomSource
+    from anonymize.publish.fulldomain.cells import release_from_counts
+    from parties.joint.publishing import combine_release
+
+    shares = [v["share"] for v in replies.values() if "share" in v]
+    first = next(iter(replies.values()))
+    levels = [int(x) for x in first["levels"]]
+    if any([int(x) for x in v["levels"]] != levels for v in replies.values()):
+        raise ValueError("the parties disagree on the chosen node")
+    kept, sup = combine_release(shares)
+    hs = [params.hierarchies[c] for c in params.qi]
+    df = release_from_counts(
+        hs,
+        levels,
+        kept,
+        sup,
+        sensitive=params.sensitive,
+        sens_values=first.get("sensitive_values") or (),
+        suppressed_rows=params.suppressed_rows,
+    )
+    df = df.iloc[RandomSource().permutation(len(df))].reset_index(drop=True)
+    n = int(first["n"])
+    suppressed = int(sup.sum())
+    counts = (
+        kept.reshape(-1, max(1, len(first.get("sensitive_values") or []))).sum(axis=1) if params.sensitive else kept
+    )
+    sizes = counts[counts > 0]
+    dm = float((sizes.astype(float) ** 2).sum() + suppressed * n)
+    report = {
+        "algorithm": "flash (joint, horizontal)",
+        "levels": dict(zip(params.qi, levels)),
+        "parameters": {k: v for k, v in params.to_params().items() if k != "hierarchies"},
+        "metrics": {
+            "rows": n,
+            "suppressed_rows": suppressed,
+            "released_rows": int(len(df)),
+            "classes": int(len(sizes)),
+            "min_class_size": int(sizes.min()) if len(sizes) else 0,
+            "dm": dm,
+        },
+        "protocol": {
+            "mode": "horizontal",
+            "parties": list(replies),
+            "computing_parties": list(replies)[:3],
+            "stats": first.get("stats", {}),
+            "revealed": first.get("revealed", []),
+            "bytes_sent": {p: v.get("bytes_sent") for p, v in replies.items()},
+            "party_seconds": {p: v.get("seconds") for p, v in replies.items()},
+            "wall_seconds": round(wall, 6),
+        },
+    }
+    return PublishResult(df, dict(zip(params.qi, levels)), report)
+
+
+def publish(params: JointPublishing, parties: Any, *, timeout: float = 3600) -> PublishResult:
+    """Joint publishing on the daemons of ``parties`` (an :class:`parties.analyst.api.AnalystConfig`
+    or its TOML path); each party reads its own ``[data] <params.data>``."""
+    from parties.analyst.api import run
+
+    job_params = params.to_params()
+    t0 = time.perf_counter()
+    out = run(params.job, job_params, parties, timeout=timeout)
+    return assemble(params, out, time.perf_counter() - t0)
+
+
+def publish_local(
+    table: pd.DataFrame | str | os.PathLike,
+    params: JointPublishing,
+    parties: int,
+    *,
+    timeout: float = 3600,
+    link_shape: tuple[float, float | None] | None = None,
+    progress: bool = True,
+) -> PublishResult:
+    """Split ``table`` by rows in turn over ``parties`` local daemons (fresh certificates, mTLS on
+    loopback) and publish jointly. The analyst holds the whole table here: for trying the protocol."""
+    import sys
+
+    from anonymize.publish.io import read_table
+    from parties.analyst.local_cluster import LocalCluster
+
+    if parties < 3:
+        raise ValueError("joint publishing needs at least 3 parties (three-party computation with an honest majority)")
+    df = table if isinstance(table, pd.DataFrame) else read_table(table)
+    job_params = params.to_params()
+    cols = list(params.qi) + ([params.sensitive] if params.sensitive else [])
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise ValueError(f"the table has no column '{missing[0]}'")
+    with tempfile.TemporaryDirectory(prefix="ppdm-publish-") as d:
+        data = {}
+        for i, part in enumerate(split_rows(df[cols], parties)):
+            f = Path(d) / f"p{i}.csv"
+            part.to_csv(f, index=False, sep=";")
+            data[f"p{i}"] = {params.data: str(f)}
+        if progress:
+            print(
+                f"starting {parties} party daemons on loopback (mTLS, fresh certificates); rows of {len(df):,} in turn",
+                file=sys.stderr,
+                flush=True,
+            )
+        with LocalCluster(
+            parties, workdir=Path(d) / "cluster", data=data, link_shape=link_shape, policy={"min_parties": 3}
+        ) as cluster:
+            t0 = time.perf_counter()
+            out = cluster.run_job(params.job, dict(job_params), timeout=timeout)
+            wall = time.perf_counter() - t0
+    return assemble(params, out, wall)
+
+
+def pooled_columns(params: JointPublishing) -> Sequence[str]:
+    """The columns a joint release has (QIs, then the sensitive column)."""
+    return [*params.qi, *([params.sensitive] if params.sensitive else [])]

@@ -1,0 +1,200 @@
+"""``ppdm anonymize`` across organizations: ``--parties ANALYST.toml --data KEY --split horizontal`` runs
+the joint search on the party daemons (each reads its own ``[data] KEY`` table); ``--local N --split
+horizontal IN.csv`` splits IN's rows in turn over N local daemons first (for trying it on one machine).
+
+Same model and algorithm flags as a local ``ppdm anonymize`` where the joint search honours them:
+k-anonymity, distinct l-diversity, ``--max-suppression``, ``--suppressed-rows``, a full-domain
+algorithm (flash, incognito and samarati find the same satisfying nodes; the joint search evaluates
+the lattice level by level) and ``--metric dm``. The release and its report are written on the
+analyst's side; the report names what each party learned (``protocol.revealed``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from anonymize.errors import AnonymizeError
+
+__all__ = ["add_joint_args", "is_joint", "main_joint"]
+
+JOINT_ALGORITHMS = ("flash", "incognito", "samarati")
+
+
+def add_joint_args(p: argparse.ArgumentParser) -> None:
+    """``--parties``, ``--data``, ``--split``, ``--local``, ``--rtt-ms``, ``--mbit``."""
+    g = p.add_argument_group("joint publishing (data held by several organizations)")
+    g.add_argument(
+        "--parties", metavar="ANALYST.toml", help="run on these party daemons; each reads its own [data] KEY table"
+    )
+    g.add_argument("--data", default="table", metavar="KEY", help="the parties' data key (default: table)")
+    g.add_argument(
+        "--split",
+        choices=("horizontal", "vertical"),
+        default=None,
+        help="how the table is partitioned: horizontal (same columns, different rows)",
+    )
+    g.add_argument(
+        "--local",
+        type=int,
+        default=None,
+        metavar="N",
+        help="split IN's rows in turn over N local party daemons (mTLS on loopback) and publish jointly",
+    )
+    g.add_argument("--rtt-ms", type=float, default=None, help="with --local: emulate this round-trip time")
+    g.add_argument("--mbit", type=float, default=None, help="with --local: emulate this bandwidth (Mbit/s)")
+
+
+def is_joint(args) -> bool:
+    return bool(
+        getattr(args, "parties", None) or getattr(args, "local", None) is not None or getattr(args, "split", None)
+    )
+
+
+def _refuse_unsupported(args) -> None:
+    """One line for every flag of a local run the joint search does not take."""
+    if args.parties and args.local is not None:
+        raise AnonymizeError("give either --parties or --local, not both")
+    if not args.parties and args.local is None:
+        raise AnonymizeError("--split needs --parties ANALYST.toml or --local N")
+    if args.split is None:
+        raise AnonymizeError("joint publishing needs --split horizontal")
+    if args.split == "vertical":
+        raise AnonymizeError("joint publishing of vertically partitioned data (--split vertical) is not built yet")
+    if args.algorithm not in JOINT_ALGORITHMS:
+        raise AnonymizeError(
+            f"joint publishing runs the optimal full-domain search ({', '.join(JOINT_ALGORITHMS)}), not "
+            f"'{args.algorithm}'"
+        )
+    if args.metric not in (None, "dm"):
+        raise AnonymizeError("joint publishing chooses the node of least discernibility: use --metric dm")
+    if args.local is not None and args.input is None:
+        raise AnonymizeError("--local N needs the table to split (IN.csv)")
+    if args.parties and args.input is not None:
+        raise AnonymizeError("with --parties each party reads its own data: give no input table")
+    if (args.rtt_ms is not None or args.mbit is not None) and args.local is None:
+        raise AnonymizeError("--rtt-ms/--mbit emulate a WAN between local daemons: use them with --local")
+    if args.l is not None and (args.l_variant != "distinct" or args.l != int(args.l)):
+        raise AnonymizeError("joint publishing checks distinct l-diversity with an integer l")
+    given = {
+        "--t": args.t,
+        "--beta": args.beta,
+        "--delta": args.delta,
+        "--alpha": args.alpha,
+        "--c": args.c,
+        "--weights": getattr(args, "weights", None),
+        "--population": getattr(args, "population", None),
+        "--delta-presence": getattr(args, "delta_presence", None),
+        "--k-map": getattr(args, "k_map", None),
+        "--max-avg-risk": getattr(args, "max_avg_risk", None),
+        "--max-sample-uniques": getattr(args, "max_sample_uniques", None),
+        "--max-population-uniques": getattr(args, "max_population_uniques", None),
+    }
+    for flag, value in given.items():
+        if value is not None:
+            raise AnonymizeError(
+                f"joint publishing checks k-anonymity and distinct l-diversity; {flag} is not supported"
+            )
+    for flag, on in (
+        ("--local-recoding", args.local_recoding),
+        ("--keep-order", args.keep_order),
+        ("--plot", args.plot),
+        ("--queries", args.queries),
+    ):
+        if on:
+            raise AnonymizeError(f"{flag} is not supported by joint publishing")
+    if args.numeric_output != "range":
+        raise AnonymizeError("joint publishing writes hierarchy labels (--numeric-output range)")
+    if args.k is None and args.l is None:
+        raise AnonymizeError("give --k and/or --l")
+    sens = [c for c in (args.sensitive or "").split(",") if c.strip()]
+    if len(sens) > 1:
+        raise AnonymizeError("joint publishing takes one sensitive column")
+
+
+def _params(args):
+    from anonymize.publish.io import read_hierarchies
+    from parties.analyst.publishing import JointPublishing
+
+    qis = [c.strip() for c in (args.qi or "").split(",") if c.strip()]
+    if not qis:
+        raise AnonymizeError("--qi needs at least one column")
+    sens = [c.strip() for c in (args.sensitive or "").split(",") if c.strip()]
+    sensitive = sens[0] if sens else None
+    hs = read_hierarchies(args.hierarchies, args.hierarchy, columns=set(qis) | set(sens))
+    missing = [c for c in qis if c not in hs]
+    if missing:
+        raise AnonymizeError(
+            f"joint publishing needs a hierarchy for every quasi-identifier (none for '{missing[0]}'): "
+            "give --hierarchies DIR or --hierarchy COL=FILE"
+        )
+    domain = None
+    if sensitive is not None and sensitive in hs:  # a hierarchy of the sensitive column: its leaves are public
+        domain = tuple(str(v) for v in hs[sensitive].leaves)
+    return JointPublishing(
+        qi=tuple(qis),
+        hierarchies={c: hs[c] for c in qis},
+        sensitive=sensitive,
+        k=int(args.k or 1),
+        l=None if args.l is None else int(args.l),
+        max_suppression=float(args.max_suppression),
+        suppressed_rows=args.suppressed_rows,
+        metric="dm",
+        sensitive_values=domain,
+        data=args.data,
+        split=args.split,
+    )
+
+
+def main_joint(args) -> int:
+    """``ppdm anonymize --parties … | --local N …``: run, then write the release (and report) atomically."""
+    from anonymize.publish.io import atomic_write_text, write_table
+    from parties.analyst.publishing import publish, publish_local
+    from parties.cli.schema_args import check_output_path, output_sep
+
+    _refuse_unsupported(args)
+    params = _params(args)
+    try:
+        params.check()
+    except ValueError as e:
+        raise AnonymizeError(str(e)) from None
+    out = check_output_path(args.output, "output", Path(args.input) if args.input else None)
+    rep = Path(args.report) if args.report else None
+    if rep is not None and rep.resolve() == out.resolve():
+        raise AnonymizeError(f"output files would collide: {out}; choose another -o name")
+    if args.local is not None:
+        if args.local < 3:
+            raise AnonymizeError("joint publishing needs at least 3 parties (--local 3 or more)")
+        shape = None if args.rtt_ms is None and args.mbit is None else (float(args.rtt_ms or 0.0), args.mbit)
+        try:
+            res = publish_local(args.input, params, args.local, link_shape=shape, progress=not args.quiet)
+        except ValueError as e:
+            raise AnonymizeError(str(e)) from None
+    else:
+        res = publish(params, args.parties)
+    res.report["input"] = (
+        str(args.input) if args.input else f"[data] {args.data} of {', '.join(res.report['protocol']['parties'])}"
+    )
+    res.report["output"] = str(out)
+    res.report["row_order"] = "random"
+    sep = output_sep(args)
+    write_table(res.release, out, sep=sep)
+    if rep is not None:
+        try:
+            atomic_write_text(rep, json.dumps(res.report, indent=2, default=float) + "\n")
+        except BaseException:
+            out.unlink(missing_ok=True)
+            raise
+    if not args.quiet:
+        m = res.report["metrics"]
+        lv = ", ".join(f"{c}={v}" for c, v in res.levels.items())
+        print(
+            f"wrote {out}: joint {params.split} release of {m['rows']:,} rows over "
+            f"{len(res.report['protocol']['parties'])} parties, node {lv}; {m['classes']:,} classes, "
+            f"{m['suppressed_rows']:,} rows suppressed, DM {m['dm']:,.0f} "
+            f"({res.report['protocol']['wall_seconds']:.1f} s)",
+            file=sys.stdout,
+        )
+    return 0

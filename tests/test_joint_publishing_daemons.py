@@ -1,0 +1,126 @@
+"""Joint publishing between real daemons (mTLS on loopback): the release equals the pooled one, a
+party's policy floor refuses, a killed party aborts everywhere with one line and no release."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from anonymize.publish.io import read_hierarchies, read_table
+from parties.analyst.client import PartyError, run_sync
+from parties.analyst.publishing import JointPublishing, assemble, split_rows
+
+pytestmark = pytest.mark.daemons
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "anonymize" / "data"
+QIS = ["age", "sex", "race", "marital-status", "education"]
+SENS = "salary-class"
+
+
+def _params(**kw) -> JointPublishing:
+    hs = read_hierarchies(DATA, columns=set(QIS) | {SENS})
+    base = dict(
+        qi=tuple(QIS),
+        hierarchies={c: hs[c] for c in QIS},
+        sensitive=SENS,
+        sensitive_values=tuple(str(v) for v in hs[SENS].leaves),
+        k=5,
+        l=2,
+        max_suppression=0.05,
+    )
+    base.update(kw)
+    return JointPublishing(**base)
+
+
+def _cluster_data(tmp_path: Path, n: int) -> dict:
+    df = read_table(DATA / "adult_subset.csv")
+    data = {}
+    for i, part in enumerate(split_rows(df[QIS + [SENS]], n)):
+        f = tmp_path / f"part{i}.csv"
+        part.to_csv(f, index=False, sep=";")
+        data[f"p{i}"] = {"table": str(f)}
+    return data
+
+
+def _multiset(df, cols):
+    return sorted(map(tuple, df[cols].astype(str).itertuples(index=False, name=None)))
+
+
+def test_cli_local_release_equals_the_pooled_release_and_pycanon_agrees(tmp_path):
+    from pycanon import anonymity
+
+    out, rep = tmp_path / "joint.csv", tmp_path / "joint.json"
+    pooled = tmp_path / "pooled.csv"
+    common = [
+        "--qi", ",".join(QIS), "--sensitive", SENS, "--hierarchies", str(DATA), "--k", "5", "--l", "2",
+        "--max-suppression", "0.05", "--algorithm", "flash", "--metric", "dm", "--quiet",
+    ]  # fmt: skip
+    src = tmp_path / "in.csv"
+    read_table(DATA / "adult_subset.csv")[QIS + [SENS]].to_csv(src, index=False, sep=";")
+    cmd = [sys.executable, "-m", "parties.cli"]
+    r = subprocess.run(
+        [*cmd, "anonymize", str(src), "-o", str(out), "--report", str(rep), "--local", "3", "--split", "horizontal",
+         *common],
+        capture_output=True, text=True, cwd=ROOT, timeout=600,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    r2 = subprocess.run(
+        [*cmd, "anonymize", str(src), "-o", str(pooled), "--report", str(tmp_path / "p.json"), *common],
+        capture_output=True, text=True, cwd=ROOT, timeout=600,
+    )  # fmt: skip
+    assert r2.returncode == 0, r2.stderr[-2000:]
+    joint, ref = read_table(out).astype(str), read_table(pooled).astype(str)
+    report = json.loads(rep.read_text())
+    ref_report = json.loads((tmp_path / "p.json").read_text())
+    assert report["metrics"]["dm"] == pytest.approx(ref_report["metrics"]["dm"])
+    if report["levels"] == ref_report["levels"]:
+        assert _multiset(joint, QIS + [SENS]) == _multiset(ref, QIS + [SENS])
+    assert anonymity.k_anonymity(joint, QIS) >= 5
+    assert anonymity.l_diversity(joint, QIS, [SENS]) >= 2
+    revealed = " ".join(report["protocol"]["revealed"])
+    assert "one bit" in revealed and "analyst: the release" in revealed
+    assert set(report["protocol"]["parties"]) == {"p0", "p1", "p2"}
+
+
+def test_a_party_whose_floor_is_k10_refuses_a_k5_job(make_cluster, tmp_path):
+    policy = {"p1": {"job": {"publish.horizontal": {"floor": {"k": 10}}}}}
+    c = make_cluster(3, data=_cluster_data(tmp_path, 3), policy=policy)
+    with pytest.raises(PartyError) as ei:
+        c.run_job("publish.horizontal", _params(k=5).to_params(), timeout=60)
+    assert ei.value.party == "p1" and ei.value.kind == "refused"
+    assert "k >= 10" in str(ei.value)
+    out = c.run_job("publish.horizontal", _params(k=10).to_params(), timeout=300)  # k = 10 passes its floor
+    res = assemble(_params(k=10), out, 0.0)
+    assert res.report["metrics"]["min_class_size"] >= 10
+
+
+def test_a_party_killed_mid_search_aborts_the_job_everywhere(make_cluster, tmp_path):
+    c = make_cluster(3, data=_cluster_data(tmp_path, 3), link_shape=(60.0, None))
+
+    async def scenario():
+        async def kill_when_searching():
+            deadline = time.monotonic() + 60
+            while "publish: level" not in c.log("p0") and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            await asyncio.to_thread(c.kill, "p2")
+
+        killer = asyncio.create_task(kill_when_searching())
+        t0 = time.monotonic()
+        with pytest.raises(PartyError) as ei:
+            await c.arun_job("publish.horizontal", _params().to_params(), timeout=120)
+        await killer
+        return ei.value, time.monotonic() - t0
+
+    err, took = run_sync(scenario())
+    assert err.party == "p2" and "unreachable" in str(err), str(err)
+    assert "\n" not in str(err)
+    assert took < 60
+    c.restart("p2")
+    assert set(c.run_job("ping", timeout=20)) == {"p0", "p1", "p2"}

@@ -1,0 +1,499 @@
+"""Three-party replicated secret sharing (mpc.replicated) against the plain numpy functions it computes."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mpc.channel import run_parties, unpack_arrays
+from mpc.errors import InputMismatchError, ProtocolError
+from mpc.replicated import RING_DTYPES, RSS3, _to_planes, ltz_and_count, ltz_rounds, pack_bits, unpack_bits
+
+SMALL = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def ring(v, bits: int) -> np.ndarray:
+    """Plain residues mod 2^bits of integer values."""
+    a = np.asarray(v)
+    u = a.astype(np.int64).view(np.uint64) if a.dtype.kind == "i" else a.astype(np.uint64)
+    return u.astype(RING_DTYPES[bits])
+
+
+def split3(v, rng) -> list[np.ndarray]:
+    """Three int64 vectors summing to v mod 2^64 (two of them uniformly random)."""
+    v = np.asarray(v, np.int64)
+    r1 = rng.integers(-(2**62), 2**62, v.shape)
+    r2 = rng.integers(-(2**62), 2**62, v.shape)
+    with np.errstate(over="ignore"):
+        return [v - r1 - r2, r1, r2]
+
+
+def run3(fn, inputs, n_parties: int = 3, computers=None):
+    """Run ``fn(rss, x)`` on every party of a fresh session (computers: the first three by default)."""
+
+    async def main(ch, x):
+        rss = await RSS3.create(ch, computers or ch.parties[:3])
+        return await fn(rss, x)
+
+    return run_parties(n_parties, main, inputs, timeout=20)
+
+
+async def shared(rss: RSS3, x, bits: int):
+    """input_sum of every party's vector (only computing parties get a share)."""
+    return await rss.input_sum(x, bits)
+
+
+# --------------------------------------------------------------------------- packing helpers
+@given(st.integers(0, 200), st.integers(1, 3), st.data())
+def test_pack_unpack_bits_roundtrip(n, width, data):
+    bits = np.array(data.draw(st.lists(st.integers(0, 1), min_size=n * width, max_size=n * width)), np.uint8)
+    bits = bits.reshape(width, n)
+    w = pack_bits(bits)
+    assert w.dtype == np.uint64 and w.shape == (width, (n + 63) // 64)
+    assert np.array_equal(unpack_bits(w, n), bits)
+    if n:
+        assert int(w[0, 0]) & 1 == bits[0, 0]  # element 0 at bit 0 of word 0
+
+
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint32, np.uint64])
+@pytest.mark.parametrize(("n", "chunk"), [(0, 64), (1, 64), (200, 64), (1000, 128), (1000, 1 << 20)])
+def test_bit_planes_of_values(dtype, n, chunk):
+    v = np.random.default_rng(n).integers(0, np.iinfo(dtype).max, n, dtype=dtype, endpoint=True)
+    k = 8 * np.dtype(dtype).itemsize - 3
+    planes = _to_planes(v, k, chunk=chunk)
+    want = np.array([(v >> dtype(j)) & dtype(1) for j in range(k)], np.uint8).reshape(k, n)
+    assert np.array_equal(unpack_bits(planes, n), want)
+
+
+def test_cost_model():
+    assert [ltz_rounds(k) for k in (1, 2, 3, 8, 16, 32, 64)] == [0, 1, 2, 5, 6, 7, 8]
+    assert ltz_and_count(16) == 51 and ltz_and_count(32) == 114
+    assert ltz_and_count(16) < 4 * 16
+
+
+# --------------------------------------------------------------------------- input and open
+@pytest.mark.parametrize(
+    ("n_parties", "computers"), [(3, None), (4, None), (5, ("p4", "p1", "p2")), (7, ("p0", "p3", "p6"))]
+)
+@pytest.mark.parametrize("bits", [16, 32, 64])
+def test_input_sum_and_open_to_all(n_parties, computers, bits):
+    rng = np.random.default_rng(n_parties * bits)
+    n = 257
+    xs = [rng.integers(-1000, 1000, n) for _ in range(n_parties)]
+    want = ring(np.sum(xs, axis=0), bits)
+    comps = computers or tuple(f"p{i}" for i in range(3))
+
+    async def f(rss, x):
+        a = await shared(rss, x, bits)
+        assert (a is None) == (rss.idx is None)
+        mine = await rss.open(a)  # computing parties only
+        everyone = await rss.open(a, to="all")
+        return mine, everyone
+
+    out = run3(f, xs, n_parties, computers)
+    for p, (mine, everyone) in out.items():
+        assert everyone.dtype == RING_DTYPES[bits] and np.array_equal(everyone, want)
+        if p in comps:
+            assert np.array_equal(mine, want)
+        else:
+            assert mine is None
+
+
+def test_input_sum_length_mismatch_raises_everywhere():
+    async def f(rss, x):
+        try:
+            await rss.input_sum(x, 32)
+        except InputMismatchError as e:
+            return str(e)
+        return None
+
+    out = run3(f, [np.zeros(3, int), np.zeros(3, int), np.zeros(4, int), np.zeros(3, int)], n_parties=4)
+    assert all(v is not None and "n:" in v for v in out.values())
+
+
+def test_create_rejects_bad_computers():
+    async def f(ch, _):
+        with pytest.raises(ValueError):
+            await RSS3.create(ch, ("p0", "p1"))
+        with pytest.raises(ValueError):
+            await RSS3.create(ch, ("p0", "p1", "p1"))
+        return True
+
+    assert all(run_parties(3, f).values())
+
+
+def test_open_bool_to_all_and_wide_planes():
+    rng = np.random.default_rng(5)
+    n = 130
+    planes = rng.integers(0, 2, (3, n), dtype=np.uint8)
+
+    async def f(rss, _):
+        x = rss.public_bool(planes) if rss.idx is not None else None
+        wide = await rss.open(x, to="all")
+        one = await rss.open(rss.planes(x, 1) if x is not None else None, to="all")
+        return wide, one
+
+    out = run3(f, None, n_parties=5)
+    for wide, one in out.values():
+        assert np.array_equal(wide, planes) and np.array_equal(one, planes[1])
+
+
+# --------------------------------------------------------------------------- local operations
+def test_local_linear_ops_segment_sum_take_concat():
+    rng = np.random.default_rng(7)
+    n, bits = 100, 16
+    xs = [rng.integers(0, 2**16, n) for _ in range(3)]
+    ys = [rng.integers(0, 2**16, n) for _ in range(3)]
+    x, y = ring(np.sum(xs, axis=0), bits), ring(np.sum(ys, axis=0), bits)
+    c = rng.integers(0, 2**16, n)
+    offsets = np.array([0, 0, 5, 5, 17, 60, 99, 100])
+    idx = rng.permutation(n)[:40]
+
+    async def f(rss, xy):
+        a, b = await shared(rss, xy[0], bits), await shared(rss, xy[1], bits)
+        ops = [
+            rss.add(a, b),
+            rss.sub(a, b),
+            rss.neg(a),
+            rss.add_const(a, 7),
+            rss.add_const(a, c),
+            rss.mul_const(a, 3),
+            rss.mul_const(a, c),
+            rss.segment_sum(a, offsets),
+            rss.take(a, idx),
+            rss.concat([a, b, a]),
+            rss.add_const(rss.public(c, bits), -1),
+        ]
+        return [await rss.open(o) for o in ops]
+
+    got = run3(f, list(zip(xs, ys)))["p2"]
+    cc = ring(c, bits)
+    ends = np.append(offsets[1:], n)
+    seg = np.array([x[s:e].sum(dtype=np.uint16) for s, e in zip(offsets, ends)], np.uint16)
+    want = [
+        x + y,
+        x - y,
+        np.uint16(0) - x,
+        x + np.uint16(7),
+        x + cc,
+        x * np.uint16(3),
+        x * cc,
+        seg,
+        x[idx],
+        np.concatenate([x, y, x]),
+        cc - np.uint16(1),
+    ]
+    for g, w in zip(got, want):
+        assert g.dtype == np.uint16 and np.array_equal(g, w)
+
+
+def test_segment_sum_matches_reduceat_on_nonempty_segments():
+    rng = np.random.default_rng(8)
+    n = 1000
+    xs = [rng.integers(0, 50, n) for _ in range(3)]
+    offsets = np.sort(rng.choice(np.arange(1, n), 30, replace=False))
+    offsets[0] = 0
+
+    async def f(rss, x):
+        return await rss.open(rss.segment_sum(await shared(rss, x, 32), offsets))
+
+    got = run3(f, xs)["p0"]
+    assert np.array_equal(got, np.add.reduceat(np.sum(xs, axis=0), offsets).astype(np.uint32))
+
+
+def test_local_boolean_ops():
+    rng = np.random.default_rng(9)
+    n = 150
+    xb, yb = rng.integers(0, 2, (2, n), dtype=np.uint8), rng.integers(0, 2, (2, n), dtype=np.uint8)
+    idx = rng.permutation(n)[:70]
+
+    async def f(rss, _):
+        x, y = rss.public_bool(xb), rss.public_bool(yb)
+        x = rss.xor(x, await rss.and_(y, rss.public_bool(np.zeros((2, n), np.uint8))))  # re-randomized copy
+        ops = [
+            rss.xor(x, y),
+            rss.not_(x),
+            rss.planes(x, [1, 0]),
+            rss.stack([x, y]),
+            rss.bool_take(x, idx),
+            rss.bool_concat([x, y]),
+        ]
+        return [await rss.open(o) for o in ops]
+
+    got = run3(f, None)["p1"]
+    want = [xb ^ yb, 1 - xb, xb[::-1], np.concatenate([xb, yb]), xb[:, idx], np.concatenate([xb, yb], axis=1)]
+    for g, w in zip(got, want):
+        assert np.array_equal(g, w)
+
+
+# --------------------------------------------------------------------------- products
+@SMALL
+@given(bits=st.sampled_from([8, 16, 32, 64]), n=st.integers(0, 40), seed=st.integers(0, 2**32 - 1))
+def test_mul_equals_plain(bits, n, seed):
+    rng = np.random.default_rng(seed)
+    xs = [rng.integers(-(2**40), 2**40, n) for _ in range(3)]
+    ys = [rng.integers(-(2**40), 2**40, n) for _ in range(3)]
+
+    async def f(rss, xy):
+        a, b = await shared(rss, xy[0], bits), await shared(rss, xy[1], bits)
+        return await rss.open(await rss.mul(a, b))
+
+    with np.errstate(over="ignore"):
+        want = ring(np.sum(xs, axis=0), bits) * ring(np.sum(ys, axis=0), bits)
+    for got in run3(f, list(zip(xs, ys))).values():
+        assert np.array_equal(got, want)
+
+
+@SMALL
+@given(n=st.integers(0, 200), width=st.integers(1, 3), seed=st.integers(0, 2**32 - 1))
+def test_and_equals_plain(n, width, seed):
+    rng = np.random.default_rng(seed)
+    xb, yb = rng.integers(0, 2, (2, width, n), dtype=np.uint8)
+
+    async def f(rss, _):
+        # public inputs, re-randomized by an AND with 1 so both operands have random components
+        one = rss.public_bool(np.ones((width, n), np.uint8))
+        x = await rss.and_(rss.public_bool(xb), one)
+        y = await rss.and_(rss.public_bool(yb), one)
+        return await rss.open(await rss.and_(x, y))
+
+    got = run3(f, None)["p0"]
+    assert np.array_equal(got.reshape(width, n), xb & yb)
+
+
+# --------------------------------------------------------------------------- comparisons
+def edge_values(k: int) -> np.ndarray:
+    h = 2 ** (k - 1)
+    return np.array([-h, -h + 1, -h + 2, -2, -1, 0, 1, 2, h - 2, h - 1], np.int64)
+
+
+@pytest.mark.parametrize(("ring_bits", "k"), [(16, 8), (32, 8), (16, 16), (32, 16), (64, 16), (32, 32), (64, 32)])
+def test_ltz_near_the_range_ends(ring_bits, k):
+    rng = np.random.default_rng(ring_bits + k)
+    v = np.concatenate([edge_values(k), rng.integers(-(2 ** (k - 1)), 2 ** (k - 1), 300)])
+    junk = rng.integers(0, 2**20, v.size) << k if k < ring_bits else 0  # bits above k must be ignored
+    xs = split3(v + junk, rng)
+
+    async def f(rss, x):
+        return await rss.open(await rss.ltz(await shared(rss, x, ring_bits), k))
+
+    for got in run3(f, xs).values():
+        assert got.dtype == np.uint8 and np.array_equal(got, (v < 0).astype(np.uint8))
+
+
+@SMALL
+@given(ring_bits=st.sampled_from([16, 32, 64]), data=st.data())
+def test_ltz_property(ring_bits, data):
+    k = data.draw(st.integers(1, ring_bits))
+    h = 2 ** (k - 1)
+    v = np.array(data.draw(st.lists(st.integers(-h, h - 1), max_size=70)), np.int64)
+    xs = split3(v, np.random.default_rng(data.draw(st.integers(0, 2**32 - 1))))
+
+    async def f(rss, x):
+        return await rss.open(await rss.ltz(await shared(rss, x, ring_bits), k))
+
+    assert np.array_equal(run3(f, xs)["p1"], (v < 0).astype(np.uint8))
+
+
+@SMALL
+@given(k=st.sampled_from([8, 16, 32]), n=st.integers(1, 60), seed=st.integers(0, 2**32 - 1))
+def test_less_than_scalar_and_array_constants(k, n, seed):
+    rng = np.random.default_rng(seed)
+    h = 2 ** (k - 2)
+    v = rng.integers(0, h, n)
+    c_arr = rng.integers(0, h, n)
+    c_scalar = int(rng.integers(0, h))
+    xs = split3(v, rng)
+
+    async def f(rss, x):
+        a = await shared(rss, x, 32)
+        return await rss.open(await rss.less_than(a, c_scalar, k)), await rss.open(await rss.less_than(a, c_arr, k))
+
+    got_s, got_a = run3(f, xs)["p2"]
+    assert np.array_equal(got_s, (v < c_scalar).astype(np.uint8))
+    assert np.array_equal(got_a, (v < c_arr).astype(np.uint8))
+
+
+# --------------------------------------------------------------------------- bit injection
+@SMALL
+@given(bits=st.sampled_from([8, 16, 32, 64]), n=st.integers(0, 80), seed=st.integers(0, 2**32 - 1))
+def test_b2a_and_mul_bit_equal_plain(bits, n, seed):
+    rng = np.random.default_rng(seed)
+    v = rng.integers(-50, 50, n)
+    xs = split3(v, rng)
+
+    async def f(rss, x):
+        a = await shared(rss, x, bits)
+        b = await rss.less_than(a, 0, 8)
+        return await rss.open(await rss.b2a(b, bits)), await rss.open(await rss.mul_bit(b, a))
+
+    got_b, got_m = run3(f, xs)["p0"]
+    neg = v < 0
+    assert got_b.dtype == RING_DTYPES[bits] and np.array_equal(got_b, neg.astype(got_b.dtype))
+    assert np.array_equal(got_m, ring(v * neg, bits))
+
+
+def test_count_pipeline_with_non_computing_party():
+    """The k-anonymity shape: sum counts, keep c·[c < k] per cell, sum per segment, compare with budgets."""
+    rng = np.random.default_rng(11)
+    n, k = 5000, 5
+    xs = [rng.integers(0, 3, n) for _ in range(4)]
+    offsets = np.arange(0, n, 250)
+    budgets = rng.integers(0, 400, offsets.size)
+    c = np.sum(xs, axis=0)
+    small = np.add.reduceat(c * (c < k), offsets)
+
+    async def f(rss, x):
+        a = await rss.input_sum(x, 16)
+        over = None
+        if rss.idx is not None:
+            s = rss.segment_sum(await rss.mul_bit(await rss.less_than(a, k, 16), a), offsets)
+            over = await rss.less_than(s, budgets, 16)
+        return await rss.open(over, to="all")
+
+    for got in run3(f, xs, n_parties=4).values():
+        assert np.array_equal(got, (small < budgets).astype(np.uint8))
+
+
+# --------------------------------------------------------------------------- arg-min
+def plain_argmin(keys: list[np.ndarray]) -> int:
+    return min(range(len(keys[0])), key=lambda i: (tuple(int(k[i]) for k in keys), i))
+
+
+@pytest.mark.parametrize("n_parties", [3, 4])
+def test_argmin_ties_go_to_the_smallest_index(n_parties):
+    keys = [np.array([5, 3, 7, 3, 3, 9, 3]), np.array([1, 4, 0, 2, 2, 0, 2])]
+    xs = [[k if p == 0 else np.zeros_like(k) for k in keys] for p in range(n_parties)]
+
+    async def f(rss, x):
+        ks = [await rss.input_sum(v, 16) for v in x]
+        one = await rss.argmin(ks[:1] if rss.idx is not None else None, [8])
+        two = await rss.argmin(ks if rss.idx is not None else None, [8, 8])
+        return one, two
+
+    assert set(run3(f, xs, n_parties).values()) == {(1, 3)}
+
+
+@SMALL
+@given(n=st.integers(1, 20), nk=st.integers(1, 3), hi=st.integers(1, 6), seed=st.integers(0, 2**32 - 1))
+def test_argmin_property(n, nk, hi, seed):
+    rng = np.random.default_rng(seed)
+    keys = [rng.integers(0, hi, n) for _ in range(nk)]
+    bits = [int(b) for b in rng.choice([4, 8, 16], nk)]
+    rings = [max(16, b) for b in bits]
+    xs = [[s for s in split3(k, rng)] for k in keys]
+    inputs = [[xs[j][p] for j in range(nk)] for p in range(3)]
+
+    async def f(rss, x):
+        ks = [await rss.input_sum(v, r) for v, r in zip(x, rings)]
+        return await rss.argmin([k for k in ks if k is not None], bits)
+
+    assert set(run3(f, inputs).values()) == {plain_argmin(keys)}
+
+
+# --------------------------------------------------------------------------- what a party sees and sends
+class Recorder:
+    """A channel that records every message its party receives."""
+
+    def __init__(self, inner):
+        self._inner = inner
+        self.received: list[tuple[str, str, bytes]] = []
+
+    me = property(lambda self: self._inner.me)
+    parties = property(lambda self: self._inner.parties)
+    state = property(lambda self: self._inner.state)
+    bytes_sent = property(lambda self: self._inner.bytes_sent)
+
+    async def send(self, to, tag, payload):
+        await self._inner.send(to, tag, payload)
+
+    async def recv(self, frm, tag):
+        payload = await self._inner.recv(frm, tag)
+        self.received.append((frm, tag, payload))
+        return payload
+
+
+def test_one_computing_partys_view_looks_uniform():
+    rng = np.random.default_rng(12)
+    n = 4096
+    xs = [rng.integers(0, 4, n) for _ in range(4)]  # small inputs: a leak would show as small values
+
+    async def f(ch, x):
+        rec = Recorder(ch)
+        rss = await RSS3.create(rec, ("p0", "p1", "p2"))
+        a = await rss.input_sum(x, 32)
+        if rss.idx is not None:
+            await rss.mul_bit(await rss.less_than(a, 5, 16), a)
+        return rec.received
+
+    seen = run_parties(4, f, xs)["p0"]
+    rss_msgs = [(frm, tag, unpack_arrays(p)) for frm, tag, p in seen if tag.startswith("rss/") and "agree" not in tag]
+    assert {frm for frm, tag, _ in rss_msgs if tag.endswith("/in")} == {"p3"}  # p3's explicit piece goes to c0
+    values = [a for _, _, arrs in rss_msgs for a in arrs if a.dtype == np.uint32]
+    bits = [a for _, _, arrs in rss_msgs for a in arrs if a.dtype == np.uint64]
+    assert values and bits
+    for v in values:  # uniform mod 2^32: no input, no sum, hardly any small value
+        assert v.size == n
+        assert not any(np.array_equal(v, ring(x, 32)) for x in xs)
+        assert not np.array_equal(v, ring(np.sum(xs, axis=0), 32))
+        assert (v < 2**20).mean() < 0.01
+        assert 0.45 < (v >> 31).mean() < 0.55
+    ones = np.mean([unpack_bits(b, 64 * b.shape[-1]).mean() for b in bits])
+    assert 0.45 < ones < 0.55
+
+
+def test_bytes_per_element():
+    n = 64 * 100
+    xs = [np.zeros(n, np.int64)] * 3
+
+    async def f(rss, x):
+        a = await rss.input_sum(x, 32)
+        ch = rss.ch
+        b0 = ch.bytes_sent
+        await rss.mul(a, a)
+        b1 = ch.bytes_sent
+        lt = await rss.ltz(a, 16)
+        b2 = ch.bytes_sent
+        await rss.mul_bit(lt, a)
+        b3 = ch.bytes_sent
+        return rss.idx, b1 - b0, b2 - b1, b3 - b2
+
+    for idx, mul, ltz, mul_bit in run3(f, xs).values():
+        assert 4 * n <= mul < 4 * n + 100  # one uint32 per element (+ header)
+        assert n * ltz_and_count(16) / 8 <= ltz < n * ltz_and_count(16) / 8 + 100 * ltz_rounds(16)
+        assert 8 * n + (4 * n if idx == 0 else 0) <= mul_bit < 8 * n + (4 * n if idx == 0 else 0) + 300
+
+
+def test_mask_tags_are_never_reused():
+    async def f(ch, x):
+        first = await RSS3.create(ch, ch.parties[:3])
+        await first.input_sum(x, 16)
+        second = await RSS3.create(ch, ch.parties[:3])  # same tag namespace: its first mask would repeat
+        with pytest.raises(ProtocolError, match="already used"):
+            await second.input_sum(x, 16)
+        other = await RSS3.create(ch, ch.parties[:3], tag="rss2")
+        return await other.open(await other.input_sum(x, 16))
+
+    out = run_parties(3, f, [np.arange(4)] * 3, timeout=20)
+    assert all(np.array_equal(v, 3 * np.arange(4)) for v in out.values())
+
+
+def test_concurrent_calls_started_in_the_same_order():
+    keys = np.array([4, 2, 9, 2])
+    xs = [keys if p == 3 else np.zeros(4, np.int64) for p in range(4)]
+
+    async def f(rss, x):
+        a = await rss.input_sum(x, 16)
+        comp = rss.idx is not None
+        return await asyncio.gather(
+            rss.argmin([a] if comp else None, [8]),
+            rss.open(a, to="all"),
+            rss.open(await rss.ltz(rss.add_const(a, -3), 8) if comp else None, to="all"),
+        )
+
+    for idx, opened, small in run3(f, xs, n_parties=4).values():
+        assert idx == 1 and np.array_equal(opened, keys) and np.array_equal(small, keys < 3)
