@@ -16,7 +16,13 @@ from hypothesis import strategies as st
 from anonymize.publish import DistinctLDiversity, EncodedTable, KAnonymity, Schema
 from anonymize.publish.anonymizer import anonymize_table
 from anonymize.publish.fulldomain import Lattice
-from anonymize.publish.fulldomain.cells import cell_counts, cell_index, cell_labels, release_from_counts
+from anonymize.publish.fulldomain.cells import (
+    CellCounter,
+    cell_counts,
+    cell_index,
+    cell_labels,
+    release_from_counts,
+)
 from anonymize.publish.hierarchy import Hierarchy
 from mpc.channel import run_parties
 from mpc.errors import ProtocolError
@@ -119,6 +125,26 @@ def test_cells_count_what_the_rows_say():
         gen = pd.DataFrame({c: labels[j] for j, c in enumerate(qis)})
         assert sorted(counts[counts > 0].tolist()) == sorted(gen.value_counts().tolist())
         assert counts.sum() == len(df)
+
+
+@SLOW
+@given(n=st.integers(0, 80), chunk=st.sampled_from([5, 64, 1 << 20]), seed=st.integers(0, 2**16))
+def test_the_batch_counter_equals_the_plain_count(n, chunk, seed):
+    """CellCounter (distinct rows, all nodes of a chunk at once) against cell_counts node by node."""
+    hs = _hierarchies()
+    rng = np.random.default_rng(seed)
+    df = _table(rng, n)
+    qis = ["age", "zip", "sex"]
+    hl = [hs[c] for c in qis]
+    codes = np.stack([hs[c].encode(df[c], column=c) for c in qis], axis=1) if n else np.zeros((0, 3), np.int32)
+    sens = rng.integers(0, 4, n)
+    nodes = [tuple(int(x) for x in rng.integers(0, [h.height + 1 for h in hl])) for _ in range(6)]
+    cc = CellCounter(hl, codes, sens, 4, chunk=chunk)
+    plain = np.concatenate([cell_counts(hl, codes, lv) for lv in nodes])
+    assert np.array_equal(cc.counts(nodes), plain.astype(np.uint64))
+    per_value = np.concatenate([cell_counts(hl, codes, lv, sens, 4) for lv in nodes])
+    assert np.array_equal(cc.counts(nodes, hist=True), per_value.astype(np.uint64))
+    assert cc.sizes(nodes) == [len(cell_counts(hl, codes, lv)) for lv in nodes]
 
 
 @pytest.mark.parametrize(

@@ -55,6 +55,7 @@ Revealed (the job's ``revealed`` list)
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import math
@@ -64,7 +65,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from anonymize.publish.fulldomain.cells import cell_counts, domain_size
+from anonymize.publish.fulldomain.cells import CellCounter, domain_size
 from anonymize.publish.fulldomain.grid import LatticeGrid
 from anonymize.publish.hierarchy import Hierarchy
 from mpc.channel import Channel, agree
@@ -80,6 +81,8 @@ SUPPRESSED_ROWS = ("star", "drop", "arx")
 METRICS = ("dm",)
 MAX_BATCH_CELLS = 1 << 23
 """Cells evaluated in one protocol batch (a level of the lattice is split into batches of whole nodes)."""
+OR_LEVELS = 3
+"""Pairwise OR levels before the bit injection that counts the values of a node's '*' group."""
 MAX_NODE_CELLS = 1 << 26
 """A node with more cells than this is refused (its dense vector would be too large to share)."""
 
@@ -186,101 +189,147 @@ async def _sensitive_domain(ch: Channel, spec: JointPublishSpec, local: LocalRow
     )
 
 
+async def _or_reduce(rss: RSS3, x: Bool, lens: np.ndarray, levels: int) -> tuple[Bool, np.ndarray]:
+    """OR within consecutive segments of ``x`` (lengths ``lens``), halving each segment ``levels``
+    times (one AND round per level, one bit per pair): the segments' ORs are then the ORs of the
+    shorter segments returned. Cuts what a later bit injection (B2A) costs by 2^levels."""
+    lens = np.asarray(lens, dtype=np.int64)
+    for _ in range(levels):
+        if int(lens.max(initial=0)) <= 1:
+            break
+        starts = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+        half = (lens + 1) // 2
+        seg = np.repeat(np.arange(len(lens)), half)
+        t = np.arange(int(half.sum()), dtype=np.int64) - np.repeat(np.concatenate([[0], np.cumsum(half)[:-1]]), half)
+        left = starts[seg] + 2 * t
+        right = left + 1
+        right[right >= (starts + lens)[seg]] = x.n  # an odd segment's last element pairs with a public 0
+        padded = rss.bool_concat([x, rss.public_bool(np.zeros(1, dtype=np.uint8))])
+        a, b = rss.bool_take(padded, left), rss.bool_take(padded, right)
+        x = rss.not_(await rss.and_(rss.not_(a), rss.not_(b)))  # a ∨ b
+        lens = half
+    return x, lens
+
+
 class _Circuit:
-    """The per-batch computation on shares (one instance per job)."""
+    """The per-batch computation on shares (one instance per job).
+
+    Rings: counts and DM in Z_2^R (R = 32 while n² < 2^30, else 64); per-value counts in Z_2^16
+    when the comparisons fit (they never exceed n); distinct-value counts in Z_2^8 (or 16).
+    Comparisons look at the low ``ell`` bits only (:meth:`mpc.replicated.RSS3.ltz`)."""
 
     def __init__(self, rss: RSS3, spec: JointPublishSpec, n: int, n_sens: int):
         self.rss, self.spec, self.n, self.S = rss, spec, n, n_sens
         self.max_sup = int(math.floor(spec.max_suppression * n + 1e-9))
         self.R = _ring_bits(n)
         self.ell = _cmp_bits(n, spec.k, spec.l or 0, self.max_sup + 1, n_sens + 1)
+        self.Rh = 16 if self.ell <= 16 else self.R
+        self.ell_d = _cmp_bits(n_sens, spec.l or 0)
+        self.Rd = 8 if self.ell_d <= 8 else 16 if self.ell_d <= 16 else 32
         self.use_hist = spec.l is not None
         self.star = spec.suppressed_rows == "star" and self.max_sup > 0
 
-    def local_vector(self, hs: Sequence[Hierarchy], local: LocalRows, sens_codes, nodes_levels, hist: bool):
-        parts = []
-        for lv in nodes_levels:
-            if hist:
-                parts.append(cell_counts(hs, local.qi_codes, lv, sens_codes, self.S, dtype=np.uint64))
-            else:
-                parts.append(cell_counts(hs, local.qi_codes, lv, dtype=np.uint64))
-        return np.concatenate(parts) if parts else np.zeros(0, np.uint64)
-
-    async def fail_bits(self, x: Arith, sizes: Sequence[int], hist: bool) -> tuple[Arith, Bool]:
-        """From the shared vector ``x`` (counts, or counts per sensitive value): the shared counts per
-        cell and the shared bit ``fail`` per cell."""
-        rss, spec = self.rss, self.spec
-        m = int(sum(sizes))
+    async def inputs(self, counter: CellCounter, nodes: Sequence, hist: bool) -> tuple[Arith | None, Arith | None]:
+        """Every party's counts for ``nodes`` summed into shares: per cell (ring R) and, with
+        ``hist``, per cell and sensitive value (ring Rh); the two input rounds run concurrently."""
+        rss = self.rss
+        cvec = counter.counts(nodes)
         if not hist:
-            lt = await rss.less_than(x, spec.k, self.ell)
-            return x, lt
-        S = self.S
-        counts = rss.segment_sum(x, np.arange(0, m * S, S, dtype=np.int64))
-        if spec.l is None:
-            return counts, await rss.less_than(counts, spec.k, self.ell)
-        # one comparison call: [c < k] for the cells, [h < 1] for every (cell, value)
-        both = rss.concat([counts, x])
-        consts = np.concatenate([np.full(m, spec.k, np.int64), np.ones(m * S, np.int64)])
-        lt = await rss.less_than(both, consts, self.ell)
-        lt_k = rss.bool_take(lt, np.arange(m))
-        present = rss.not_(rss.bool_take(lt, np.arange(m, m + m * S)))  # [h ≥ 1]
-        distinct = rss.segment_sum(await rss.b2a(present, self.R), np.arange(0, m * S, S, dtype=np.int64))
-        lt_l = await rss.less_than(distinct, spec.l, self.ell)
-        # fail = lt_k ∨ lt_l = ¬(¬lt_k ∧ ¬lt_l)
-        fail = rss.not_(await rss.and_(rss.not_(lt_k), rss.not_(lt_l)))
-        return counts, fail
+            return await rss.input_sum(cvec, self.R), None
+        hvec = counter.counts(nodes, hist=True)
+        c, h = await asyncio.gather(rss.input_sum(cvec, self.R), rss.input_sum(hvec, self.Rh))
+        return c, h
 
-    async def evaluate(
-        self, x: Arith | None, sizes: Sequence[int], hist: bool
-    ) -> tuple[np.ndarray, np.ndarray, Arith | None]:
-        """``(within, ok, DM shares)`` per node of a batch whose shared vector is ``x`` (None on a
-        party that only contributes: it takes part in the opening of the bits)."""
+    async def fail_bits(self, counts: Arith, hist: Arith | None, m: int) -> tuple[Bool, Bool | None]:
+        """Per cell the shared bit ``fail`` = [c < k] ∨ [distinct values < l], and with l-diversity
+        the bit [h ≥ 1] per cell and value."""
+        rss, spec = self.rss, self.spec
+        if hist is None or spec.l is None:
+            return await rss.less_than(counts, spec.k, self.ell), None
+        S = self.S
+        lt_k, lt_h = await asyncio.gather(rss.less_than(counts, spec.k, self.ell), rss.less_than(hist, 1, self.ell))
+        present = rss.not_(lt_h)  # [h ≥ 1]
+        distinct = rss.segment_sum(await rss.b2a(present, self.Rd), np.arange(0, m * S, S, dtype=np.int64))
+        lt_l = await rss.less_than(distinct, spec.l, self.ell_d)
+        # fail = lt_k ∨ lt_l = ¬(¬lt_k ∧ ¬lt_l)
+        return rss.not_(await rss.and_(rss.not_(lt_k), rss.not_(lt_l))), present
+
+    def _value_major(self, sizes: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """For a batch laid out cell-major (cell·S + value): the permutation to value-major within
+        each node, and the offsets of its (node, value) segments."""
+        S = self.S
+        D = np.asarray(sizes, dtype=np.int64)
+        st = np.concatenate([[0], np.cumsum(D)[:-1]]).astype(np.int64)
+        m = int(D.sum())
+        node = np.repeat(np.arange(len(D)), D)
+        g = np.repeat(np.arange(m, dtype=np.int64), S)
+        v = np.tile(np.arange(S, dtype=np.int64), m)
+        ng = node[g]
+        pos = st[ng] * S + v * D[ng] + (g - st[ng])
+        order = np.empty(m * S, dtype=np.int64)
+        order[pos] = g * S + v
+        offsets = (st[:, None] * S + np.arange(S)[None, :] * D[:, None]).ravel()
+        return order, offsets
+
+    async def evaluate(self, counts: Arith | None, hist: Arith | None, sizes: Sequence[int]):
+        """``(within, ok)`` bits per node of a batch (opened to every party) and, on computing
+        parties, the shares ``(sup per node, sup per cell)`` the DM of satisfying nodes needs."""
         rss, spec = self.rss, self.spec
         nodes = len(sizes)
-        if x is None:
+        if counts is None:  # a party that only contributes: it takes part in opening the bits
             got = await rss.open(None, to="all")
             b = np.asarray(got, dtype=bool).reshape(-1)
             if self.star:
                 return b[:nodes], b[nodes:], None
             return b, b.copy(), None
+        m = int(sum(sizes))
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        counts, fail = await self.fail_bits(x, sizes, hist)
+        fail, present = await self.fail_bits(counts, hist, m)
         sup_cells = await rss.mul_bit(fail, counts)
-        kept = rss.sub(counts, sup_cells)
-        sq = await rss.mul(kept, counts)  # c² on kept cells
         sup = rss.segment_sum(sup_cells, starts)
-        dm = rss.add(rss.segment_sum(sq, starts), rss.mul_const(sup, self.n))
         if not self.star:
             opened = await rss.open(await rss.less_than(sup, self.max_sup + 1, self.ell), to="all")  # [S ≤ MaxSup]
             w = np.asarray(opened, dtype=bool)
-            return w, w.copy(), dm
+            return w, w.copy(), (sup, sup_cells)
         consts = [np.full(nodes, self.max_sup + 1), np.ones(nodes), np.full(nodes, spec.k)]
         lt = await rss.less_than(rss.concat([sup, sup, sup]), np.concatenate(consts).astype(np.int64), self.ell)
         within = rss.bool_take(lt, np.arange(nodes))  # [S < MaxSup + 1]
         empty = rss.bool_take(lt, np.arange(nodes, 2 * nodes))
         big = rss.not_(rss.bool_take(lt, np.arange(2 * nodes, 3 * nodes)))
         if spec.l is not None:
+            assert present is not None
             S = self.S
-            # the '*' group's histogram: Σ over failing cells of the per-value counts
-            cell_of = np.repeat(np.arange(int(sum(sizes)), dtype=np.int64), S)
-            star_h = await rss.mul_bit(rss.bool_take(fail, cell_of), x)
-            per_node_value = []
-            for i in range(nodes):
-                lo, hi = int(starts[i]) * S, (int(starts[i]) + sizes[i]) * S
-                seg = rss.take(star_h, np.arange(lo, hi, dtype=np.int64))
-                # sum over cells per value: reorder value-major, then segment sums
-                order = np.arange(hi - lo, dtype=np.int64).reshape(sizes[i], S).T.ravel()
-                per_node_value.append(rss.segment_sum(rss.take(seg, order), np.arange(0, hi - lo, sizes[i])))
-            hv = rss.concat(per_node_value)  # (nodes·S): value counts of each node's '*' group
-            present = rss.not_(await rss.less_than(hv, 1, self.ell))
-            distinct = rss.segment_sum(await rss.b2a(present, self.R), np.arange(0, nodes * S, S, dtype=np.int64))
-            enough = rss.not_(await rss.less_than(distinct, spec.l, self.ell))
+            # value s occurs in the '*' group iff some failing cell holds it: Σ_cells fail ∧ [h ≥ 1] ≥ 1
+            cell_of = np.repeat(np.arange(m, dtype=np.int64), S)
+            both = await rss.and_(rss.bool_take(fail, cell_of), present)
+            order, _ = self._value_major(sizes)
+            lens = np.repeat(np.asarray(sizes, dtype=np.int64), S)  # (node, value) segments, value-major
+            red, lens = await _or_reduce(rss, rss.bool_take(both, order), lens, OR_LEVELS)
+            offsets = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+            per_value = rss.segment_sum(await rss.b2a(red, self.R), offsets)
+            ell2 = _cmp_bits(int(lens.max()), 1)
+            occurs = rss.not_(await rss.less_than(per_value, 1, ell2))
+            distinct = rss.segment_sum(await rss.b2a(occurs, self.Rd), np.arange(0, nodes * S, S, dtype=np.int64))
+            enough = rss.not_(await rss.less_than(distinct, spec.l, self.ell_d))
             big = await rss.and_(big, enough)
         star_ok = rss.not_(await rss.and_(rss.not_(empty), rss.not_(big)))  # empty ∨ big
         ok = await rss.and_(within, star_ok)
         bits = await rss.open(rss.bool_concat([within, ok]), to="all")
         b = np.asarray(bits, dtype=bool)
-        return b[:nodes], b[nodes:], dm
+        return b[:nodes], b[nodes:], (sup, sup_cells)
+
+    async def dm(self, counts: Arith, sup: Arith, sup_cells: Arith, sizes: Sequence[int], keep: np.ndarray) -> Arith:
+        """DM = Σ_{kept cells} c² + S·n of the batch's nodes with ``keep`` (one multiplication round)."""
+        rss = self.rss
+        sizes_a = np.asarray(sizes, dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(sizes_a)[:-1]]).astype(np.int64)
+        sel = np.flatnonzero(keep)
+        idx = np.concatenate([np.arange(starts[i], starts[i] + sizes_a[i], dtype=np.int64) for i in sel])
+        c = rss.take(counts, idx)
+        kept = rss.sub(c, rss.take(sup_cells, idx))
+        sq = await rss.mul(kept, c)  # c² on kept cells
+        sel_starts = np.concatenate([[0], np.cumsum(sizes_a[sel])[:-1]]).astype(np.int64)
+        return rss.add(rss.segment_sum(sq, sel_starts), rss.mul_const(rss.take(sup, sel), self.n))
 
 
 async def publish_horizontal(
@@ -334,6 +383,7 @@ async def publish_horizontal(
     if spec.k > n:
         raise ProtocolError(f"k = {spec.k} is larger than the {n} rows of the pooled table")
     circ = _Circuit(rss, spec, n, len(domain))
+    counter = CellCounter(hs, local.qi_codes, sens_codes, len(domain))
     grid = LatticeGrid([h.height for h in hs])
     within = np.zeros(grid.N, dtype=bool)
     ok = np.zeros(grid.N, dtype=bool)
@@ -360,19 +410,19 @@ async def publish_horizontal(
         for batch in _split(sized, MAX_BATCH_CELLS // (circ.S if circ.use_hist else 1)):
             nodes = [i for i, _ in batch]
             sizes = [d for _, d in batch]
-            vec = circ.local_vector(hs, local, sens_codes, [grid.levels[i] for i in nodes], circ.use_hist)
-            x = await rss.input_sum(vec, circ.R)
-            w, o, dm = await circ.evaluate(x, sizes, circ.use_hist)
+            counts, hist = await circ.inputs(counter, [grid.levels[i] for i in nodes], circ.use_hist)
+            w, o, kept_shares = await circ.evaluate(counts, hist, sizes)
             rounds += 1
             cells_total += int(sum(sizes))
             for j, i in enumerate(nodes):
                 evaluated[i] = True
                 within[i] = bool(w[j])
                 ok[i] = bool(o[j])
-            if dm is not None:
-                for j, i in enumerate(nodes):
-                    if ok[i]:
-                        dms[i] = (dm, j)
+            if kept_shares is not None and o.any():
+                assert counts is not None
+                dm = await circ.dm(counts, kept_shares[0], kept_shares[1], sizes, o)
+                for j, i in enumerate(np.asarray(nodes)[o]):
+                    dms[int(i)] = (dm, j)
         say(f"publish: level {h}: {len(cand)} nodes evaluated, {int(within[by_height[h]].sum())} within the budget")
     sat = sorted((i for i in range(grid.N) if ok[i]), key=lambda i: (grid.height[i], grid.levels[i]))
     if not sat:
@@ -382,7 +432,7 @@ async def publish_horizontal(
     chosen = sat[int(win)]
     levels = tuple(int(x) for x in grid.levels[chosen])
     say(f"publish: chosen node {levels} of {len(sat)} satisfying nodes")
-    share = await _release_shares(rss, circ, hs, local, sens_codes, levels)
+    share = await _release_shares(rss, circ, counter, levels)
     out: dict = {
         "levels": list(levels),
         "n": n,
@@ -419,31 +469,29 @@ def _split(sized: Sequence[tuple[int, int]], cap: int) -> list[list[tuple[int, i
     return out
 
 
-async def _release_shares(rss: RSS3, circ: _Circuit, hs, local: LocalRows, sens_codes, levels) -> dict | None:
+async def _release_shares(rss: RSS3, circ: _Circuit, counter: CellCounter, levels) -> dict | None:
     """The release at ``levels`` as one additive share per computing party: the count of every
     (kept cell[, sensitive value]) and of the suppressed rows [per sensitive value]."""
-    hist = sens_codes is not None
-    d = domain_size(hs, levels)
-    vec = circ.local_vector(hs, local, sens_codes, [levels], hist)
-    x = await rss.input_sum(vec, circ.R)
-    if x is None:  # a contributing party: it holds no share of the release
+    hist = counter.sens is not None
+    d = counter.sizes([levels])[0]
+    counts, h = await circ.inputs(counter, [levels], hist)
+    if counts is None:  # a contributing party: it holds no share of the release
         return None
-    counts, fail = await circ.fail_bits(x, [d], hist)
-    if hist:
+    fail, _ = await circ.fail_bits(counts, h if circ.use_hist else None, d)
+    if h is not None:
         S = circ.S
-        kept = await rss.mul_bit(rss.not_(rss.bool_take(fail, np.repeat(np.arange(d, dtype=np.int64), S))), x)
-        star = rss.sub(x, kept)
+        kept = await rss.mul_bit(rss.not_(rss.bool_take(fail, np.repeat(np.arange(d, dtype=np.int64), S))), h)
+        star = rss.sub(h, kept)
         order = np.arange(d * S, dtype=np.int64).reshape(d, S).T.ravel()
         star_v = rss.segment_sum(rss.take(star, order), np.arange(0, d * S, d, dtype=np.int64))
     else:
         kept = await rss.mul_bit(rss.not_(fail), counts)
         star_v = rss.segment_sum(rss.sub(counts, kept), np.array([0], dtype=np.int64))
     # party i holds (x_i, x_{i+1}) of x = x_0 + x_1 + x_2: its additive share is x_i
-    mine_kept, mine_star = kept.a, star_v.a
     return {
-        "bits": circ.R,
-        "kept": mine_kept.astype(np.uint64).tolist(),
-        "suppressed": mine_star.astype(np.uint64).tolist(),
+        "bits": kept.bits,
+        "kept": kept.a.astype(np.uint64).tolist(),
+        "suppressed": star_v.a.astype(np.uint64).tolist(),
     }
 
 
