@@ -15,6 +15,7 @@ it is assembled here, on the analyst's side, and nowhere else.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 import time
@@ -28,6 +29,9 @@ import pandas as pd
 from anonymize.publish.hierarchy import Hierarchy
 
 __all__ = ["JointPublishing", "PublishResult", "publish", "publish_local", "split_rows", "SPLITS"]
+
+COMPUTE_ONLY = "helper"
+"""Name of the compute-only daemon ``publish_local`` adds to two data parties."""
 
 SPLITS = ("horizontal",)
 """Partitionings joint publishing runs on (vertical: not built yet)."""
@@ -48,6 +52,7 @@ class JointPublishing:
     sensitive_values: tuple[str, ...] | None = None
     data: str = "table"
     split: str = "horizontal"
+    compute_only: tuple[str, ...] = ()
 
     @property
     def job(self) -> str:
@@ -88,6 +93,7 @@ class JointPublishing:
             "suppressed_rows": self.suppressed_rows,
             "metric": self.metric,
             "data": self.data,
+            "compute_only": list(self.compute_only),
         }
 
 
@@ -153,6 +159,7 @@ def assemble(params: JointPublishing, replies: Mapping[str, dict[str, Any]], wal
             "mode": "horizontal",
             "parties": list(replies),
             "computing_parties": list(replies)[:3],
+            "compute_only": list(params.compute_only),
             "stats": first.get("stats", {}),
             "revealed": first.get("revealed", []),
             "bytes_sent": {p: v.get("bytes_sent") for p, v in replies.items()},
@@ -190,14 +197,18 @@ def publish_local(
     from anonymize.publish.io import read_table
     from parties.analyst.local_cluster import LocalCluster
 
-    if parties < 3:
-        raise ValueError("joint publishing needs at least 3 parties (three-party computation with an honest majority)")
+    if parties < 2:
+        raise ValueError("joint publishing needs at least 2 parties that hold rows")
     df = table if isinstance(table, pd.DataFrame) else read_table(table)
-    job_params = params.to_params()
     cols = list(params.qi) + ([params.sensitive] if params.sensitive else [])
     missing = [c for c in cols if c not in df.columns]
     if missing:
         raise ValueError(f"the table has no column '{missing[0]}'")
+    names = [f"p{i}" for i in range(parties)]
+    if parties == 2:  # three-party computation: a third daemon that holds no rows only computes
+        names.append(COMPUTE_ONLY)
+        params = dataclasses.replace(params, compute_only=(COMPUTE_ONLY,))
+    job_params = params.to_params()
     with tempfile.TemporaryDirectory(prefix="ppdm-publish-") as d:
         data = {}
         for i, part in enumerate(split_rows(df[cols], parties)):
@@ -205,13 +216,15 @@ def publish_local(
             part.to_csv(f, index=False, sep=";")
             data[f"p{i}"] = {params.data: str(f)}
         if progress:
+            extra = f" and a compute-only party ({COMPUTE_ONLY}, no rows)" if parties == 2 else ""
             print(
-                f"starting {parties} party daemons on loopback (mTLS, fresh certificates); rows of {len(df):,} in turn",
+                f"starting {parties} party daemons{extra} on loopback (mTLS, fresh certificates); "
+                f"rows of {len(df):,} in turn",
                 file=sys.stderr,
                 flush=True,
             )
         with LocalCluster(
-            parties, workdir=Path(d) / "cluster", data=data, link_shape=link_shape, policy={"min_parties": 3}
+            names, workdir=Path(d) / "cluster", data=data, link_shape=link_shape, policy={"min_parties": 3}
         ) as cluster:
             t0 = time.perf_counter()
             out = cluster.run_job(params.job, dict(job_params), timeout=timeout)

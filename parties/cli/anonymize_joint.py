@@ -43,6 +43,13 @@ def add_joint_args(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="split IN's rows in turn over N local party daemons (mTLS on loopback) and publish jointly",
     )
+    g.add_argument(
+        "--compute-only",
+        metavar="NAME",
+        action="append",
+        default=None,
+        help="with --parties: a party that holds no rows and only computes (two data parties need a third)",
+    )
     g.add_argument("--rtt-ms", type=float, default=None, help="with --local: emulate this round-trip time")
     g.add_argument("--mbit", type=float, default=None, help="with --local: emulate this bandwidth (Mbit/s)")
 
@@ -74,6 +81,8 @@ def _refuse_unsupported(args) -> None:
         raise AnonymizeError("--local N needs the table to split (IN.csv)")
     if args.parties and args.input is not None:
         raise AnonymizeError("with --parties each party reads its own data: give no input table")
+    if args.compute_only and args.local is not None:
+        raise AnonymizeError("--compute-only names daemons of --parties; --local 2 adds its own compute-only party")
     if (args.rtt_ms is not None or args.mbit is not None) and args.local is None:
         raise AnonymizeError("--rtt-ms/--mbit emulate a WAN between local daemons: use them with --local")
     if args.l is not None and (args.l_variant != "distinct" or args.l != int(args.l)):
@@ -145,6 +154,7 @@ def _params(args):
         sensitive_values=domain,
         data=args.data,
         split=args.split,
+        compute_only=tuple(args.compute_only or ()),
     )
 
 
@@ -165,8 +175,8 @@ def main_joint(args) -> int:
     if rep is not None and rep.resolve() == out.resolve():
         raise AnonymizeError(f"output files would collide: {out}; choose another -o name")
     if args.local is not None:
-        if args.local < 3:
-            raise AnonymizeError("joint publishing needs at least 3 parties (--local 3 or more)")
+        if args.local < 2:
+            raise AnonymizeError("joint publishing needs at least 2 parties (--local 2 or more)")
         shape = None if args.rtt_ms is None and args.mbit is None else (float(args.rtt_ms or 0.0), args.mbit)
         try:
             res = publish_local(args.input, params, args.local, link_shape=shape, progress=not args.quiet)

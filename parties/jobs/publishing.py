@@ -122,12 +122,30 @@ def _load_rows(ctx: JobContext, spec: JointPublishSpec, hs: list[Hierarchy]) -> 
     return LocalRows(codes, sens)
 
 
+def _compute_only(ctx: JobContext) -> list[str]:
+    """``compute_only``: the session's parties that hold no rows and only compute (so two data
+    parties can publish with a third, non-colluding party); at least two parties must hold data."""
+    v = ctx.params.get("compute_only") or []
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise JobError("parameter 'compute_only' must be a list of party names")
+    unknown = [x for x in v if x not in ctx.parties]
+    if unknown:
+        raise JobError(f"compute_only names {unknown[0]!r}, which is not a party of this session")
+    if len(ctx.parties) - len(set(v)) < 2:
+        raise JobError("joint publishing needs at least two parties that hold data")
+    return list(v)
+
+
 @job("publish.horizontal")
 async def publish_horizontal_job(ctx: JobContext) -> dict[str, Any]:
     """Joint full-domain publishing of horizontally partitioned rows (module docstring)."""
     spec = spec_from_params(ctx)
     hs = _hierarchies(ctx, list(spec.qis))
-    rows = await asyncio.to_thread(_load_rows, ctx, spec, hs)
+    helpers = _compute_only(ctx)
+    if ctx.name in helpers:  # a computing party that holds no rows of this table
+        rows = LocalRows(np.zeros((0, len(hs)), dtype=np.int32), [] if spec.sensitive else None)
+    else:
+        rows = await asyncio.to_thread(_load_rows, ctx, spec, hs)
     ctx.check_input_length(len(rows.qi_codes), "table")
     t0 = time.perf_counter()
     try:

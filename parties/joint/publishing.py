@@ -3,7 +3,8 @@ table, found over secret-shared frequency sets.
 
 Problem
 -------
-N ≥ 3 parties hold different rows of one table (same columns). The analyst wants the release that
+N ≥ 2 parties hold different rows of one table (same columns); three parties compute (with two
+data parties, a third *compute-only* party that holds no rows joins them). The analyst wants the release that
 an optimal full-domain search (Flash, Incognito, Samarati: every one finds the same satisfying
 nodes) would publish from the pooled table under k-anonymity and distinct l-diversity with tuple
 suppression — without anyone pooling the rows. Distributed k-anonymity over horizontally
@@ -350,7 +351,8 @@ async def publish_horizontal(
     say = progress or (lambda _m: None)
     if len(ch.parties) < 3:
         raise ProtocolError(
-            "joint publishing needs at least 3 parties (three-party computation with an honest majority)"
+            "joint publishing needs at least 3 parties (three-party computation with an honest majority): "
+            "with two data parties, add a compute-only party"
         )
     hs = list(hierarchies)
     if [h.name for h in hs] != list(spec.qis):
