@@ -262,6 +262,7 @@ class RSS3:
         self._seeds = seeds
         self._cctr = 0  # steps among the computing parties
         self._sctr = 0  # steps every session party takes part in
+        self._rot = 0  # bit injections so far (the "c0" role rotates, see _rotation)
         if self.idx is not None:
             self._next = computers[(self.idx + 1) % 3]
             self._prev = computers[(self.idx - 1) % 3]
@@ -292,6 +293,14 @@ class RSS3:
         self._require_computing()
         self._cctr += 1
         return f"{self.tag}/c{self._cctr}"
+
+    def _rotation(self) -> int:
+        """Which computing party plays "c0" in the next bit injection (B2A, mul_bit): it sends one
+        ring element more than the others, so the role rotates, evenly spreading the load. Every
+        party counts its calls in the same order, so all agree."""
+        r = self._rot % 3
+        self._rot += 1
+        return r
 
     def _require_computing(self) -> int:
         if self.idx is None:
@@ -641,7 +650,7 @@ class RSS3:
             raise ValueError(f"expected a width-1 Bool, got width {x.width}")
         return unpack_bits(x.a[0], x.n), unpack_bits(x.b[0], x.n)
 
-    def _u_share(self, t: str, xa: np.ndarray, xb: np.ndarray, dt: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    def _u_share(self, t: str, xa: np.ndarray, xb: np.ndarray, dt: np.dtype, v: int) -> tuple[np.ndarray, np.ndarray]:
         """c0's local part of the RSS of u = x_0 ⊕ x_1: (u − σ, σ) on c0, (σ, 0) on c1, (·, 0) on c2.
 
         σ = F(s_{01}, τ). Returns (first half, second half); c2's first half
@@ -649,10 +658,10 @@ class RSS3:
         """
         n = xa.shape[0]
         z = np.zeros(n, dt)
-        if self.idx == 0:
+        if v == 0:
             sigma = self._pair_streams(t, "sigma", n * dt.itemsize)[0].view(dt)
             return (xa ^ xb).astype(dt) - sigma, sigma.copy()
-        if self.idx == 1:
+        if v == 1:
             sigma = self._pair_streams(t, "sigma", n * dt.itemsize)[1].view(dt)
             return sigma.copy(), z
         return z, z.copy()
@@ -672,19 +681,22 @@ class RSS3:
 
         ``x = u + x_2 − 2·u·x_2`` with ``u = x_0 ⊕ x_1`` known to c0. Rounds: 2
         (c0 sends ``u − σ`` to c2, then one multiplication). Bytes per element:
-        2·R/8 from c0, R/8 from c1 and c2. Reveals nothing.
+        2·R/8 from c0, R/8 from c1 and c2 — "c0" is a role that rotates over the three computing
+        parties from call to call (:meth:`_rotation`). Reveals nothing.
         """
         idx = self._require_computing()
         dt = _ring(bits)
         t = self._step()
+        r = self._rotation()
+        v = (idx - r) % 3  # this party's role: the role of "c0" rotates from call to call
         xa, xb = self._unpacked(x)
-        ua, ub = self._u_share(t, xa, xb, dt)
-        got = await self._round(f"{t}/u", [ua] if idx == 0 else [], [ua] if idx == 2 else [])
-        if idx == 2:
-            ub = got[0]  # c2 holds (u_2, u_0) = (0, u − σ)
+        ua, ub = self._u_share(t, xa, xb, dt, v)
+        got = await self._round(f"{t}/u", [ua] if v == 0 else [], [ua] if v == 2 else [])
+        if v == 2:
+            ub = got[0]  # the role-2 party holds (u_2, u_0) = (0, u − σ)
             ua, ub = np.zeros_like(ub), ub.copy()
         u = Arith(ua, ub, bits)
-        x2a, x2b = self._x2_share(idx, xa, xb, dt)
+        x2a, x2b = self._x2_share(v, xa, xb, dt)
         x2 = Arith(x2a, x2b, bits)
         ((pa, pb),), _ = await self._reshare(f"{t}/mul", [self._mul_local(u, x2)], xor=False)
         two = dt.type(2)
@@ -695,7 +707,8 @@ class RSS3:
 
         ``x·a = w + u·(a − 2w)`` with ``w = x_2·a``: round 1 computes w and
         shares u (in the same message), round 2 one multiplication. Rounds: 2.
-        Bytes per element: 2·R/8 from each computing party (+R/8 from c0).
+        Bytes per element: 2·R/8 from each computing party (+R/8 from the party in the rotating
+        role c0, :meth:`_rotation`).
         Reveals nothing.
         """
         return (await self._mul_bit_many(self._step(), x, [a]))[0]
@@ -707,12 +720,14 @@ class RSS3:
             if len(a) != x.n:
                 raise ValueError(f"mul_bit operands differ in length: {x.n} bits vs {len(a)} values")
         wide = RING_DTYPES[max(a.bits for a in arrs)]
+        r = self._rotation()
+        v = (idx - r) % 3  # this party's role: the role of "c0" rotates from call to call
         xa, xb = self._unpacked(x)
-        ua, ub = self._u_share(t, xa, xb, wide)
-        x2s = [self._x2_share(idx, xa, xb, a.dtype) for a in arrs]
+        ua, ub = self._u_share(t, xa, xb, wide, v)
+        x2s = [self._x2_share(v, xa, xb, a.dtype) for a in arrs]
         w_local = [self._mul_local(Arith(c[0], c[1], a.bits), a) for c, a in zip(x2s, arrs)]
-        ws, got_u = await self._reshare(f"{t}/w", w_local, xor=False, extra=(0, ua))
-        if idx == 2:
+        ws, got_u = await self._reshare(f"{t}/w", w_local, xor=False, extra=(r, ua))
+        if v == 2:
             assert got_u is not None
             ua, ub = np.zeros_like(got_u), got_u.copy()
         round2 = []

@@ -84,6 +84,11 @@ def test_cli_local_two_parties_release_equals_the_pooled_release_and_pycanon_agr
         assert _multiset(joint, QIS + [SENS]) == _multiset(ref, QIS + [SENS])
     assert anonymity.k_anonymity(joint, QIS) >= 5
     assert anonymity.l_diversity(joint, QIS, [SENS]) >= 2
+    # the report's own re-measurement of the written file agrees with pycanon's
+    assert report["achieved"] == {
+        "k": anonymity.k_anonymity(joint, QIS),
+        "l": anonymity.l_diversity(joint, QIS, [SENS]),
+    }
     revealed = " ".join(report["protocol"]["revealed"])
     assert "one bit" in revealed and "analyst: the release" in revealed
     # two data parties and the compute-only third the CLI adds (it holds no rows)

@@ -473,3 +473,23 @@ def test_no_import_cycle(module):
     code = f"import {module}\nfrom anonymize.publish import *\nprint(len(anonymize_table.__name__))"
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
+
+
+@settings(max_examples=25, deadline=None)
+@given(heights=st.lists(st.integers(0, 3), min_size=1, max_size=5), data=st.data())
+def test_vectorized_tagging_equals_the_closure_through_neighbours(heights, data):
+    """LatticeGrid.tag (masks of the nodes above / below) against tag_closure's walk through
+    succ / pred, on taggings as Flash makes them: a monotone predicate (a weighted level sum over a
+    threshold), PASS tagged upward from passing nodes, FAIL downward from failing ones."""
+    from anonymize.publish.fulldomain.grid import LatticeGrid, tag_closure
+
+    g = LatticeGrid(heights)
+    w = [data.draw(st.integers(0, 3)) for _ in heights]
+    t = data.draw(st.integers(0, 12))
+    a, b = bytearray(g.N), bytearray(g.N)
+    for _ in range(data.draw(st.integers(1, 8))):
+        i = data.draw(st.integers(0, g.N - 1))
+        up = sum(x * y for x, y in zip(w, g.levels[i])) >= t
+        tag_closure(a, i, 1 if up else 2, g.succ if up else g.pred)
+        g.tag(b, i, 1 if up else 2, up)
+        assert a == b

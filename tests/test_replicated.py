@@ -468,6 +468,35 @@ def test_bytes_per_element():
         assert 8 * n + (4 * n if idx == 0 else 0) <= mul_bit < 8 * n + (4 * n if idx == 0 else 0) + 300
 
 
+def test_the_extra_element_of_bit_injection_rotates_over_the_parties():
+    """mul_bit / b2a cost the party in role "c0" one ring element more; three calls in a row give
+    every computing party that role once, so each sends the same."""
+    n = 64 * 50
+    xs = [np.zeros(n, np.int64)] * 3
+
+    async def f(rss, x):
+        a = await rss.input_sum(x, 32)
+        lt = await rss.ltz(a, 16)
+        b0 = rss.ch.bytes_sent
+        out = []
+        for _ in range(3):
+            got = await rss.mul_bit(lt, a)
+            out.append(got)
+        sent = rss.ch.bytes_sent - b0
+        b1 = rss.ch.bytes_sent
+        for _ in range(3):
+            await rss.b2a(lt, 32)
+        return sent, rss.ch.bytes_sent - b1, [await rss.open(v) for v in out]
+
+    res = run3(f, xs)
+    sent = [v[0] for v in res.values()]
+    b2a = [v[1] for v in res.values()]
+    assert max(sent) - min(sent) < 200 and 3 * 8 * n + 4 * n <= min(sent)  # 8 B each, +4 B once as c0
+    assert max(b2a) - min(b2a) < 200 and 3 * 4 * n + 4 * n <= min(b2a)
+    for v in res.values():
+        assert all(not np.any(o) for o in v[2])  # 0 · 0 on every call, whichever party played c0
+
+
 def test_mask_tags_are_never_reused():
     async def f(ch, x):
         first = await RSS3.create(ch, ch.parties[:3])

@@ -143,6 +143,7 @@ def assemble(params: JointPublishing, replies: Mapping[str, dict[str, Any]], wal
     )
     sizes = counts[counts > 0]
     dm = float((sizes.astype(float) ** 2).sum() + suppressed * n)
+    achieved = _measure(df, list(params.qi), params.sensitive)
     report = {
         "algorithm": "flash (joint, horizontal)",
         "levels": dict(zip(params.qi, levels)),
@@ -155,6 +156,7 @@ def assemble(params: JointPublishing, replies: Mapping[str, dict[str, Any]], wal
             "min_class_size": int(sizes.min()) if len(sizes) else 0,
             "dm": dm,
         },
+        "achieved": achieved,
         "protocol": {
             "mode": "horizontal",
             "parties": list(replies),
@@ -168,6 +170,17 @@ def assemble(params: JointPublishing, replies: Mapping[str, dict[str, Any]], wal
         },
     }
     return PublishResult(df, dict(zip(params.qi, levels)), report)
+
+
+def _measure(df: pd.DataFrame, qis: list[str], sensitive: str | None) -> dict[str, Any]:
+    """k and distinct l re-measured on the release as written (its '*' rows are one class, as a
+    reader grouping the file sees them)."""
+    if len(df) == 0:
+        return {"k": None, "l": None}
+    groups = df.groupby(qis, sort=False, dropna=False)
+    out: dict[str, Any] = {"k": int(groups.size().min())}
+    out["l"] = int(groups[sensitive].nunique().min()) if sensitive else None
+    return out
 
 
 def publish(params: JointPublishing, parties: Any, *, timeout: float = 3600) -> PublishResult:

@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from anonymize.errors import AnonymizeError
-from anonymize.publish.hierarchy import Hierarchy, canonical_strings
 from mpc.errors import ProtocolError
-from parties.jobs.mining import peak_rss_bytes
 from parties.jobs.registry import JobContext, JobError, job
-from parties.joint.publishing import JointPublishSpec, LocalRows, publish_horizontal
+
+if TYPE_CHECKING:  # the publishing stack (pandas, anonymize.publish) loads when a session runs, not at start-up
+    from anonymize.publish.hierarchy import Hierarchy
+    from parties.joint.publishing import JointPublishSpec, LocalRows
 
 __all__ = ["publish_horizontal_job", "spec_from_params"]
 
@@ -42,6 +42,8 @@ def _str_list(ctx: JobContext, key: str, *, optional: bool = False) -> list[str]
 
 def spec_from_params(ctx: JobContext) -> JointPublishSpec:
     """The public parameters of a session, checked (one-line :class:`JobError` otherwise)."""
+    from parties.joint.publishing import JointPublishSpec
+
     qis = _str_list(ctx, "qi")
     assert qis is not None
     sens = ctx.params.get("sensitive")
@@ -71,6 +73,9 @@ def spec_from_params(ctx: JobContext) -> JointPublishSpec:
 
 
 def _hierarchies(ctx: JobContext, qis: list[str]) -> list[Hierarchy]:
+    from anonymize.errors import AnonymizeError
+    from anonymize.publish.hierarchy import Hierarchy
+
     raw = ctx.params.get("hierarchies")
     if not isinstance(raw, dict):
         raise JobError("parameter 'hierarchies' must map every quasi-identifier to its hierarchy rows")
@@ -88,7 +93,10 @@ def _hierarchies(ctx: JobContext, qis: list[str]) -> list[Hierarchy]:
 
 def _load_rows(ctx: JobContext, spec: JointPublishSpec, hs: list[Hierarchy]) -> LocalRows:
     """This party's table encoded against the public hierarchies (runs off the event loop)."""
+    from anonymize.errors import AnonymizeError
+    from anonymize.publish.hierarchy import canonical_strings
     from anonymize.publish.io import read_table
+    from parties.joint.publishing import LocalRows
 
     key = ctx.param("data", str, "table")
     path = ctx.data_path(key)
@@ -139,6 +147,9 @@ def _compute_only(ctx: JobContext) -> list[str]:
 @job("publish.horizontal")
 async def publish_horizontal_job(ctx: JobContext) -> dict[str, Any]:
     """Joint full-domain publishing of horizontally partitioned rows (module docstring)."""
+    from parties.jobs.mining import peak_rss_bytes
+    from parties.joint.publishing import LocalRows, publish_horizontal
+
     spec = spec_from_params(ctx)
     hs = _hierarchies(ctx, list(spec.qis))
     helpers = _compute_only(ctx)

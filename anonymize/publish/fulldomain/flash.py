@@ -39,7 +39,7 @@ from ..registry import FULL_DOMAIN, register
 from .engine import Lattice
 from .grid import FAIL as _FAIL
 from .grid import PASS as _PASS
-from .grid import LatticeGrid, tag_closure
+from .grid import LatticeGrid
 from .optimum import best_node
 from .result import NodeInfo, SearchResult
 
@@ -95,10 +95,7 @@ def flash(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None] | N
         if progress and len(infos) % 200 == 0:
             progress(f"flash: {len(infos)} nodes checked, {g.N - tags.count(0)} of {g.N} classified")
         ok = info.ok if exact else info.ok_monotone
-        if ok:
-            tag_closure(tags, i, _PASS, g.succ)
-        else:
-            tag_closure(tags, i, _FAIL, g.pred)
+        g.tag(tags, i, _PASS if ok else _FAIL, up=ok)
         return ok
 
     def find_path(i):

@@ -43,12 +43,14 @@ class LatticeGrid:
             )
         self.strides = [int(np.prod(dims[j + 1 :], dtype=np.int64)) for j in range(self.q)]
         lv = np.indices(dims).reshape(self.q, -1).T
+        #: ``(N, q)`` level vectors as an array (row-major, the last attribute fastest)
+        self.lv = lv
         self.levels = [tuple(r) for r in lv.tolist()]
         self.height = lv.sum(axis=1).tolist()
         norm = (lv / np.maximum(np.array(self.H, dtype=np.float64), 1)).sum(axis=1)
         self.norm = norm.tolist()
-        succ = [[] for _ in range(self.N)]
-        pred = [[] for _ in range(self.N)]
+        succ: list[list[int]] = [[] for _ in range(self.N)]
+        pred: list[list[int]] = [[] for _ in range(self.N)]
         idx = np.arange(self.N)
         for j in range(self.q):
             ok = lv[:, j] < self.H[j]
@@ -56,6 +58,41 @@ class LatticeGrid:
                 succ[a].append(b)
                 pred[b].append(a)
         self.succ, self.pred = succ, pred
+        # per attribute and level: which nodes are at least / at most that level (for tagging),
+        # kept for lattices small enough that the masks cost little memory
+        self._masks: dict[tuple[int, int, bool], np.ndarray] | None = {} if self.N <= 1 << 18 else None
+
+    def _mask(self, j: int, v: int, ge: bool) -> np.ndarray:
+        key = (j, v, ge)
+        got = None if self._masks is None else self._masks.get(key)
+        if got is None:
+            got = self.lv[:, j] >= v if ge else self.lv[:, j] <= v
+            if self._masks is not None:
+                self._masks[key] = got
+        return got
+
+    def above(self, i: int) -> np.ndarray:
+        """Boolean mask of node ``i`` and all its generalizations (every level ≥ node i's)."""
+        mask = np.ones(self.N, dtype=bool)
+        for j, v in enumerate(self.levels[i]):
+            if v:
+                mask &= self._mask(j, v, True)
+        return mask
+
+    def below(self, i: int) -> np.ndarray:
+        """Boolean mask of node ``i`` and all its specializations (every level ≤ node i's)."""
+        mask = np.ones(self.N, dtype=bool)
+        for j, v in enumerate(self.levels[i]):
+            if v < self.H[j]:
+                mask &= self._mask(j, v, False)
+        return mask
+
+    def tag(self, tags: bytearray, i: int, value: int, up: bool) -> None:
+        """Predictive tagging, vectorized: ``value`` on node ``i`` and every node above it (``up``) or
+        below it — what :func:`tag_closure` does through ``succ`` / ``pred``, for a monotone tagging
+        (a node above a passing node passes, a node below a failing node fails)."""
+        view = np.frombuffer(tags, dtype=np.uint8)
+        view[self.above(i) if up else self.below(i)] = value
 
 
 def tag_closure(tags: bytearray, start: int, value: int, nbrs) -> None:
