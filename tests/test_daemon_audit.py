@@ -58,8 +58,12 @@ def outcomes(cluster, job, params, parties, sid=None):
 
 
 def settle(cluster, names) -> None:
-    """Wait until no session is live at ``names`` (a refused session ends there after the analyst has the error)."""
-    deadline = time.monotonic() + 10
+    """Wait until no session is live at ``names`` (a refused session ends there after the analyst has the error).
+
+    Bounded by the sessions' own 30 s timeout plus a margin: a party whose peer refused a session
+    learns it from its watchdog, which on a loaded machine took more than 10 s once (CI); a session
+    still live after its deadline is the bug this guards against."""
+    deadline = time.monotonic() + 35
     while any(run_sync(health(cluster.party(p), cluster.creds)).active_sessions for p in names):
         assert time.monotonic() < deadline, "sessions still live"
         time.sleep(0.05)

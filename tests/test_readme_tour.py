@@ -30,9 +30,12 @@ NOT_COMPARED |= {".grimp_cache", ".import_linter_cache"}
 
 #: what each step prints, in the tour's order (regular expressions)
 STEPS = [
+    ("ppdm demo", r"identical to centralized mining"),  # horizontal
+    ("ppdm demo", r"identical to centralized mining"),  # vertical
+    ("ppdm demo", r"meets the requested"),  # the release re-measured
     ("ppdm demo", r"all checks passed"),
     ("ppdm bench mpc --quick", r"intersection_cardinality\s+2\s"),
-    ("ppdm bench mpc --json", r'"operation": "intersection_cardinality"'),
+    ("ppdm bench mpc --quick --json", r'"operation": "intersection_cardinality"'),
     ("ppdm ca init", r"wrote ca/ca\.key"),
     ("ppdm party init --name alice", r"wrote alice/party\.toml"),
     ("ppdm party init --name bob", r"wrote bob/party\.toml"),
@@ -56,6 +59,11 @@ STEPS = [
     ("keyed vertical mining", r"vertical job, one data source each"),
     ("text items, horizontal", r"transactions: 1,600\s+frequent itemsets: 49"),
     ("ppdm anonymize", r"wrote out\.csv: flash: 3,016 rows .*\(k = 5\)"),
+    (
+        "ppdm anonymize --local 2 --split horizontal",
+        r"wrote joint\.csv: joint horizontal release of 3,016 rows held by "
+        r"2 parties and 1 compute-only",
+    ),
     ("ppdm check", r"k-anonymity\s+k = 5"),
     ("ppdm attack", r"linkage\s+\d"),
     ("ppdm perturb", r"-> noisy\.csv"),
@@ -71,7 +79,7 @@ STEPS = [
 PEM_KEY = re.compile(rb"-----BEGIN [A-Z ]*PRIVATE KEY-----")
 #: files the tour leaves in its scratch directory
 OUTPUTS = ["alice.log", "analyst/analyst.toml", "out.csv", "noisy.csv", "budget.json", "sanitized.dat", "tune.png"]
-OUTPUTS += ["release.csv", "itemsets.csv", "mining.html", "sdc.csv"]
+OUTPUTS += ["release.csv", "itemsets.csv", "mining.html", "sdc.csv", "joint.csv"]
 
 
 def tour_blocks() -> tuple[str, str]:

@@ -200,9 +200,14 @@ def main_joint(args) -> int:
     if not args.quiet:
         m = res.report["metrics"]
         lv = ", ".join(f"{c}={v}" for c, v in res.levels.items())
+        proto = res.report["protocol"]
+        helpers = proto.get("compute_only") or []
+        who = f"{len(proto['parties']) - len(helpers)} parties" + (
+            f" and {len(helpers)} compute-only" if helpers else ""
+        )
         print(
-            f"wrote {out}: joint {params.split} release of {m['rows']:,} rows over "
-            f"{len(res.report['protocol']['parties'])} parties, node {lv}; {m['classes']:,} classes, "
+            f"wrote {out}: joint {params.split} release of {m['rows']:,} rows held by {who}, node {lv}; "
+            f"{m['classes']:,} classes, "
             f"{m['suppressed_rows']:,} rows suppressed, DM {m['dm']:,.0f} "
             f"({res.report['protocol']['wall_seconds']:.1f} s)",
             file=sys.stdout,
