@@ -284,3 +284,27 @@ def test_what_a_party_receives_holds_no_other_party_s_counts():
                     continue
                 for dt in (np.uint16, np.uint32, np.uint64):
                     assert v.astype(dt).tobytes() not in blob, (name, q, dt)
+
+
+def test_the_job_refuses_a_release_that_would_be_the_pooled_table():
+    """k = 1 without l: every node passes and the bottom node's release is the pooled QI table — the
+    analyst would receive the parties' rows. The job refuses it (a policy refusal, before any data)."""
+    from parties.jobs.publishing import spec_from_params
+    from parties.jobs.registry import JobContext, PolicyRefusal
+
+    base = {"qi": ["age", "zip"], "sensitive": "disease", "max_suppression": 0.0}
+    with pytest.raises(PolicyRefusal, match="at least 2 rows"):
+        spec_from_params(JobContext("p0", None, {**base, "k": 1}))  # type: ignore[arg-type]
+    assert spec_from_params(JobContext("p0", None, {**base, "k": 1, "l": 2})).l == 2  # type: ignore[arg-type]
+    assert spec_from_params(JobContext("p0", None, {**base, "k": 2})).k == 2  # type: ignore[arg-type]
+
+
+def test_a_node_too_large_to_share_is_one_clear_error_on_every_party(monkeypatch):
+    import parties.joint.publishing as P
+
+    monkeypatch.setattr(P, "MAX_NODE_CELLS", 3)
+    hs = _hierarchies()
+    df = _table(np.random.default_rng(5), 90)
+    spec = JointPublishSpec(("age", "zip", "sex"), "disease", 2, None, 0.0, "star")
+    with pytest.raises(ProtocolError, match=r"cells \(more than 3\): use coarser hierarchies"):
+        _joint(df, spec, hs)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mpc.errors import ProtocolError
-from parties.jobs.registry import JobContext, JobError, job
+from parties.jobs.registry import JobContext, JobError, PolicyRefusal, job
 
 if TYPE_CHECKING:  # the publishing stack (pandas, anonymize.publish) loads when a session runs, not at start-up
     from anonymize.publish.hierarchy import Hierarchy
@@ -69,6 +69,9 @@ def spec_from_params(ctx: JobContext) -> JointPublishSpec:
         raise JobError(str(e)) from None
     if sens is not None and sens in qis:
         raise JobError(f"column '{sens}' cannot be both a quasi-identifier and sensitive")
+    if max(spec.k, spec.l or 0) < 2:
+        # with k = 1 (and no l) every node passes and the release at the bottom node is the pooled table
+        raise PolicyRefusal("joint publishing needs classes of at least 2 rows (k >= 2 or l >= 2)")
     return spec
 
 

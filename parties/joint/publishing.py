@@ -403,10 +403,12 @@ async def publish_horizontal(
         sized = []
         for i in cand:
             d = domain_size(hs, grid.levels[i])
-            if d > MAX_NODE_CELLS:
+            per = circ.S if circ.use_hist else 1  # with l-diversity a cell is counted per sensitive value
+            if d * per > MAX_NODE_CELLS:
                 raise ProtocolError(
-                    f"node {grid.levels[i]} has {d:,} cells (more than {MAX_NODE_CELLS:,}): use coarser "
-                    "hierarchies or fewer quasi-identifiers for joint publishing"
+                    f"node {grid.levels[i]} has {d:,} cells{f' × {per} sensitive values' if per > 1 else ''} "
+                    f"(more than {MAX_NODE_CELLS:,}): use coarser hierarchies or fewer quasi-identifiers for "
+                    "joint publishing"
                 )
             sized.append((i, d))
         for batch in _split(sized, MAX_BATCH_CELLS // (circ.S if circ.use_hist else 1)):
