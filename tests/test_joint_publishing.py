@@ -308,3 +308,24 @@ def test_a_node_too_large_to_share_is_one_clear_error_on_every_party(monkeypatch
     spec = JointPublishSpec(("age", "zip", "sex"), "disease", 2, None, 0.0, "star")
     with pytest.raises(ProtocolError, match=r"cells \(more than 3\): use coarser hierarchies"):
         _joint(df, spec, hs)
+
+
+def test_the_analyst_refuses_shares_that_do_not_add_up():
+    """A computing party that returns a wrong (or altered) share: the analyst's sum no longer
+    matches the n rows, and no release is assembled."""
+    from parties.analyst.publishing import JointPublishing, assemble
+
+    hs = _hierarchies()
+    df = _table(np.random.default_rng(11), 120)
+    spec = JointPublishSpec(("age", "zip", "sex"), "disease", 3, None, 0.05, "star")
+    out, rel = _joint(df, spec, hs)
+    params = JointPublishing(qi=spec.qis, hierarchies={c: hs[c] for c in spec.qis}, sensitive="disease", k=3,
+                             max_suppression=0.05)  # fmt: skip
+    good = assemble(params, out, 0.0)
+    assert _multiset(good.release, list(df.columns)) == _multiset(rel, list(df.columns))
+    bad = {p: dict(v) for p, v in out.items()}
+    share = list(bad["p1"]["share"]["kept"])
+    share[0] = (share[0] + 1) % (1 << bad["p1"]["share"]["bits"])
+    bad["p1"]["share"] = {**bad["p1"]["share"], "kept": share}
+    with pytest.raises(ValueError, match="do not add up"):
+        assemble(params, bad, 0.0)

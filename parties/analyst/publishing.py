@@ -125,6 +125,10 @@ def assemble(params: JointPublishing, replies: Mapping[str, dict[str, Any]], wal
     if any([int(x) for x in v["levels"]] != levels for v in replies.values()):
         raise ValueError("the parties disagree on the chosen node")
     kept, sup = combine_release(shares)
+    n = int(first["n"])
+    if int(kept.sum()) + int(sup.sum()) != n or (kept < 0).any() or (sup < 0).any():
+        # shares that do not add up to n rows: a party's share is wrong (or was altered); write nothing
+        raise ValueError(f"the parties' release shares do not add up to the {n:,} rows: no release written")
     hs = [params.hierarchies[c] for c in params.qi]
     df = release_from_counts(
         hs,
@@ -136,7 +140,6 @@ def assemble(params: JointPublishing, replies: Mapping[str, dict[str, Any]], wal
         suppressed_rows=params.suppressed_rows,
     )
     df = df.iloc[RandomSource().permutation(len(df))].reset_index(drop=True)
-    n = int(first["n"])
     suppressed = int(sup.sum())
     counts = (
         kept.reshape(-1, max(1, len(first.get("sensitive_values") or []))).sum(axis=1) if params.sensitive else kept
