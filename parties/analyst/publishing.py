@@ -60,8 +60,6 @@ class JointPublishing:
 
     def check(self) -> None:
         """One-line ``ValueError`` for parameters no party would accept."""
-        from parties.joint.publishing import JointPublishSpec
-
         if self.split not in SPLITS:
             raise ValueError(
                 f"joint publishing runs on --split {' or '.join(SPLITS)} in this version (vertical is not built yet)"
@@ -69,7 +67,13 @@ class JointPublishing:
         missing = [c for c in self.qi if c not in self.hierarchies]
         if missing:
             raise ValueError(f"joint publishing needs a hierarchy for every quasi-identifier (none for {missing[0]})")
-        JointPublishSpec(
+        self.spec().check()
+
+    def spec(self):
+        """The protocol's view of these parameters (:class:`parties.joint.publishing.JointPublishSpec`)."""
+        from parties.joint.publishing import JointPublishSpec
+
+        return JointPublishSpec(
             tuple(self.qi),
             self.sensitive,
             self.k,
@@ -78,7 +82,7 @@ class JointPublishing:
             self.suppressed_rows,
             self.metric,
             self.sensitive_values,
-        ).check()
+        )
 
     def to_params(self) -> dict[str, Any]:
         self.check()
@@ -216,7 +220,7 @@ def publish_local(
     if parties < 2:
         raise ValueError("joint publishing needs at least 2 parties that hold rows")
     df = table if isinstance(table, pd.DataFrame) else read_table(table)
-    cols = list(params.qi) + ([params.sensitive] if params.sensitive else [])
+    cols = list(pooled_columns(params))
     missing = [c for c in cols if c not in df.columns]
     if missing:
         raise ValueError(f"the table has no column '{missing[0]}'")

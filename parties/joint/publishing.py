@@ -62,7 +62,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -130,15 +130,6 @@ class LocalRows:
 
     qi_codes: np.ndarray
     sensitive: Sequence[str] | None = None
-
-
-@dataclass
-class _Batch:
-    nodes: list[int]
-    sizes: list[int]  # cells per node
-    within: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    ok: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    dm: Arith | None = None
 
 
 def hierarchy_digest(hierarchies: Sequence[Hierarchy]) -> str:
