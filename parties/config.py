@@ -32,6 +32,9 @@ Example::
 
     [audit]                        # the audit of sums over party sets: see parties.guards.audit
     state = "audit-alice.json"     # default: audit-<name>.json next to this file
+    [publish]                      # joint publishing: see parties.guards.releases
+    hierarchies = "hierarchies"    # only these hierarchies (<column>.csv); default: any
+    max_releases = 1               # distinct releases per data key (default 1)
     [dp]                           # per-analyst differential-privacy budgets: see parties.guards.dp_budget
     total_epsilon = 2
 
@@ -53,6 +56,7 @@ from typing import Any
 from parties.guards.audit_state import AuditSettings, AuditStateError, parse_audit
 from parties.guards.dp_budget import DPConfig, parse_dp
 from parties.guards.policy import Policy, PolicyError, parse_policy
+from parties.guards.releases import PublishSettings, PublishStateError, parse_publish
 from parties.identity.tls import (
     Credentials,
     TLSError,
@@ -158,6 +162,7 @@ class PartyConfig:
     crl: Path | None = None
     policy: Policy = field(default_factory=Policy)
     audit: AuditSettings = field(default_factory=AuditSettings)  # [audit] (parties.guards.audit)
+    publish: PublishSettings = field(default_factory=PublishSettings)  # [publish] (parties.guards.releases)
     dp: DPConfig | None = None  # [dp]: privacy budgets (None: sessions with epsilon are refused)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)  # [metrics] (parties.runtime.metrics)
     reflection: bool = False  # [server] reflection: gRPC server reflection (service discovery for grpcurl & co.)
@@ -216,7 +221,21 @@ def parse_config(doc: Mapping[str, Any], base_dir: Path | str = ".", file: str =
     base = Path(base_dir).resolve()
     _check_keys(
         doc,
-        {"party", "peers", "data", "limits", "analysts", "jobs", "policy", "audit", "dp", "spark", "metrics", "server"},
+        {
+            "party",
+            "peers",
+            "data",
+            "limits",
+            "analysts",
+            "jobs",
+            "policy",
+            "audit",
+            "publish",
+            "dp",
+            "spark",
+            "metrics",
+            "server",
+        },
         "",
         file,
     )
@@ -320,6 +339,10 @@ def parse_config(doc: Mapping[str, Any], base_dir: Path | str = ".", file: str =
     except AuditStateError as e:
         raise ConfigError(f"{file}: {e}") from None
     try:
+        publish = parse_publish(doc.get("publish"), base=base, name=name)
+    except PublishStateError as e:
+        raise ConfigError(f"{file}: {e}") from None
+    try:
         dp = parse_dp(doc.get("dp"), base, analysts_v)
     except ValueError as e:
         raise ConfigError(f"{file}: {e}") from None
@@ -360,6 +383,7 @@ def parse_config(doc: Mapping[str, Any], base_dir: Path | str = ".", file: str =
         crl=crl,
         policy=policy,
         audit=audit,
+        publish=publish,
         dp=dp,
         spark=spark,
         metrics=metrics,
@@ -477,6 +501,7 @@ def write_config(
     spark: Mapping[str, Any] | None = None,
     metrics: Mapping[str, Any] | None = None,
     server: Mapping[str, Any] | None = None,
+    publish: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write a ``party.toml`` atomically and check it loads.
 
@@ -486,6 +511,7 @@ def write_config(
     ``dp`` a ``[dp]`` table (see :mod:`parties.guards.dp_budget`).
     ``spark`` a ``[spark]`` table (``master``, ``conf``) for data keys with ``engine = "spark"``.
     ``metrics`` a ``[metrics]`` table (``address``, ``tls``), ``server`` a ``[server]`` table (``reflection``).
+    ``publish`` a ``[publish]`` table (``hierarchies``, ``max_releases``, ``state``; :mod:`parties.guards.releases`).
     With ``overwrite=False`` an existing file is an error (:class:`ConfigError`).
     """
     party: dict[str, Any] = {
@@ -516,6 +542,8 @@ def write_config(
         doc["policy"] = dict(policy)
     if audit:
         doc["audit"] = dict(audit)
+    if publish:
+        doc["publish"] = dict(publish)
     if dp:
         doc["dp"] = dict(dp)
     if spark:

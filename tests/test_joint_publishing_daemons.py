@@ -134,3 +134,55 @@ def test_a_party_killed_mid_search_aborts_the_job_everywhere(make_cluster, tmp_p
     assert took < 60
     c.restart("p2")
     assert set(c.run_job("ping", timeout=20)) == {"p0", "p1", "p2"}
+
+
+def test_pinned_hierarchies_and_one_release_per_data_key_between_daemons(make_cluster, tmp_path):
+    """[publish]: a crafted hierarchy is refused by every party; after one release of the rows, another
+    release of them (another k) is refused, the same release again is answered — also after a restart."""
+    qis = ("age", "sex", "race")
+    hs = read_hierarchies(DATA, columns=set(qis))
+
+    def params(**kw) -> JointPublishing:
+        base = dict(qi=qis, hierarchies={c: hs[c] for c in qis}, sensitive=None, k=5, max_suppression=0.05)
+        return JointPublishing(**{**base, **kw})
+
+    data = _cluster_data(tmp_path, 3)
+    for party, keys in data.items():  # a copy of the same rows under another key, for the race below
+        copy = tmp_path / f"{party}-race.csv"
+        copy.write_bytes(Path(keys["table"]).read_bytes())
+        keys["race"] = str(copy)
+    c = make_cluster(3, data=data, publish={"hierarchies": str(DATA)})
+    rows = hs["age"].to_rows()  # one age kept, every other one '*' at level 1: a targeted predicate
+    crafted = params().to_params() | {
+        "hierarchies": params().to_params()["hierarchies"]
+        | {"age": [[r[0], r[0] if r[0] == "39" else "*", "*"] for r in rows]}
+    }
+    with pytest.raises(PartyError) as ei:
+        c.run_job("publish.horizontal", crafted, timeout=60)
+    assert ei.value.kind == "refused"
+    assert "the hierarchy of 'age' differs from the one this party pinned" in str(ei.value)
+    first = assemble(params(), c.run_job("publish.horizontal", params().to_params(), timeout=120), 0.0)
+    again = assemble(params(), c.run_job("publish.horizontal", params().to_params(), timeout=120), 0.0)
+    assert _multiset(first.release, list(qis)) == _multiset(again.release, list(qis))
+    with pytest.raises(PartyError) as ei:
+        c.run_job("publish.horizontal", params(k=10).to_params(), timeout=60)
+    assert ei.value.kind == "refused" and "[publish] max_releases" in str(ei.value)
+    c.kill("p0")  # a crash: the count is on disk
+    c.restart("p0")
+    with pytest.raises(PartyError) as ei:
+        c.run_job("publish.horizontal", params(k=10).to_params(), parties=["p0", "p1", "p2"], timeout=60)
+    assert ei.value.kind == "refused" and "max_releases" in str(ei.value)
+    state = json.loads((c.workdir / "p0" / "releases-p0.json").read_text())
+    assert len(state["releases"]) == 1 and state["releases"][0]["data"] == "table"
+
+    async def race():  # two different releases of one key at once: both admitted, at most one released
+        return await asyncio.gather(
+            *(c.arun_job("publish.horizontal", params(k=k, data="race").to_params(), timeout=120) for k in (5, 10)),
+            return_exceptions=True,
+        )
+
+    outcomes = run_sync(race())
+    assert sum(not isinstance(o, BaseException) for o in outcomes) <= 1, outcomes
+    for o in outcomes:
+        if isinstance(o, BaseException):
+            assert isinstance(o, PartyError) and o.kind in ("refused", "peer"), o

@@ -6,10 +6,19 @@ released table's classes:
 * what was computed — the command, algorithm, quasi-identifiers, sensitive attributes, privacy
   models, suppression, input and output, when; for ``publish`` also who the release is for (user,
   purpose, security level) and the owner's and user's requirements;
-* the achieved privacy — k, classes, suppressed rows, and per sensitive attribute l (distinct and
-  entropy), the recursive (c, l) bound and t (every distance); for bucketizations the groups and the
-  largest posterior, for synthetic data the groups;
+* the achieved privacy — every privacy model the release was asked for with what it requires, what the
+  release achieves and whether it holds (:func:`model_rows`: k-anonymity, the l-diversities, t-closeness,
+  β-likeness, δ-disclosure, (α, k)-anonymity, δ-presence, k-map, average risk, sample and population
+  uniqueness); k, classes, suppressed rows, and per sensitive attribute l (distinct and entropy), the
+  recursive (c, l) bound, t (every distance), β, δ-disclosure and α; with ``--suppressed-rows arx`` what
+  the ``*`` group of suppressed rows breaks; for bucketizations the groups and the largest posterior, for
+  synthetic data the groups;
 * the class-size distribution — records per class size, as released (:func:`release_classes`);
+
+Every count of classes says whether the ``*`` group of suppressed rows is one of them (:func:`star_rows`):
+the JSON report counts it in some figures and not in others (``achieved`` counts it with ``--suppressed-rows
+star``, not with ``arx``; ``classes`` and ``risk`` never do), so the same release shows, e.g., 53 classes in
+one table and 52 in another, and the labels say why.
 * information loss — NCP overall and per attribute, DM, CDM, average class size, query error;
 * risks — prosecutor, journalist and marketer re-identification risks, and the share of records per
   disclosure probability of their class;
@@ -27,9 +36,15 @@ import numpy as np
 from .html import Page, fmt
 from .svg import bar_chart, histogram
 
-__all__ = ["release_classes", "release_page"]
+__all__ = ["model_rows", "release_classes", "release_page", "star_rows"]
 
 GENERALIZING = ("full-domain", "partition", "clustering")
+STAR_MODES = ("star", "arx")
+"""``suppressed_rows`` values that write the suppressed rows as one all-``*`` group."""
+MODEL_HEADER = ["model", "attribute", "measure", "required", "achieved", "holds"]
+"""The columns of the table of privacy models (:func:`model_rows`)."""
+TOL = 1e-9
+"""The tolerance of the models' own checks (:mod:`anonymize.publish.models_sensitive`)."""
 
 
 def release_classes(
@@ -115,10 +130,10 @@ def release_page(
             "written above (and this report)."
         )
 
-    _achieved(page, rel)
-    _classes(page, m, sizes, params)
+    _achieved(page, rel, sizes)
+    _classes(page, rel, m, sizes, params)
     _loss(page, m)
-    _risks(page, m, sizes, disclosure)
+    _risks(page, rel, m, sizes, disclosure)
     _timings(page, rel.get("timings") or {})
     page.raw_json("the JSON report this page was made from", report)
     return page.html(footer="ppdm release report: self-contained HTML (inline CSS and SVG, no scripts).")
@@ -193,13 +208,214 @@ def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def _achieved(page: Page, rel: dict) -> None:
+def star_rows(rel: dict) -> int:
+    """Rows of the release ``rel`` (a report's, or a ``publish`` report's ``release``) written as the one
+    all-``*`` group of suppressed rows: the suppressed rows of a generalizing release with
+    ``suppressed_rows`` ``star`` or ``arx``; 0 when the file has no such group (nothing suppressed,
+    suppressed rows left out with ``drop``, a bucketization or synthetic data)."""
+    params = rel.get("parameters") or {}
+    if rel.get("kind") not in GENERALIZING or params.get("suppressed_rows") not in STAR_MODES:
+        return 0
+    n = (rel.get("metrics") or {}).get("suppressed_rows")
+    return int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) and n > 0 else 0
+
+
+def _star_note(rel: dict, counted: bool) -> str:
+    """How a count of classes of ``rel`` treats the ``*`` group: ``counted`` — whether the figure includes
+    it (when the file has one)."""
+    star = star_rows(rel)
+    if star:
+        return f"* group of {star:,} rows {'counted as one class' if counted else 'not counted'}"
+    return "no * group in the file"
+
+
+def _star_fact(rel: dict) -> str | None:
+    """The ``*`` group in words (None for a bucketization or synthetic data)."""
+    if rel.get("kind") not in GENERALIZING:
+        return None
+    star = star_rows(rel)
+    if star:
+        return f"{star:,} suppressed rows, written with * in every quasi-identifier as one group"
+    n = (rel.get("metrics") or {}).get("suppressed_rows")
+    if n:
+        return f"none: the {fmt(n)} suppressed rows are left out of the file"
+    return "none: no row suppressed"
+
+
+def _achieved_counts_star(rel: dict) -> bool:
+    """Whether the report's ``achieved`` (k, classes, l, t, β, δ, α) measured the ``*`` group as a class:
+    with ``suppressed_rows='star'`` it did (the group must meet every model); with ``'arx'`` it did not
+    (ARX's outliers: the group is described by ``suppressed_group``)."""
+    return (rel.get("parameters") or {}).get("suppressed_rows") == "star"
+
+
+def _arx_sizes(rel: dict, sizes: Sequence[int] | np.ndarray | None) -> np.ndarray | None:
+    """The class sizes the table-level models were judged on: the written file's (``sizes``, the ``*``
+    group included), without the ``*`` group under ARX's semantics (the search judges the other classes
+    only). Only the multiset of sizes matters, so one class of the group's size is left out."""
+    if sizes is None or not len(sizes):
+        return None
+    s = np.asarray(sizes, dtype=np.int64)
+    s = s[s > 0]
+    star = star_rows(rel)
+    if star and (rel.get("parameters") or {}).get("suppressed_rows") == "arx":
+        hit = np.flatnonzero(s == star)
+        if len(hit):
+            s = np.delete(s, hit[0])
+    return s
+
+
+def _ge(value: Any, bound: float) -> bool | None:
+    v = _num(value)
+    return None if v is None else v >= bound - TOL
+
+
+def _le(value: Any, bound: float) -> bool | None:
+    v = _num(value)
+    return None if v is None else v <= bound + TOL
+
+
+def _table_model(d: dict):
+    """The table-level model :mod:`anonymize.publish.models_population` builds from its description ``d``."""
+    from ..publish.models_population import AverageRisk, PopulationUniqueness, SampleUniqueness
+
+    name = d.get("model")
+    if name == "average-risk":
+        return AverageRisk(d["threshold"])
+    if name == "sample-uniqueness":
+        return SampleUniqueness(d["threshold"])
+    return PopulationUniqueness(d["threshold"], d.get("estimator", "dankar"), d.get("population_size"))
+
+
+NOT_IN_REPORT = "not measured (the JSON report has no per-class population counts)"
+"""The achieved cell of δ-presence / k-map with a population table when the report does not carry them."""
+
+
+def model_rows(rel: dict, sizes: Sequence[int] | np.ndarray | None = None) -> list[list[Any]]:
+    """One row per privacy model of the release ``rel`` and per quantity it bounds (columns
+    :data:`MODEL_HEADER`): the model's name (as the JSON report's ``parameters.models`` says), the
+    sensitive attribute, the measure, the requirement, the achieved value and whether it holds (None:
+    not measured).
+
+    Achieved values come from the report's ``metrics.achieved`` — ``k``; per sensitive attribute
+    ``l_distinct``, ``l_entropy``, ``recursive_c_bound``, ``t`` (by distance), ``beta_basic``,
+    ``beta_enhanced``, ``delta_disclosure``, ``alpha``; and, when a report carries them, ``k_map`` and
+    ``delta_presence`` (``[smallest, largest]``, as ``ppdm check`` names them). The table-level models
+    (average risk, sample and population uniqueness) are measured here on ``sizes``, the written file's
+    class sizes (:func:`release_classes`), as the search judged them (the ``*`` group left out under ARX's
+    semantics). A sensitive model without an attribute bounds every sensitive attribute: one row each.
+    """
+    m = rel.get("metrics") or {}
+    a = m.get("achieved") or {}
+    sens = a.get("sensitive_attributes") or {}
+    params = rel.get("parameters") or {}
+    attributes = list(sens) or list(params.get("sensitive") or [])
+    table_sizes = _arx_sizes(rel, sizes)
+    rows: list[list[Any]] = []
+    k_ach = a.get("k")
+
+    def per_attribute(d: dict) -> list[str]:
+        return [d["attribute"]] if d.get("attribute") else attributes or ["–"]
+
+    for d in params.get("models") or []:
+        name = str(d.get("model", "?"))
+        if name == "k-anonymity":
+            rows.append([name, "", "k (smallest class)", f"≥ {fmt(d.get('k'))}", k_ach, _ge(k_ach, d["k"])])
+        elif name in ("distinct-l-diversity", "entropy-l-diversity"):
+            key, what = ("l_distinct", "distinct l") if name.startswith("distinct") else ("l_entropy", "entropy l")
+            for attr in per_attribute(d):
+                v = (sens.get(attr) or {}).get(key)
+                rows.append([name, attr, what, f"≥ {fmt(d.get('l'))}", v, _ge(v, d["l"])])
+        elif name == "recursive-cl-diversity":
+            c, lr = float(d["c"]), d["l"]
+            for attr in per_attribute(d):
+                s = sens.get(attr) or {}
+                ld, cb = s.get("l_distinct"), _num(s.get("recursive_c_bound"))
+                rows.append([name, attr, "distinct l", f"≥ {fmt(lr)}", ld, _ge(ld, lr)])
+                # every class is (c, l)-diverse for every c above the bound at l = distinct l ≥ l
+                holds = None if cb is None else (True if cb < c else (False if ld == lr else None))
+                rows.append([name, attr, "c bound at l = distinct l", f"< {fmt(c)}", cb, holds])
+        elif name == "t-closeness":
+            dist, ground = d.get("distance", "emd"), d.get("ground")
+            key = f"emd_{ground}" if dist == "emd" and ground else dist
+            for attr in per_attribute(d):
+                v = ((sens.get(attr) or {}).get("t") or {}).get(key)
+                rows.append([name, attr, f"t ({key})", f"≤ {fmt(d.get('t'))}", v, _le(v, d["t"])])
+        elif name == "beta-likeness":
+            variant = d.get("variant", "enhanced")
+            for attr in per_attribute(d):
+                s = sens.get(attr) or {}
+                v = s.get(f"beta_{variant}")
+                shown: Any = v
+                holds = _le(v, d["beta"])
+                if v is None and f"beta_{variant}" in s:
+                    shown, holds = "none: some gain exceeds its cap −ln p, so no β holds", False
+                rows.append([name, attr, f"β ({variant})", f"≤ {fmt(d.get('beta'))}", shown, holds])
+        elif name == "delta-disclosure":
+            for attr in per_attribute(d):
+                s = sens.get(attr) or {}
+                v = s.get("delta_disclosure")
+                shown = v
+                dv = _num(v)
+                holds = None if dv is None else dv < float(d["delta"])
+                if v is None and "delta_disclosure" in s:
+                    shown, holds = "none: a value of the table is missing from some class, so no δ holds", False
+                rows.append([name, attr, "δ (max |ln q/p|)", f"< {fmt(d.get('delta'))}", shown, holds])
+        elif name == "alpha-k-anonymity":
+            for attr in per_attribute(d):
+                v = (sens.get(attr) or {}).get("alpha")
+                rows.append(
+                    [name, attr, "α (largest share of a value)", f"≤ {fmt(d.get('alpha'))}", v, _le(v, d["alpha"])]
+                )
+            rows.append([name, "", "k (smallest class)", f"≥ {fmt(d.get('k'))}", k_ach, _ge(k_ach, d["k"])])
+        elif name == "delta-presence":
+            dp = a.get("delta_presence")
+            lo, hi = (dp[0], dp[1]) if isinstance(dp, (list, tuple)) and len(dp) == 2 else (None, None)
+            pop = f" (population of {fmt(d.get('population_rows'))} rows)" if d.get("population_rows") else ""
+            rows.append([name, "", "δ, smallest class" + pop, f"≥ {fmt(d.get('dmin'))}",
+                         NOT_IN_REPORT if dp is None else lo, _ge(lo, d["dmin"])])  # fmt: skip
+            rows.append([name, "", "δ, largest class" + pop, f"≤ {fmt(d.get('dmax'))}",
+                         NOT_IN_REPORT if dp is None else hi, _le(hi, d["dmax"])])  # fmt: skip
+        elif name == "k-map" and d.get("derived_k") is not None:  # estimated: k'-anonymity
+            kp = d["derived_k"]
+            what = f"k (smallest class; k' from k = {fmt(d.get('k'))}, {d.get('estimator')}, N = {fmt(d.get('population_size'))})"
+            rows.append([name, "", what, f"≥ {fmt(kp)}", k_ach, _ge(k_ach, kp)])
+        elif name == "k-map":
+            v = a.get("k_map")
+            pop = f" (population of {fmt(d.get('population_rows'))} rows)" if d.get("population_rows") else ""
+            rows.append([name, "", "population rows of the smallest match" + pop, f"≥ {fmt(d.get('k'))}",
+                         NOT_IN_REPORT if v is None else v, _ge(v, d["k"])])  # fmt: skip
+        elif name in ("average-risk", "sample-uniqueness", "population-uniqueness"):
+            model = _table_model(d)
+            what = {
+                "average-risk": "average risk (classes / rows)",
+                "sample-uniqueness": "sample uniques (share of rows in classes of one)",
+                "population-uniqueness": f"population uniques ({d.get('estimator')}, N = {fmt(d.get('population_size'))})",
+            }[name]
+            if table_sizes is None or not len(table_sizes):
+                rows.append(
+                    [name, "", what, f"≤ {fmt(d.get('threshold'))}", "not measured (no rows in this process)", None]
+                )
+                continue
+            v = model.value(table_sizes)
+            shown = v if v is not None else "none: the estimate failed and the release has sample uniques"
+            rows.append([name, "", what, f"≤ {fmt(d.get('threshold'))}", shown,
+                         v is not None and v <= float(d["threshold"]) + 1e-12])  # fmt: skip
+        else:  # a model this page does not know: its parameters, nothing measured
+            rest = {k: v for k, v in d.items() if k != "model" and v is not None}
+            rows.append([name, d.get("attribute") or "", "–", fmt(rest) or "–", "not measured", None])
+    return rows
+
+
+def _achieved(page: Page, rel: dict, sizes) -> None:
     m = rel.get("metrics", {})
     a = m.get("achieved") or {}
+    bucket = rel.get("kind") not in GENERALIZING
+    counted = _achieved_counts_star(rel)
     page.heading("Privacy achieved")
     rows: list[tuple[str, Any]] = [
-        ("k (smallest class)", a.get("k")),
-        ("classes as released (the suppressed * group counts as one)", a.get("classes")),
+        (f"k (smallest class; {_star_note(rel, counted)})", a.get("k")),
+        ("classes" if bucket else f"classes ({_star_note(rel, counted)})", a.get("classes")),
         ("groups", a.get("groups")),
         ("l required", a.get("l_required")),
         ("rows", m.get("rows")),
@@ -207,31 +423,120 @@ def _achieved(page: Page, rel: dict) -> None:
         ("synthetic rows", m.get("synthetic_rows")),
         ("suppressed rows", m.get("suppressed_rows")),
         ("suppressed share", m.get("suppressed_fraction")),
+        ("* group", _star_fact(rel)),
     ]
     page.facts(rows)
+    models = model_rows(rel, sizes)
+    if models:
+        page.heading("Privacy models: required and achieved", 3)
+        page.table(
+            MODEL_HEADER,
+            models,
+            caption=_models_caption(rel, counted),
+        )
+        broken = sorted({str(r[0]) for r in models if r[5] is False})
+        if broken:
+            page.warning(f"not met on the release as measured: {', '.join(broken)}")
+        elif all(r[5] is True for r in models):
+            page.success("every privacy model asked for holds on the release as measured")
     sens = a.get("sensitive_attributes") or {}
     if sens:
         dists = sorted({d for v in sens.values() for d in (v.get("t") or {})})
         header = ["sensitive attribute", "l (distinct)", "l (entropy)", "recursive c bound"]
         extra = ["largest posterior"] if any("max_posterior" in v for v in sens.values()) else []
+        more = [(k, h) for k, h in SENSITIVE_MORE if any(k in v for v in sens.values())]
+        over = f"over the {_measured_on(rel, counted)}"
         page.table(
-            header + extra + [f"t ({d})" for d in dists],
+            header + extra + [h for _, h in more],
             [
                 [name, v.get("l_distinct"), v.get("l_entropy"), v.get("recursive_c_bound")]
                 + ([v.get("max_posterior")] if extra else [])
-                + [(v.get("t") or {}).get(d) for d in dists]
+                + [("none" if k in v and v[k] is None else v.get(k)) for k, _ in more]
                 for name, v in sens.items()
             ],
+            caption=f"per sensitive attribute, {over}" + ("; none: no β (enhanced) or no δ holds" if more else ""),
         )
+        if dists:
+            page.table(
+                ["sensitive attribute"] + [f"t ({d})" for d in dists],
+                [[name] + [(v.get("t") or {}).get(d) for d in dists] for name, v in sens.items()],
+                caption=f"t-closeness: the largest distance of a class to the table, per distance, {over}",
+            )
+    _suppressed_group(page, m.get("suppressed_group"))
 
 
-def _classes(page: Page, m: dict, sizes, params: dict) -> None:
+def _measured_on(rel: dict, counted: bool) -> str:
+    """What the achieved figures were measured on, in words: the groups of a bucketization or synthetic
+    data, else the classes as written and whether the ``*`` group is one of them."""
+    if rel.get("kind") not in GENERALIZING:
+        return "groups (rows not published are in none)"
+    return f"classes as written ({_star_note(rel, counted)})"
+
+
+def _models_caption(rel: dict, counted: bool) -> str:
+    """What the table of privacy models was measured on."""
+    parts = [f"measured on the {_measured_on(rel, counted)}"]
+    names = {str(d.get("model")) for d in (rel.get("parameters") or {}).get("models") or []}
+    if names & {"average-risk", "sample-uniqueness", "population-uniqueness"}:
+        parts.append(f"risk and uniques over the classes as written ({_star_note(rel, not _is_arx(rel))})")
+    if _is_arx(rel) and star_rows(rel):
+        parts.append("the * group is not held to the models under ARX's semantics (below)")
+    return "; ".join(parts) + "; holds –: not measured"
+
+
+SENSITIVE_MORE = [
+    ("beta_basic", "β (basic)"),
+    ("beta_enhanced", "β (enhanced)"),
+    ("delta_disclosure", "δ-disclosure"),
+    ("alpha", "α"),
+]
+"""Columns of the per-attribute table beyond l and t: ``metrics.achieved.sensitive_attributes`` keys."""
+
+
+def _is_arx(rel: dict) -> bool:
+    return (rel.get("parameters") or {}).get("suppressed_rows") == "arx"
+
+
+def _suppressed_group(page: Page, g: dict | None) -> None:
+    """``metrics.suppressed_group`` (``--suppressed-rows arx``): what the ``*`` group breaks, model by model."""
+    if not g:
+        return
+    rows = int(g.get("rows") or 0)
+    page.heading("The * group of suppressed rows (ARX semantics)", 3)
+    breaks = [str(b) for b in g.get("breaks") or []]
+    if breaks:
+        page.warning(f"the * group of {rows:,} rows breaks {', '.join(breaks)}")
+    else:
+        page.success(f"the * group of {rows:,} rows meets every model")
+    page.paragraph(
+        "With --suppressed-rows arx the suppressed rows form one group with * in every quasi-identifier that, "
+        "as in ARX, is not held to the privacy models; the models above are measured on the other classes. "
+        "Per-class models are checked on the group alone, the table-level ones on the file as written."
+    )
+    scope = {"group": "the * group alone", "file": "the file as written (classes and * group)"}
+    page.table(
+        ["model", "requirement", "checked on", "holds"],
+        [
+            [
+                (v.get("model") or {}).get("model") if isinstance(v.get("model"), dict) else v.get("model"),
+                v.get("requirement"),
+                scope.get(str(v.get("scope")), v.get("scope")),
+                v.get("holds"),
+            ]
+            for v in g.get("models") or []
+        ],
+    )
+
+
+def _classes(page: Page, rel: dict, m: dict, sizes, params: dict) -> None:
     page.heading("Class sizes")
     c = m.get("classes") or {}
+    bucket = rel.get("kind") not in GENERALIZING
+    note = "groups; rows not published are in none" if bucket else _star_note(rel, False)
     page.facts(
         [
-            ("classes (suppressed rows not counted)", c.get("classes")),
-            ("smallest", c.get("min")),
+            (f"classes ({note})", c.get("classes")),
+            (f"smallest ({note})", c.get("min")),
             ("median", c.get("median")),
             ("mean", c.get("mean")),
             ("largest", c.get("max")),
@@ -244,9 +549,10 @@ def _classes(page: Page, m: dict, sizes, params: dict) -> None:
     s = np.asarray(sizes, dtype=np.int64)
     s = s[s > 0]
     labels, totals = histogram(s.tolist(), s.tolist(), bins=14)
+    drawn = "groups" if bucket else f"classes as written ({_star_note(rel, True)})"
     page.figure(
         bar_chart(labels, [("records", totals)], title="records by the size of their class", unit="records"),
-        f"{len(s):,} classes as released, {int(s.sum()):,} records; a class of 500 counts 500 times, so the "
+        f"{len(s):,} {drawn}, {int(s.sum()):,} records; a class of 500 counts 500 times, so the "
         "chart shows what share of the data sits in small classes",
     )
 
@@ -283,7 +589,7 @@ def _loss(page: Page, m: dict) -> None:
         page.paragraph("CDM: " + str(m["cdm_definition"]))
 
 
-def _risks(page: Page, m: dict, sizes, disclosure) -> None:
+def _risks(page: Page, rel: dict, m: dict, sizes, disclosure) -> None:
     r = m.get("risk") or {}
     if not r and disclosure is None:
         return
@@ -306,9 +612,9 @@ def _risks(page: Page, m: dict, sizes, disclosure) -> None:
             ),
             "the probability that an attacker who knows a person's quasi-identifiers picks her record "
             "(prosecutor: knows she is in the release; journalist: matches against the population; marketer: "
-            "share of records re-identified on average)",
+            f"share of records re-identified on average); over the released classes ({_star_note(rel, False)})",
         )
-        page.facts([("records in classes of one", r.get("records_in_unique_classes"))])
+        page.facts([(f"records in classes of one ({_star_note(rel, False)})", r.get("records_in_unique_classes"))])
     if disclosure is not None and sizes is not None and len(sizes):
         s = np.asarray(sizes, dtype=np.float64)
         d = np.asarray(disclosure, dtype=np.float64)
@@ -324,7 +630,12 @@ def _risks(page: Page, m: dict, sizes, disclosure) -> None:
                 max_value=1.0,
             ),
             f"disclosure probability of a class: the largest share of one sensitive value in it (an attacker's "
-            f"chance of guessing the value of someone she links to the class); largest: {fmt(float(d.max()))}",
+            f"chance of guessing the value of someone she links to the class); largest: {fmt(float(d.max()))}; "
+            + (
+                "over the groups"
+                if rel.get("kind") not in GENERALIZING
+                else f"over the classes as written ({_star_note(rel, True)})"
+            ),
         )
 
 

@@ -110,6 +110,8 @@ class LocalCluster:
     spark: ``{party: [spark] table}`` (``master``, ``conf``) for parties with ``engine = "spark"`` data.
     metrics: ``{party: [metrics] table}`` (``address``, ``tls``): Prometheus endpoints (:mod:`parties.runtime.metrics`).
     server: ``[server]`` (``reflection``) for every party.
+    publish: ``[publish]`` (joint publishing's guard, :mod:`parties.guards.releases`) for every party, or
+        ``{party: table}`` when the keys are party names.
     log_format: ``text`` or ``json`` (:mod:`parties.runtime.logs`).
     """
 
@@ -136,6 +138,7 @@ class LocalCluster:
         metrics: Mapping[str, Mapping[str, Any]] | None = None,
         server: Mapping[str, Any] | None = None,
         log_format: str = "text",
+        publish: Mapping[str, Any] | None = None,
     ):
         names = [f"p{i}" for i in range(parties)] if isinstance(parties, int) else list(parties)
         if len(names) < 1 or len(set(names)) != len(names):
@@ -168,6 +171,10 @@ class LocalCluster:
         self._spark = {n: dict(t) for n, t in (spark or {}).items()}
         self._metrics = {n: dict(t) for n, t in (metrics or {}).items()}
         self._server = dict(server or {})
+        pub = dict(publish or {})
+        self._publish = (
+            {n: dict(pub.get(n) or {}) for n in names} if pub and set(pub) <= set(names) else {n: pub for n in names}
+        )
         self._log_format = log_format
         aud = dict(audit or {})
         self._audit = (
@@ -233,6 +240,7 @@ class LocalCluster:
                 spark=self._spark.get(n) or None,
                 metrics=self._metrics.get(n) or None,
                 server=self._server or None,
+                publish=self._publish.get(n) or None,
             )
 
     def _spawn(self, name: str) -> subprocess.Popen:

@@ -225,28 +225,29 @@ def save_state(path: Path, party: str, ledgers: Mapping[tuple[str, str], Sequenc
 
 
 class StateLock:
-    """An exclusive ``flock`` on ``.<state>.lock`` next to the state file, held while the daemon runs."""
+    """An exclusive ``flock`` on ``.<state>.lock`` next to the state file, held while the daemon runs.
 
-    def __init__(self, path: Path):
+    ``what`` names the state in errors; ``error`` is the exception raised (one line)."""
+
+    def __init__(self, path: Path, what: str = "audit state", error: type[ValueError] | None = None):
+        err = error or AuditStateError
         self.path = path.parent / f".{path.name}.lock"
         try:
             private_dir(path.parent)
         except TLSError as e:
-            raise AuditStateError(f"audit state {path}: {e}") from None
+            raise err(f"{what} {path}: {e}") from None
         try:
             self.fd: int | None = os.open(
                 self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600
             )
         except OSError as e:
-            raise AuditStateError(f"cannot open the audit state lock {self.path}: {e.strerror or e}") from None
+            raise err(f"cannot open the {what} lock {self.path}: {e.strerror or e}") from None
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(self.fd)
             self.fd = None
-            raise AuditStateError(
-                f"audit state {path} is in use by another running daemon (lock {self.path})"
-            ) from None
+            raise err(f"{what} {path} is in use by another running daemon (lock {self.path})") from None
 
     def release(self) -> None:
         if self.fd is not None:

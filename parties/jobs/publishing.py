@@ -7,7 +7,8 @@ Parameters (all public, checked by every party): ``qi`` (list of columns), ``hie
 (``{column: rows}`` as in an ARX hierarchy file), ``sensitive`` (a column or null),
 ``sensitive_values`` (its public domain, or null for a secure union), ``k``, ``l`` (distinct),
 ``max_suppression``, ``suppressed_rows``, ``metric`` (``dm``). A party's policy may set floors on
-them (``[policy.job."publish.horizontal"] floor = { k = 10 }``).
+them (``[policy.job."publish.horizontal"] floor = { k = 10 }``), pin the hierarchies it accepts and
+limit the distinct releases of one data key (``[publish]``, :mod:`parties.guards.releases`).
 
 Errors never quote a value of the party's data: a value missing from a hierarchy is reported as a
 count per column.

@@ -71,6 +71,13 @@ from parties.guards.audit_pool import with_audit_round
 from parties.guards.audit_state import AuditStateError
 from parties.guards.dp_budget import BudgetGuard
 from parties.guards.policy import PolicyGuard, SessionGuard, SessionRequest
+from parties.guards.releases import (
+    PUBLISH_JOBS,
+    PublishStateError,
+    ReleaseGuard,
+    make_release_guard,
+    with_release_commit,
+)
 from parties.identity.tls import Credentials, TLSError
 from parties.proto.ppdm.v1 import party_pb2 as pb
 from parties.proto.ppdm.v1 import party_pb2_grpc as pb_grpc
@@ -408,13 +415,27 @@ class Daemon:
             raise ConfigError(f"{self.config.path or 'party config'}: {e}") from None
         if guard is not None:
             self.guards.insert(1, guard)
+        try:  # joint publishing's guard ([publish]) right after the policy and the auditor
+            release = make_release_guard(
+                self.config.name,
+                self.config.publish,
+                None if self.config.path is None else self.config.path.parent,
+                self.config.data,
+            )
+        except PublishStateError as e:
+            raise ConfigError(f"{self.config.path or 'party config'}: {e}") from None
+        self.guards.insert(2 if guard is not None else 1, release)
 
     def job_function(self, info: jobs_mod.JobInfo, request: SessionRequest) -> jobs_mod.JobFn:
         """What a session runs: a job on private data starts with the pooled audit round (parties.guards.audit_pool)."""
         guard = next((g for g in self.guards if isinstance(g, AuditGuard)), None)
+        fn = info.fn
+        release = next((g for g in self.guards if isinstance(g, ReleaseGuard)), None)
+        if release is not None and request.job in PUBLISH_JOBS:  # counted before its share leaves
+            fn = with_release_commit(fn, release, request)
         if not info.private_data and guard is None:
-            return info.fn
-        return with_audit_round(info.fn, guard, request, pooled=info.private_data)
+            return fn
+        return with_audit_round(fn, guard, request, pooled=info.private_data)
 
     async def serve_until_signal(self, exit_with_parent: bool = False) -> None:
         """Serve until SIGTERM/SIGINT (drain, then stop; a second signal stops at once); SIGHUP reloads."""
