@@ -354,9 +354,18 @@ def test_worked_example_population_counts_delta_and_kmap_by_hand():
     # k-map, k = 3: (1, 0) fails (20s-M has 2 population rows), (1, 1) passes (4 and more), (2, 0) too
     km = exhaustive(Lattice(table, [KMap(3, population=pop)]))
     assert sorted(x.levels for x in km.nodes) == [(1, 1), (2, 0)]
-    # δ ≥ 0.45 fails on the whole table (8 of 20) but holds on exact ages (1 of 1): not refused up front
+    # δ ≥ 0.45: exact ages give every released class 1 of 1, but the 12 population rows whose ages are
+    # not in the subset fall in no released class — the release shows they are absent, P(t ∈ T | T*) = 0
+    # (Nergiz et al. bound it for every population tuple; ARX fails such nodes too), so no node passes
+    fs = lat.frequency_set(lat.internal((0, 0)))
+    assert lat.privacy.population.absent(fs) == 12
+    with pytest.raises(AnonymizeError, match="no full-domain generalization satisfies"):
+        anonymize_table(
+            sub, Schema(["age", "sex"], []), hs, algorithm="flash", models=[DeltaPresence(0.45, 1.0, population=pop)]
+        )
+    # without a lower bound the absent rows are allowed: δ ≤ 1 holds at exact ages
     res = anonymize_table(
-        sub, Schema(["age", "sex"], []), hs, algorithm="flash", models=[DeltaPresence(0.45, 1.0, population=pop)]
+        sub, Schema(["age", "sex"], []), hs, algorithm="flash", models=[DeltaPresence(0.0, 1.0, population=pop)]
     )
     assert res.levels == {"age": 0, "sex": 0}
     # while 2-anonymity of the subset alone also accepts (1, 1) and (2, 0)
@@ -719,3 +728,16 @@ def test_table_level_and_population_models_flash_equals_exhaustive(case):
     assert sorted(x.levels for x in incognito(lattice()).nodes) == want
     assert all(x.levels in sat for x in samarati(lattice()).nodes)
     assert datafly(lattice()).chosen.levels in sat
+
+
+def test_check_reports_the_population_rows_a_release_shows_absent():
+    """``ppdm check``'s population report counts population rows in no released class (P(t ∈ T | T*) = 0),
+    checked against a pandas anti-join."""
+    from anonymize.publish.metrics.population import release_population_report
+
+    pop, sub, _ = _worked()
+    rep = release_population_report(sub, ["age", "sex"], population=pop)
+    merged = pop.merge(sub.drop_duplicates(), on=["age", "sex"], how="left", indicator=True)
+    assert rep["population_absent_rows"] == int((merged["_merge"] == "left_only").sum()) == 12
+    everyone = release_population_report(pop, ["age", "sex"], population=pop)
+    assert everyone["population_absent_rows"] == 0

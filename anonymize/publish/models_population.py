@@ -31,8 +31,14 @@ as in ARX). Other algorithms refuse them.
 
 * :class:`DeltaPresence` — ``δmin ≤ (rows of the class) / (population rows of the class) ≤ δmax`` for
   every released class (M. E. Nergiz, M. Atzori, C. Clifton, "Hiding the presence of individuals from
-  shared databases", SIGMOD 2007; ARX ``DPresence``). Population-only classes are not released and not
-  judged (ARX skips them too: they hold no research row to suppress).
+  shared databases", SIGMOD 2007; ARX ``DPresence``). The paper bounds P(t ∈ T | T*) for every tuple t
+  of the *population*: a population tuple in a generalized class that holds no row of the table (a
+  *population-only* class) is certainly absent, P = 0, so with ``δmin > 0`` a node with any such class
+  fails as a whole — suppression cannot fix it, there is no row to suppress (ARX's ``HashGroupify``
+  fails the node the same way; ARX skips the rule once any k-anonymity is added, since its check
+  returns at the class-size test first — ppdm follows the paper with or without k;
+  ``tests/test_arx_population_models.py``). A node's count of such population rows is
+  :meth:`.fulldomain.population.PopulationCounts.absent`.
 * :class:`KMap` — every released class matches at least ``k`` population rows (k-map: L. Sweeney's
   generalization of k-anonymity to a population; El Emam & Dankar, JAMIA 2008; ARX ``KMap``). Without a
   population table, with only its size ``N``: the class-size threshold ``k'`` of
@@ -48,12 +54,11 @@ Monotonicity (the properties searches prune with, :mod:`.models`):
   Zayatz criterion monotone, but merging two classes of size 10 can *raise* Zayatz's estimate (the
   weight ``Σ_j f_j P_j`` of the non-unique classes falls while ``f_1`` stays; a test shows it), and the
   fitted Pitman and SNB models have no such property either;
-* δ-presence: its upper bound is monotone under generalization (a merged class's ratio Σ rows / Σ
-  population rows lies between its parts' ratios, and a population-only class merged in only lowers
-  it), its lower bound is not — population-only classes (not released, so not judged) merged into a
-  released class dilute its ratio below δmin. So ``monotone_generalization`` holds only for
-  ``δmin = 0``; ARX declares ``DPresence`` monotone with generalization in every case. Neither part is
-  monotone under suppression (ARX: the same). k-map with a population table is monotone under both
+* δ-presence is monotone under generalization (as ARX declares): a merged class's ratio Σ rows / Σ
+  population rows lies between its parts' ratios, and with ``δmin > 0`` a node with a population-only
+  class fails, as do all its specializations (the class only splits into population-only classes).
+  Without that node rule the lower bound would not be monotone — a population-only class merged into
+  a released class dilutes its ratio below δmin. It is not monotone under suppression (ARX: the same). k-map with a population table is monotone under both
   (population counts only add up); k-map with an estimator is k'-anonymity.
 """
 
@@ -249,9 +254,14 @@ class DeltaPresence(_PopulationModel):
         if self.dmin > self.dmax:
             raise AnonymizeError(f"δmin must not exceed δmax, got {self.dmin:g} > {self.dmax:g}")
         self.population = population
-        #: δ ≤ δmax survives generalization (a merged class's ratio is at most its parts' largest, and
-        #: population-only classes merged in only lower it); δ ≥ δmin does not — those classes dilute it
-        self.monotone_generalization = self.dmin == 0.0
+        #: a merged class's ratio lies between its parts'; with δmin > 0 population-only classes fail the
+        #: node (:attr:`judges_absent`), so a population-only class never dilutes a released one
+        self.monotone_generalization = True
+
+    @property
+    def judges_absent(self) -> bool:
+        """With δmin > 0 a population row in a class with no table row (P(t ∈ T | T*) = 0) fails the node."""
+        return self.dmin > 0
 
     def requirement(self) -> str:
         return f"δ-presence [{self.dmin:g}, {self.dmax:g}]"

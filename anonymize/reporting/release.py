@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import AnonymizeError
 from .html import Page, fmt
 from .svg import bar_chart, histogram
 
@@ -266,11 +267,13 @@ def _arx_sizes(rel: dict, sizes: Sequence[int] | np.ndarray | None) -> np.ndarra
 
 
 def _ge(value: Any, bound: float) -> bool | None:
+    """``value ≥ bound`` within the models' tolerance; None when ``value`` is not a number."""
     v = _num(value)
     return None if v is None else v >= bound - TOL
 
 
 def _le(value: Any, bound: float) -> bool | None:
+    """``value ≤ bound`` within the models' tolerance; None when ``value`` is not a number."""
     v = _num(value)
     return None if v is None else v <= bound + TOL
 
@@ -305,109 +308,145 @@ def model_rows(rel: dict, sizes: Sequence[int] | np.ndarray | None = None) -> li
     class sizes (:func:`release_classes`), as the search judged them (the ``*`` group left out under ARX's
     semantics). A sensitive model without an attribute bounds every sensitive attribute: one row each.
     """
-    m = rel.get("metrics") or {}
-    a = m.get("achieved") or {}
-    sens = a.get("sensitive_attributes") or {}
     params = rel.get("parameters") or {}
-    attributes = list(sens) or list(params.get("sensitive") or [])
-    table_sizes = _arx_sizes(rel, sizes)
+    a = (rel.get("metrics") or {}).get("achieved") or {}
+    sens = a.get("sensitive_attributes") or {}
+    attributes = list(sens) or list(params.get("sensitive") or []) or ["–"]
     rows: list[list[Any]] = []
-    k_ach = a.get("k")
-
-    def per_attribute(d: dict) -> list[str]:
-        return [d["attribute"]] if d.get("attribute") else attributes or ["–"]
-
     for d in params.get("models") or []:
         name = str(d.get("model", "?"))
-        if name == "k-anonymity":
-            rows.append([name, "", "k (smallest class)", f"≥ {fmt(d.get('k'))}", k_ach, _ge(k_ach, d["k"])])
-        elif name in ("distinct-l-diversity", "entropy-l-diversity"):
-            key, what = ("l_distinct", "distinct l") if name.startswith("distinct") else ("l_entropy", "entropy l")
-            for attr in per_attribute(d):
-                v = (sens.get(attr) or {}).get(key)
-                rows.append([name, attr, what, f"≥ {fmt(d.get('l'))}", v, _ge(v, d["l"])])
-        elif name == "recursive-cl-diversity":
-            c, lr = float(d["c"]), d["l"]
-            for attr in per_attribute(d):
-                s = sens.get(attr) or {}
-                ld, cb = s.get("l_distinct"), _num(s.get("recursive_c_bound"))
-                rows.append([name, attr, "distinct l", f"≥ {fmt(lr)}", ld, _ge(ld, lr)])
-                # every class is (c, l)-diverse for every c above the bound at l = distinct l ≥ l
-                holds = None if cb is None else (True if cb < c else (False if ld == lr else None))
-                rows.append([name, attr, "c bound at l = distinct l", f"< {fmt(c)}", cb, holds])
-        elif name == "t-closeness":
-            dist, ground = d.get("distance", "emd"), d.get("ground")
-            key = f"emd_{ground}" if dist == "emd" and ground else dist
-            for attr in per_attribute(d):
-                v = ((sens.get(attr) or {}).get("t") or {}).get(key)
-                rows.append([name, attr, f"t ({key})", f"≤ {fmt(d.get('t'))}", v, _le(v, d["t"])])
-        elif name == "beta-likeness":
-            variant = d.get("variant", "enhanced")
-            for attr in per_attribute(d):
-                s = sens.get(attr) or {}
-                v = s.get(f"beta_{variant}")
-                shown: Any = v
-                holds = _le(v, d["beta"])
-                if v is None and f"beta_{variant}" in s:
-                    shown, holds = "none: some gain exceeds its cap −ln p, so no β holds", False
-                rows.append([name, attr, f"β ({variant})", f"≤ {fmt(d.get('beta'))}", shown, holds])
-        elif name == "delta-disclosure":
-            for attr in per_attribute(d):
-                s = sens.get(attr) or {}
-                v = s.get("delta_disclosure")
-                shown = v
-                dv = _num(v)
-                holds = None if dv is None else dv < float(d["delta"])
-                if v is None and "delta_disclosure" in s:
-                    shown, holds = "none: a value of the table is missing from some class, so no δ holds", False
-                rows.append([name, attr, "δ (max |ln q/p|)", f"< {fmt(d.get('delta'))}", shown, holds])
-        elif name == "alpha-k-anonymity":
-            for attr in per_attribute(d):
-                v = (sens.get(attr) or {}).get("alpha")
-                rows.append(
-                    [name, attr, "α (largest share of a value)", f"≤ {fmt(d.get('alpha'))}", v, _le(v, d["alpha"])]
-                )
-            rows.append([name, "", "k (smallest class)", f"≥ {fmt(d.get('k'))}", k_ach, _ge(k_ach, d["k"])])
-        elif name == "delta-presence":
-            dp = a.get("delta_presence")
-            lo, hi = (dp[0], dp[1]) if isinstance(dp, (list, tuple)) and len(dp) == 2 else (None, None)
-            pop = f" (population of {fmt(d.get('population_rows'))} rows)" if d.get("population_rows") else ""
-            rows.append([name, "", "δ, smallest class" + pop, f"≥ {fmt(d.get('dmin'))}",
-                         NOT_IN_REPORT if dp is None else lo, _ge(lo, d["dmin"])])  # fmt: skip
-            rows.append([name, "", "δ, largest class" + pop, f"≤ {fmt(d.get('dmax'))}",
-                         NOT_IN_REPORT if dp is None else hi, _le(hi, d["dmax"])])  # fmt: skip
-        elif name == "k-map" and d.get("derived_k") is not None:  # estimated: k'-anonymity
-            kp = d["derived_k"]
-            what = f"k (smallest class; k' from k = {fmt(d.get('k'))}, {d.get('estimator')}, N = {fmt(d.get('population_size'))})"
-            rows.append([name, "", what, f"≥ {fmt(kp)}", k_ach, _ge(k_ach, kp)])
-        elif name == "k-map":
-            v = a.get("k_map")
-            pop = f" (population of {fmt(d.get('population_rows'))} rows)" if d.get("population_rows") else ""
-            rows.append([name, "", "population rows of the smallest match" + pop, f"≥ {fmt(d.get('k'))}",
-                         NOT_IN_REPORT if v is None else v, _ge(v, d["k"])])  # fmt: skip
-        elif name in ("average-risk", "sample-uniqueness", "population-uniqueness"):
-            model = _table_model(d)
-            what = {
-                "average-risk": "average risk (classes / rows)",
-                "sample-uniqueness": "sample uniques (share of rows in classes of one)",
-                "population-uniqueness": f"population uniques ({d.get('estimator')}, N = {fmt(d.get('population_size'))})",
-            }[name]
-            if table_sizes is None or not len(table_sizes):
-                rows.append(
-                    [name, "", what, f"≤ {fmt(d.get('threshold'))}", "not measured (no rows in this process)", None]
-                )
-                continue
-            v = model.value(table_sizes)
-            shown = v if v is not None else "none: the estimate failed and the release has sample uniques"
-            rows.append([name, "", what, f"≤ {fmt(d.get('threshold'))}", shown,
-                         v is not None and v <= float(d["threshold"]) + 1e-12])  # fmt: skip
-        else:  # a model this page does not know: its parameters, nothing measured
-            rest = {k: v for k, v in d.items() if k != "model" and v is not None}
-            rows.append([name, d.get("attribute") or "", "–", fmt(rest) or "–", "not measured", None])
+        try:
+            rows += _rows_of(name, d, a, sens, attributes, rel, sizes)
+        except (KeyError, TypeError, ValueError, AnonymizeError):  # a report this page cannot read: say so
+            rows.append([name, "", "–", fmt({k: v for k, v in d.items() if k != "model"}), "not measured", None])
     return rows
 
 
+def _rows_of(
+    name: str, d: dict, a: dict, sens: dict, attributes: list[str], rel: dict, sizes: Sequence[int] | np.ndarray | None
+) -> list[list[Any]]:
+    """The rows of :func:`model_rows` for the model ``d`` named ``name``."""
+    if name in SENSITIVE_MODELS:
+        rows: list[list[Any]] = []
+        for attr in [d["attribute"]] if d.get("attribute") else attributes:
+            rows += [[name, attr, *r] for r in _sensitive_rows(name, d, sens.get(attr) or {})]
+        if name == "alpha-k-anonymity":
+            rows.append([name, "", "k (smallest class)", f"≥ {fmt(d.get('k'))}", a.get("k"), _ge(a.get("k"), d["k"])])
+        return rows
+    if name in TABLE_MODELS:
+        return [[name, "", *_table_row(name, d, _arx_sizes(rel, sizes))]]
+    return [[name, "", *r] for r in _class_rows(name, d, a)]
+
+
+SENSITIVE_MODELS = (
+    "distinct-l-diversity",
+    "entropy-l-diversity",
+    "recursive-cl-diversity",
+    "t-closeness",
+    "beta-likeness",
+    "delta-disclosure",
+    "alpha-k-anonymity",
+)
+"""Models measured per sensitive attribute (``metrics.achieved.sensitive_attributes``)."""
+TABLE_MODELS = ("average-risk", "sample-uniqueness", "population-uniqueness")
+"""Table-level models, measured on the released class sizes."""
+
+
+def _sensitive_rows(name: str, d: dict, s: dict) -> list[list[Any]]:
+    """``[measure, required, achieved, holds]`` rows of the sensitive model ``d`` on one attribute, whose
+    achieved figures are ``s`` (one entry of ``metrics.achieved.sensitive_attributes``)."""
+    if name in ("distinct-l-diversity", "entropy-l-diversity"):
+        key, what = ("l_distinct", "distinct l") if name.startswith("distinct") else ("l_entropy", "entropy l")
+        return [[what, f"≥ {fmt(d.get('l'))}", s.get(key), _ge(s.get(key), d["l"])]]
+    if name == "recursive-cl-diversity":
+        c, lr = float(d["c"]), d["l"]
+        ld, cb = s.get("l_distinct"), _num(s.get("recursive_c_bound"))
+        # every class is (c, l)-diverse for every c above the bound at l = distinct l ≥ l
+        holds = None if cb is None else (True if cb < c else (False if ld == lr else None))
+        return [
+            ["distinct l", f"≥ {fmt(lr)}", ld, _ge(ld, lr)],
+            ["c bound at l = distinct l", f"< {fmt(c)}", cb, holds],
+        ]
+    if name == "t-closeness":
+        dist, ground = d.get("distance", "emd"), d.get("ground")
+        key = f"emd_{ground}" if dist == "emd" and ground else dist
+        v = (s.get("t") or {}).get(key)
+        return [[f"t ({key})", f"≤ {fmt(d.get('t'))}", v, _le(v, d["t"])]]
+    if name == "beta-likeness":
+        key = f"beta_{d.get('variant', 'enhanced')}"
+        v, req = s.get(key), f"≤ {fmt(d.get('beta'))}"
+        if v is None and key in s:
+            return [[f"β ({d.get('variant')})", req, "none: some gain exceeds its cap −ln p, so no β holds", False]]
+        return [[f"β ({d.get('variant')})", req, v, _le(v, d["beta"])]]
+    if name == "delta-disclosure":
+        v, req = s.get("delta_disclosure"), f"< {fmt(d.get('delta'))}"
+        if v is None and "delta_disclosure" in s:
+            return [
+                ["δ (max |ln q/p|)", req, "none: a value of the table is missing from some class, so no δ holds", False]
+            ]
+        dv = _num(v)
+        return [["δ (max |ln q/p|)", req, v, None if dv is None else dv < float(d["delta"])]]
+    # alpha-k-anonymity: the α part (its k part is a row of its own)
+    v = s.get("alpha")
+    return [["α (largest share of a value)", f"≤ {fmt(d.get('alpha'))}", v, _le(v, d["alpha"])]]
+
+
+def _table_row(name: str, d: dict, sizes: np.ndarray | None) -> list[Any]:
+    """``[measure, required, achieved, holds]`` of the table-level model ``d`` on the class ``sizes``."""
+    what = {
+        "average-risk": "average risk (classes / rows)",
+        "sample-uniqueness": "sample uniques (share of rows in classes of one)",
+        "population-uniqueness": f"population uniques ({d.get('estimator')}, N = {fmt(d.get('population_size'))})",
+    }[name]
+    req = f"≤ {fmt(d.get('threshold'))}"
+    if sizes is None or not len(sizes):
+        return [what, req, "not measured (no rows in this process)", None]
+    v = _table_model(d).value(sizes)
+    if v is None:
+        return [what, req, "none: the estimate failed and the release has sample uniques", False]
+    return [what, req, v, v <= float(d["threshold"]) + 1e-12]
+
+
+def _class_rows(name: str, d: dict, a: dict) -> list[list[Any]]:
+    """``[measure, required, achieved, holds]`` rows of a model of class sizes or population counts
+    (k-anonymity, δ-presence, k-map), from ``metrics.achieved`` ``a``; a model this page does not know
+    gets its parameters and nothing measured."""
+    k = a.get("k")
+    pop = f" (population of {fmt(d.get('population_rows'))} rows)" if d.get("population_rows") else ""
+    if name == "k-anonymity":
+        return [["k (smallest class)", f"≥ {fmt(d.get('k'))}", k, _ge(k, d["k"])]]
+    if name == "delta-presence":
+        dp = a.get("delta_presence")
+        lo, hi = (dp[0], dp[1]) if isinstance(dp, (list, tuple)) and len(dp) == 2 else (None, None)
+        return [
+            [
+                "δ, smallest class" + pop,
+                f"≥ {fmt(d.get('dmin'))}",
+                NOT_IN_REPORT if dp is None else lo,
+                _ge(lo, d["dmin"]),
+            ],
+            [
+                "δ, largest class" + pop,
+                f"≤ {fmt(d.get('dmax'))}",
+                NOT_IN_REPORT if dp is None else hi,
+                _le(hi, d["dmax"]),
+            ],
+        ]
+    if name == "k-map" and d.get("derived_k") is not None:  # estimated k-map: k'-anonymity
+        kp = d["derived_k"]
+        est = f"k' from k = {fmt(d.get('k'))}, {d.get('estimator')}, N = {fmt(d.get('population_size'))}"
+        return [[f"k (smallest class; {est})", f"≥ {fmt(kp)}", k, _ge(k, kp)]]
+    if name == "k-map":
+        v = a.get("k_map")
+        return [["population rows of the smallest match" + pop, f"≥ {fmt(d.get('k'))}",
+                 NOT_IN_REPORT if v is None else v, _ge(v, d["k"])]]  # fmt: skip
+    rest = {key: v for key, v in d.items() if key not in ("model", "attribute") and v is not None}
+    return [["–", fmt(rest) or "–", "not measured", None]]
+
+
 def _achieved(page: Page, rel: dict, sizes) -> None:
+    """The "Privacy achieved" section: k, classes and rows; every model with its requirement and achieved
+    value (:func:`model_rows`); the per-attribute figures; the ``*`` group's verdicts under ARX's semantics."""
     m = rel.get("metrics", {})
     a = m.get("achieved") or {}
     bucket = rel.get("kind") not in GENERALIZING
@@ -477,7 +516,7 @@ def _models_caption(rel: dict, counted: bool) -> str:
     """What the table of privacy models was measured on."""
     parts = [f"measured on the {_measured_on(rel, counted)}"]
     names = {str(d.get("model")) for d in (rel.get("parameters") or {}).get("models") or []}
-    if names & {"average-risk", "sample-uniqueness", "population-uniqueness"}:
+    if names & set(TABLE_MODELS):
         parts.append(f"risk and uniques over the classes as written ({_star_note(rel, not _is_arx(rel))})")
     if _is_arx(rel) and star_rows(rel):
         parts.append("the * group is not held to the models under ARX's semantics (below)")
@@ -494,6 +533,7 @@ SENSITIVE_MORE = [
 
 
 def _is_arx(rel: dict) -> bool:
+    """The suppressed rows were released with ARX's outlier semantics (``--suppressed-rows arx``)."""
     return (rel.get("parameters") or {}).get("suppressed_rows") == "arx"
 
 
@@ -529,6 +569,8 @@ def _suppressed_group(page: Page, g: dict | None) -> None:
 
 
 def _classes(page: Page, rel: dict, m: dict, sizes, params: dict) -> None:
+    """The "Class sizes" section: the report's summary of the released classes (never the ``*`` group) and
+    the distribution of the classes as written (the ``*`` group one of them)."""
     page.heading("Class sizes")
     c = m.get("classes") or {}
     bucket = rel.get("kind") not in GENERALIZING

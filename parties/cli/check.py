@@ -211,6 +211,12 @@ def _population_lines(rep: dict) -> list[str]:
             f"  {'population':<22}delta-presence {dp_s}   k-map k = {rep['k_map']}"
             + (f"   ({extra} class(es) not in the population)" if extra else "")
         )
+        absent = rep.get("population_absent_rows", 0)
+        if absent:
+            lines.append(
+                f"  {'':<22}{absent} population row(s) fall in no released class: the release shows them "
+                "absent (delta-presence with a lower bound > 0 fails)"
+            )
     return lines
 
 

@@ -126,6 +126,11 @@ class PopulationCounts:
         res[order] = out
         return res
 
+    def absent(self, fs: FrequencySet) -> int:
+        """Population rows at ``fs``'s node whose generalized tuple is no class of the table (the
+        table's suppressed classes count as classes): rows whose presence the release rules out."""
+        return self.total - int(self.for_set(fs).sum())
+
     def for_set(self, fs: FrequencySet) -> np.ndarray:
         """Population rows of every tuple (class) of a frequency set; the last answer is kept (a node's
         check asks more than once)."""

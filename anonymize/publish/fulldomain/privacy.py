@@ -160,6 +160,9 @@ class PrivacyCheck:
         #: every model is monotone under suppression, so "failing rows within the budget" (before the
         #: release checks) is itself the monotone part used for pruning
         self.models_prune = all(m.monotone_suppression for m in self.models)
+        #: δ-presence with δmin > 0: a node whose generalized population has a class with no table row
+        #: fails whatever is suppressed (:meth:`absent_ok`; monotone under generalization)
+        self.judges_absent = any(getattr(m, "judges_absent", False) for m in self.models)
 
     # ------------------------------------------------------------------ checking
     def class_stats(self, fs: FrequencySet) -> ClassStats:
@@ -269,9 +272,16 @@ class PrivacyCheck:
                 lo = mid + 1
         return best, True
 
+    def absent_ok(self, fs: FrequencySet) -> bool:
+        """No population row falls in a generalized class without a table row (see :attr:`judges_absent`)."""
+        return not self.judges_absent or self.population is None or self.population.absent(fs) == 0
+
     def check(self, fs: FrequencySet) -> tuple[bool, bool, np.ndarray]:
         """``(ok, ok_monotone, failing mask)`` of a frequency set against the budget and, when
-        rows are suppressed, the release checks (:meth:`release_check`)."""
+        rows are suppressed, the release checks (:meth:`release_check`); a node :meth:`absent_ok`
+        rejects fails both (that part is monotone under generalization)."""
+        if not self.absent_ok(fs):
+            return False, False, self.failing(fs)
         fail = self.failing(fs)
         sup = int(fs.counts[fail].sum())
         ok = sup <= self.max_sup

@@ -398,7 +398,9 @@ def release_population_report(df, qis, population=None, population_size: float |
     * with a ``population`` table in the same released form: ``delta_presence`` ``[min, max]`` of
       rows / population rows over the released classes found in the population (Nergiz, Atzori,
       Clifton, SIGMOD 2007), ``k_map`` the fewest population rows any released class matches (0 when a
-      class matches none) and ``population_unmatched_classes``.
+      class matches none), ``population_unmatched_classes`` and ``population_absent_rows`` — population
+      rows whose class holds no row of the release, so the release shows they are absent
+      (P(t ∈ T | T*) = 0: δ-presence with δmin > 0 fails whatever the released classes' ratios).
     """
     import pandas as pd
 
@@ -425,7 +427,9 @@ def release_population_report(df, qis, population=None, population_size: float |
     if N is not None:
         out["population_uniques"] = population_uniqueness(sizes[released], N).as_dict()
     if population is not None:
-        pop = np.bincount(cid[n:], minlength=C)[released]
+        pop_all = np.bincount(cid[n:], minlength=C)
+        out["population_absent_rows"] = int(pop_all[~released].sum())
+        pop = pop_all[released]
         f = sizes[released]
         matched = pop > 0
         d = f[matched] / pop[matched]
