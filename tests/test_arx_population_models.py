@@ -318,7 +318,13 @@ def _remeasure(s: Setup, cfg: dict, release: pd.DataFrame, levels: dict, suppres
         assert popc.min() >= cfg["k_map"]
     if cfg["k"] is not None:
         assert rows.min() >= cfg["k"]
+    research_classes = set(map(tuple, want.itertuples(index=False, name=None)))  # suppressed rows included
+    gen_pop = s.generalize(s.pop, levels)
+    absent = int(
+        (~pd.Series(list(map(tuple, gen_pop.itertuples(index=False, name=None)))).isin(research_classes)).sum()
+    )
     return {
+        "absent_rows": absent,
         "released_classes": len(rows),
         "suppressed_rows": suppressed,
         "delta_min": float(d.min()),
@@ -342,6 +348,10 @@ def test_returned_release_remeasured_with_pandas(s, cfg):
     got = _remeasure(s, cfg, res.df, res.levels, res.report["metrics"]["suppressed_rows"])
     node = tuple(res.levels[q] for q in QIS)
     assert res.report["metrics"]["dm"] == s.verdict(cfg, node, "paper")[1]
+    achieved = res.report["metrics"]["achieved"]  # the report's own figures, against the pandas measurement
+    assert achieved["delta_presence"] == pytest.approx([got["delta_min"], got["delta_max"]])
+    assert achieved["k_map"] == got["min_population_rows"]
+    assert achieved["population_absent_rows"] == got["absent_rows"]
     if cfg["model"] == "delta" and cfg["dmin"] > 0:  # no population row is shown to be absent
         assert s.classes(node)[2] == 0
     arx = cfg["measured_on_arx_output"]

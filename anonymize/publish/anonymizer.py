@@ -242,6 +242,34 @@ def _metrics(
     return out
 
 
+def _population_achieved(lat: Lattice, levels, class_id: np.ndarray, fail: np.ndarray, suppressed_rows: str) -> dict:
+    """δ-presence and k-map of a full-domain release against the population table of its models:
+    ``delta_presence`` [smallest, largest] rows / population rows over the released classes (with
+    ``star`` the all-``*`` class too, which matches every population row), ``k_map`` the fewest
+    population rows of a released class, ``population_absent_rows`` the population rows in no class of
+    the table (the release shows them absent; Nergiz, Atzori, Clifton, SIGMOD 2007)."""
+    pop_counts = lat.privacy.population
+    assert pop_counts is not None
+    lv = lat.internal(levels)
+    codes = lat.freq.row_codes(lv)
+    nc = len(fail)
+    first = np.full(nc, len(class_id), dtype=np.int64)
+    np.minimum.at(first, class_id, np.arange(len(class_id), dtype=np.int64))
+    pop = pop_counts.counts(lv, codes[first]).astype(np.int64)
+    w = lat.table.weights
+    sizes = np.bincount(class_id, weights=w, minlength=nc).astype(np.int64)
+    released = ~fail & (sizes > 0)
+    ratios = (sizes[released] / pop[released]).tolist()
+    n_sup = int(sizes[fail].sum())
+    if suppressed_rows == "star" and n_sup:
+        ratios.append(n_sup / pop_counts.total)
+    return {
+        "delta_presence": [float(min(ratios)), float(max(ratios))] if ratios else None,
+        "k_map": int(pop[released].min()) if released.any() else None,
+        "population_absent_rows": int(pop_counts.total - int(pop.sum())),
+    }
+
+
 def anonymize_table(
     table_or_df,
     schema: Schema | None = None,
@@ -303,9 +331,10 @@ def anonymize_table(
         raise AnonymizeError(
             f"unknown categorical NCP flavour '{ncp_categorical}' (use {', '.join(CATEGORICAL_LOSSES)})"
         )
-    if weights is not None and alg.kind != registry.FULL_DOMAIN:
+    if weights is not None and alg.kind != registry.FULL_DOMAIN and "weights" not in alg.options:
         raise AnonymizeError(
-            f"attribute weights steer the full-domain searches only: '{alg.name}' ignores them (drop the weights)"
+            f"attribute weights steer the full-domain searches and Mondrian only: '{alg.name}' ignores them "
+            "(drop the weights)"
         )
     if local_recoding:
         if alg.name not in LOCAL_ALGORITHMS:
@@ -335,6 +364,7 @@ def anonymize_table(
     levels = None
     algo_result = None
     local: LocalRecodingResult | None = None
+    population_achieved: dict = {}
     tables: dict[str, pd.DataFrame] = {}
     t = time.perf_counter()
     if alg.kind == registry.FULL_DOMAIN:
@@ -379,6 +409,8 @@ def anonymize_table(
         else:
             cid, fail = lat.row_classes(lv)
             suppressed = fail[cid]
+            if lat.privacy.population is not None:
+                population_achieved = _population_achieved(lat, lv, cid, fail, suppressed_rows)
             class_id = cid
             n_classes = len(fail)
             timings["search"] = time.perf_counter() - t
@@ -389,6 +421,8 @@ def anonymize_table(
         opts = dict(options or {})
         if "mode" in alg.options:
             opts.setdefault("mode", mondrian_mode)
+        if weights is not None:  # an algorithm taking a 'weights' option (Mondrian; the others refused above)
+            opts["weights"] = dict(weights)
         unknown = sorted(set(opts) - set(alg.options))
         if unknown:
             raise AnonymizeError(
@@ -452,6 +486,8 @@ def anonymize_table(
         )
     if local is not None and suppressed_rows != ARX:  # the written tuples: cells of two nodes are two classes
         metrics["achieved"] = achieved_from_release(df, table, suppressed, suppressed_rows)
+    if population_achieved:
+        metrics["achieved"] = {**metrics.get("achieved", {}), **population_achieved}
     timings["metrics"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_all
     report = {
