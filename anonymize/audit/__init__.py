@@ -25,13 +25,30 @@ the state. Records are arbitrary hashable keys (or ``0..n-1``); a query is a set
 What each auditor prevents and what it cannot is in its module docstring and docs/auditing.md.
 """
 
+from typing import TYPE_CHECKING
+
 from .base import STATE_FORMAT, AuditError, Auditor, Decision, RecordIndex
 from .extremes import MaxAuditor, MinAuditor, SimulatableMaxAuditor, SimulatableMinAuditor
 from .maxmin import MaxMinAuditor, minmax_disclosed
 from .registry import AUDITORS, make_auditor
 from .rowspace import ModularRowSpace, RationalRowSpace, modular_error_bound
 from .sums import SimulatableSumAuditor, SumAuditor
-from .table import Outcome, TableAuditor, parse_log_lines, replay_log
+
+if TYPE_CHECKING:
+    from .table import Outcome, TableAuditor, parse_log_lines, replay_log
+
+_TABLE = ("Outcome", "TableAuditor", "parse_log_lines", "replay_log")
+
+
+def __getattr__(name: str):
+    """The query-log replay (:mod:`.table`, pandas) loads on first use: the party daemons' auditor
+    needs only :class:`SumAuditor` (PEP 562)."""
+    if name in _TABLE:
+        from . import table
+
+        return getattr(table, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AUDITORS",

@@ -15,11 +15,45 @@
   privacy", IEEE TDSC 2017).
 """
 
-from .accountant import COMPOSITIONS, BudgetAccountant, BudgetExceeded, compose
-from .exact import bernoulli_exp, discrete_laplace, geometric, polya
-from .mechanisms import DPAnswer, as_epsilon, dp_answer, noise_std, prepare
-from .randomness import RandomSource
-from .shares import noise_share, share_parameters
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .accountant import COMPOSITIONS, BudgetAccountant, BudgetExceeded, compose
+    from .epsilon import as_epsilon
+    from .exact import bernoulli_exp, discrete_laplace, geometric, polya
+    from .mechanisms import DPAnswer, dp_answer, noise_std, prepare
+    from .randomness import RandomSource
+    from .shares import noise_share, share_parameters
+
+# loaded on first use (PEP 562): the party daemons read budgets without the mechanisms' pandas
+_WHERE = {
+    "COMPOSITIONS": "accountant",
+    "BudgetAccountant": "accountant",
+    "BudgetExceeded": "accountant",
+    "compose": "accountant",
+    "as_epsilon": "epsilon",
+    "bernoulli_exp": "exact",
+    "discrete_laplace": "exact",
+    "geometric": "exact",
+    "polya": "exact",
+    "DPAnswer": "mechanisms",
+    "dp_answer": "mechanisms",
+    "noise_std": "mechanisms",
+    "prepare": "mechanisms",
+    "RandomSource": "randomness",
+    "noise_share": "shares",
+    "share_parameters": "shares",
+}
+
+
+def __getattr__(name: str):
+    mod = _WHERE.get(name)
+    if mod is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f".{mod}", __name__), name)
+
 
 __all__ = [
     "RandomSource",

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import AnonymizeError
-from .mechanisms import as_epsilon
+from .epsilon import as_epsilon
 
 __all__ = ["BudgetAccountant", "BudgetExceeded", "compose", "COMPOSITIONS", "FORMAT"]
 

@@ -10,7 +10,22 @@
   the number of lines beyond the compact result.
 """
 
+from typing import TYPE_CHECKING
+
 from parties.sources.spec import SourceError, TableSource, parse_source, source_from_flags
-from parties.sources.transactions import KeyedTransactions, load_source
+
+if TYPE_CHECKING:
+    from parties.sources.transactions import KeyedTransactions, load_source
+
+
+def __getattr__(name: str):
+    """``KeyedTransactions`` and ``load_source`` load pandas and DuckDB on first use, not when a daemon
+    reads its ``[data.KEY]`` tables (PEP 562)."""
+    if name in ("KeyedTransactions", "load_source"):
+        from parties.sources import transactions
+
+        return getattr(transactions, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["KeyedTransactions", "SourceError", "TableSource", "load_source", "parse_source", "source_from_flags"]
