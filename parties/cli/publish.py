@@ -2,6 +2,7 @@
 
     ppdm publish IN.csv -o OUT.csv --policy POLICY.toml --user U --purpose P [--report R.json|R.html]
         --qi COLS --sensitive COLS [--id COLS] [--hierarchies DIR | --hierarchy COL=FILE ...]
+        [--suppressed-rows star|drop|arx]
 
 A thin layer over :func:`anonymize.publish.policy.engine.publish_with_policy` (Y. Xu, H. Guo,
 "Privacy protection model and parameter optimization method for data dissemination", Computer
@@ -11,6 +12,12 @@ owner's privacy requirement and the user's quality requirement both hold. The re
 JSON report: the decision, every release evaluated, the release's own report) is written
 atomically and only when both hold; otherwise one line says which requirement conflicts with
 which and by how much (exit 2). The policy file format: ``docs/policy.md``.
+
+``--suppressed-rows`` is ``ppdm anonymize``'s: how every release evaluated writes and is judged on its
+suppressed rows. Without it the policy's ``release.suppressed_rows`` applies, whose default is
+``star`` as in ``ppdm anonymize``. With ``arx`` (ARX's outliers) the ``*`` group is written but not
+judged: P, k, l, t and the level's minimums hold on the classes outside it, and the summary line and the
+report (``measured.suppressed_group``) say which models the group breaks.
 """
 
 from __future__ import annotations
@@ -33,7 +40,10 @@ from parties.cli.schema_args import (
 )
 from parties.cli.tune import json_ready
 
-__all__ = ["register"]
+__all__ = ["register", "SUPPRESSED_ROWS_CHOICES"]
+
+SUPPRESSED_ROWS_CHOICES = ("star", "drop", "arx")
+"""``--suppressed-rows`` values, as ``ppdm anonymize`` takes them."""
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -60,6 +70,14 @@ def register(subparsers) -> argparse.ArgumentParser:
         "(who the release is for, every release evaluated, the achieved k/l/t, class sizes, information loss and "
         "risks as charts), else JSON",
     )
+    p.add_argument(
+        "--suppressed-rows",
+        choices=SUPPRESSED_ROWS_CHOICES,
+        default=None,
+        help="suppressed rows: * in every QI, the * group judged like any class (star), left out (drop), or * in "
+        "every QI with every requirement checked on the other classes only, as ARX does (arx); default: the "
+        "policy's release.suppressed_rows, itself star by default as in ppdm anonymize",
+    )
     p.add_argument("--out-sep", default=None, help="output CSV delimiter (default: the input's)")
     p.add_argument(
         "--queries",
@@ -77,13 +95,18 @@ def _summary(out: Path, rel) -> str:
     d = rel.decision
     c = d.chosen
     m = rel.report["measured"]
+    arx = m.get("suppressed_rows") == "arx"
     parts = [
         f"wrote {out}: user '{d.user}', purpose '{d.purpose}' → level '{d.level.name}'",
         f"{c.label()}" + (" (adjusted from the level's " + _initial(d) + ")" if d.adjusted_parameters else ""),
-        f"P = {m['disclosure']:.3g} <= {d.privacy.pmax:g}",
+        f"P = {m['disclosure']:.3g} <= {d.privacy.pmax:g}" + (" outside the * group" if arx else ""),
     ]
     if d.quality is not None:
         parts.append(f"{d.quality.metric.upper()} = {m[d.quality.metric]:.4g} <= {d.quality.bound:g}")
+    if arx:
+        from anonymize.publish.policy.tune import suppressed_group_text
+
+        parts.append(f"suppressed rows arx: {suppressed_group_text(m.get('suppressed_group'))} (ARX semantics)")
     parts.append(f"{len(d.steps)} release(s) evaluated")
     return "; ".join(parts)
 
@@ -113,8 +136,10 @@ def _main(args) -> int:
         args.user,
         args.purpose,
         n_queries=None if args.queries is None else max(0, args.queries),
+        suppressed_rows=args.suppressed_rows,
         progress=prog,
     )
+    rel.report["suppressed_rows_from"] = "--suppressed-rows" if args.suppressed_rows else "policy"
     rel.report["input"] = str(args.input)
     rel.report["output"] = str(args.output)
     rel.report["unroled_columns"] = unroled

@@ -87,7 +87,7 @@ def add_table_args(p: argparse.ArgumentParser, what: str = "table", *, optional_
 
 def add_release_args(p: argparse.ArgumentParser, *, arx: bool = False) -> None:
     """``--max-suppression``, ``--suppressed-rows``, ``--t-distance``, ``--t-ground`` (as ``ppdm anonymize``);
-    ``arx`` — offer ``--suppressed-rows arx`` too (ARX's outlier semantics: ``ppdm anonymize`` only)."""
+    ``arx`` — offer ``--suppressed-rows arx`` too (ARX's outlier semantics: anonymize, tune, publish)."""
     p.add_argument(
         "--max-suppression",
         type=fraction,

@@ -2,7 +2,7 @@
 
     ppdm tune IN.csv --qi COLS --sensitive COLS --pmax P [--quality-bound Q] [--quality-metric cdm|ncp]
         [--hierarchies DIR | --hierarchy COL=FILE ...] [--k-range LO:HI] [--algorithm NAME]
-        [--max-suppression F] [--json] [--plot OUT.png]
+        [--max-suppression F] [--suppressed-rows star|drop|arx] [--json] [--plot OUT.png]
 
 A thin layer over :func:`anonymize.publish.policy.tune.tune` (Y. Xu, H. Guo, "Privacy protection
 model and parameter optimization method for data dissemination", Computer Engineering 47(5),
@@ -10,6 +10,11 @@ model and parameter optimization method for data dissemination", Computer Engine
 the chosen k in the middle; Algorithm 1 for l; Algorithm 2 for t with EMD steps. Prints the chosen
 parameters and the trade-off tables (parameter → information loss and disclosure probability),
 or the same as JSON; ``--plot`` draws them. Progress goes to stderr on long runs.
+
+``--suppressed-rows`` is ``ppdm anonymize``'s (default ``star``): every release the tune measures is
+made that way, and the output records it. With ``arx`` (ARX's outliers) the ``*`` group of suppressed
+rows is not judged: k, l, t and P are those of the classes outside it, as ``ppdm anonymize
+--suppressed-rows arx`` reports ``achieved``, and each chosen release says which models the group breaks.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from anonymize.errors import AnonymizeError
 from parties.cli.anonymize import Progress
 from parties.cli.schema_args import add_release_args, add_table_args, check_output_path, read_table_args
 
-__all__ = ["register", "run_tune", "format_tune", "json_ready"]
+__all__ = ["register", "run_tune", "format_tune", "format_suppressed_rows", "json_ready"]
 
 
 def _probability(s: str) -> float:
@@ -89,7 +94,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         default="flash",
         help="algorithm whose releases are measured (default flash: the optimal full-domain generalization)",
     )
-    add_release_args(p)
+    add_release_args(p, arx=True)
     p.add_argument(
         "--sweep-qi",
         action="store_true",
@@ -157,6 +162,24 @@ def _table(rows: list[dict], params: list[str]) -> list[str]:
     return out
 
 
+def format_suppressed_rows(mode: str | None, max_suppression: float | None, measured_on: str | None) -> str | None:
+    """The line saying how suppressed rows were released and what the privacy figures describe (None
+    when nothing may be suppressed and the mode is the default)."""
+    if mode is None or (mode == "star" and not max_suppression):
+        return None
+    budget = f", up to {max_suppression:.4g} of the rows" if max_suppression else ", nothing may be suppressed"
+    return f"suppressed rows: {mode}{budget} — figures describe {measured_on}"
+
+
+def _group_line(what: str, rep_part: dict | None) -> str | None:
+    """``--suppressed-rows arx``: what the ``*`` group of the release chosen for ``what`` breaks."""
+    from anonymize.publish.policy.tune import suppressed_group_text
+
+    if rep_part is None or "suppressed_group" not in rep_part:
+        return None
+    return f"  {what}: {suppressed_group_text(rep_part['suppressed_group'])} (ARX semantics)"
+
+
 def format_tune(rep: dict) -> str:
     """Human-readable form of :meth:`TuneResult.as_dict`."""
     q = rep["quality"]
@@ -166,6 +189,9 @@ def format_tune(rep: dict) -> str:
         f"tune: {rep['rows']:,} rows, {len(rep['quasi_identifiers'])} QIs, sensitive {', '.join(rep['sensitive'])}; "
         f"algorithm {rep['algorithm']}; pmax {rep['pmax']:g}; quality {qtext}",
     ]
+    sup_line = format_suppressed_rows(rep.get("suppressed_rows"), rep.get("max_suppression"), rep.get("measured_on"))
+    if sup_line:
+        lines.append(sup_line)
     if q is not None and q["metric"] == "cdm":
         lines.append(f"  CDM: {q['definition']}")
     for note in rep.get("pmax_notes") or []:
@@ -183,6 +209,9 @@ def format_tune(rep: dict) -> str:
                 f"  K_min = {k['kmin']}, not ceil(1/pmax) = {k['kmin_bound']}: below it some class repeats a sensitive "
                 f"value too often (t = {k['repetitions']} repetitions at K_min; P = t/|E|, eq. 1)"
             )
+        group = _group_line(f"* group at k = {k['chosen']}", k)
+        if group:
+            lines.append(group)
     if "l" in rep:
         lv = rep["l"]
         lines.append(
@@ -190,6 +219,9 @@ def format_tune(rep: dict) -> str:
             if lv["chosen"] is not None
             else f"l: Algorithm 1 failed — {lv['reason']}"
         )
+        group = _group_line(f"* group at (k, l) = ({lv['k']}, {lv['chosen']})", lv) if lv["chosen"] else None
+        if group:
+            lines.append(group)
     if "t" in rep:
         tv = rep["t"]
         if tv["chosen"] is None:
@@ -199,6 +231,9 @@ def format_tune(rep: dict) -> str:
             lines.append(
                 f"t: Algorithm 2 → t = {tv['chosen']:g} (EMD steps of {tv['step']:g}, D_max = {tv['d_max']:.3g}){note}"
             )
+            group = _group_line(f"* group at (k, t) = ({tv['k']}, {tv['chosen']:g})", tv)
+            if group:
+                lines.append(group)
     lines.append("")
     lines.append("trade-off over k (NCP and CDM: information loss; P: disclosure probability)")
     lines += _table(k["table"], ["k"])

@@ -23,10 +23,17 @@ parameters does not help, adjust the method", then publish. Here:
 Every release evaluated is listed in the decision (``steps``), so a report shows how the choice was
 made. Requirements a table can never meet (P_max below the share of its most frequent sensitive
 value) are refused before anything runs (:func:`check_possible`).
+
+Suppressed rows are released and measured as the policy's ``release.suppressed_rows`` says (or the
+caller's ``suppressed_rows``, ``ppdm publish --suppressed-rows``): ``star``, ``drop`` or ``arx``. With
+``arx`` (ARX's outliers) the ``*`` group is written but not judged: every requirement — the owner's P,
+k, l, t and the level's minimums — is measured on the classes outside it, and the report says which
+models the group breaks (``suppressed_group``, computed as ``ppdm anonymize --suppressed-rows arx`` does).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -47,9 +54,12 @@ from .measure import (
     Candidate,
     PrivacyRequirement,
     QualityRequirement,
+    check_suppressed_rows,
     disclosure_floor,
     frame_disclosure,
     measure_candidate,
+    measured_on,
+    star_rows,
 )
 from .policyfile import Level, Policy
 from .selection import select_k, select_l, select_t
@@ -62,7 +72,9 @@ __all__ = [
     "candidate_methods",
     "check_possible",
     "decide",
+    "level_violations",
     "publish_with_policy",
+    "with_suppressed_rows",
 ]
 
 
@@ -145,6 +157,8 @@ class Decision:
     steps: list = field(default_factory=list)
     conflict: str | None = None
     seconds: float = 0.0
+    #: how every release evaluated made and measured its suppressed rows (``star``, ``drop``, ``arx``)
+    suppressed_rows: str = "star"
 
     @property
     def adjusted_parameters(self) -> bool:
@@ -176,6 +190,8 @@ class Decision:
                 "privacy": self.privacy.as_dict(),
                 "quality": None if self.quality is None else self.quality.as_dict(),
             },
+            "suppressed_rows": self.suppressed_rows,
+            "measured_on": measured_on(self.suppressed_rows),
             "chosen": None if self.chosen is None else self.chosen.as_dict(),
             "adjusted_parameters": self.adjusted_parameters,
             "changed_method": self.changed_method,
@@ -198,14 +214,24 @@ def candidate_methods(level: Level, has_sensitive: bool = True) -> list[tuple[st
     return [(fam, a) for a in algorithms for fam in families if honours(registry.get(a), fam)]
 
 
+def with_suppressed_rows(policy: Policy, suppressed_rows: str | None) -> Policy:
+    """``policy`` with ``release.suppressed_rows`` replaced (a copy; ``policy`` itself unchanged), or
+    ``policy`` itself when ``suppressed_rows`` is None."""
+    if suppressed_rows is None or suppressed_rows == policy.release.suppressed_rows:
+        return policy
+    check_suppressed_rows(suppressed_rows)
+    return dataclasses.replace(policy, release=dataclasses.replace(policy.release, suppressed_rows=suppressed_rows))
+
+
 def check_possible(
     table: EncodedTable, privacy: PrivacyRequirement, max_suppression: float, suppressed_rows: str
 ) -> None:
     """One-line error when no release of ``table`` can meet ``privacy``: P_max below the share of the
-    most frequent sensitive value (:func:`.measure.disclosure_floor`), a smallest class larger
-    than the table, or an l above the number of distinct sensitive values."""
+    most frequent sensitive value (:func:`.measure.disclosure_floor`; with ``'drop'`` or ``'arx'`` the
+    suppressed rows are outside what P is measured on), a smallest class larger than the table, or an
+    l above the number of distinct sensitive values."""
     d = int(math.floor(max_suppression * table.n + 1e-9))
-    floor, attr, value = disclosure_floor(table, d, drop=suppressed_rows == "drop")
+    floor, attr, value = disclosure_floor(table, d, drop=suppressed_rows in ("drop", "arx"))
     if privacy.pmax < floor - 1e-12:
         raise AnonymizeError(
             f"owner's pmax = {privacy.pmax:g} is impossible for this table: '{attr}' = '{value}' makes up "
@@ -227,12 +253,16 @@ def decide(
     purpose: str,
     *,
     options: Mapping | None = None,
+    suppressed_rows: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Decision:
     """Choose the method and parameters for ``user`` asking for ``purpose`` (module docstring).
+    ``suppressed_rows`` — ``'star'``, ``'drop'`` or ``'arx'`` instead of the policy's
+    ``release.suppressed_rows`` (None: the policy's).
     Raises :class:`PolicyConflict` when none meets both requirements, :class:`AnonymizeError` for an
     unknown user / purpose or a requirement the table can never meet."""
     t0 = time.perf_counter()
+    policy = with_suppressed_rows(policy, suppressed_rows)
     level = policy.level_for(user, purpose)
     privacy = policy.owner
     quality = policy.quality_for(user)
@@ -244,7 +274,7 @@ def decide(
     if not table.schema.sensitive:
         raise AnonymizeError("the owner's disclosure bound pmax is about a sensitive attribute: give one (--sensitive)")
     check_possible(table, privacy, rel.max_suppression, rel.suppressed_rows)
-    dec = Decision(user, purpose, level, privacy, quality)
+    dec = Decision(user, purpose, level, privacy, quality, suppressed_rows=rel.suppressed_rows)
     seen: set = set()
 
     def record(phase: str, c: Candidate | None) -> None:
@@ -316,6 +346,24 @@ def meets_level(c: Candidate, floors: Mapping) -> bool:
         elif float(have) < float(floor) - 1e-12:
             return False
     return True
+
+
+def level_violations(c: Candidate, floors: Mapping) -> list[str]:
+    """The security level's minimums that release ``c`` misses *as measured* (its k, distinct l and t —
+    with ``suppressed_rows='arx'`` those of the classes outside the ``*`` group), for the parameters
+    the release has (:func:`meets_level` checks the parameters asked for; this checks what they gave)."""
+    out = []
+    measured = {"k": c.k_achieved, "l": c.l_achieved, "t": c.t_achieved}
+    for name, floor in floors.items():
+        if floor is None or name not in c.params or name not in measured:
+            continue
+        have = measured[name]
+        if name == "t":
+            if not float(have) <= float(floor) + 1e-9:
+                out.append(f"t = {float(have):.4g} > the level's {float(floor):g}")
+        elif float(have) < float(floor) - 1e-12:
+            out.append(f"{name} = {have} < the level's {floor}")
+    return out
 
 
 def _try_method(ev, family, initial, privacy, quality, record, both) -> Candidate | None:
@@ -441,11 +489,17 @@ def publish_with_policy(
     options: Mapping | None = None,
     n_queries: int | None = None,
     shuffle: bool = True,
+    suppressed_rows: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> PolicyRelease:
     """Decide (:func:`decide`), anonymize with the chosen method (:func:`..anonymize_table`) and
-    check the release as written against both requirements (disclosure re-measured on the released
-    table, quality from its report). Errors as :func:`decide`.
+    check the release as written against both requirements and the level's minimums (disclosure
+    re-measured on the released table, quality from its report). Errors as :func:`decide`.
+
+    ``suppressed_rows`` — ``'star'``, ``'drop'`` or ``'arx'`` instead of the policy's
+    ``release.suppressed_rows`` (None: the policy's). With ``'arx'`` the disclosure is re-measured on
+    the written table without its all-``*`` rows, and the report's ``measured.suppressed_group`` (the
+    release's own ``metrics.suppressed_group``) says which models the ``*`` group breaks.
 
     ``shuffle`` (default) puts the released rows in a fresh random order: a user given two releases
     of the same table (two purposes, two levels) could otherwise pair their rows by position and
@@ -457,6 +511,8 @@ def publish_with_policy(
         if schema is None:
             raise AnonymizeError("a Schema (quasi-identifiers, sensitive attributes) is needed to publish a DataFrame")
         table = EncodedTable.encode(table_or_df, schema, dict(hierarchies or {}))
+    policy_rows = policy.release.suppressed_rows
+    policy = with_suppressed_rows(policy, suppressed_rows)
     dec = decide(table, policy, user, purpose, options=options, progress=progress)
     c = dec.chosen
     assert c is not None
@@ -479,13 +535,22 @@ def publish_with_policy(
         order = RandomSource().permutation(len(res.df))  # the OS CSPRNG
         res.df = res.df.iloc[order].reset_index(drop=True)
     qis, sens = table.schema.qis, table.schema.sensitive
+    arx = rel.suppressed_rows == "arx"
+    judged = res.df[~star_rows(res.df, qis)] if arx else res.df  # 'arx': the '*' group is not judged
+    achieved = res.metrics["achieved"]
+    l_values = [a["l_distinct"] for a in (achieved.get("sensitive_attributes") or {}).values()]
     measured = {
-        "disclosure": frame_disclosure(res.df, qis, sens),
+        "disclosure": frame_disclosure(judged, qis, sens),
         "ncp": res.metrics["ncp"]["ncp"],
         "cdm": res.metrics["cdm"],
         "cdm_definition": res.metrics["cdm_definition"],
-        "k": res.metrics["achieved"]["k"],
+        "k": achieved["k"],
+        "l": min(l_values) if l_values else None,
+        "suppressed_rows": rel.suppressed_rows,
+        "measured_on": measured_on(rel.suppressed_rows),
     }
+    if arx:
+        measured["suppressed_group"] = res.metrics.get("suppressed_group")
     # the release as produced, measured again: the decision's requirements must hold on it
     cid = np.asarray(res.class_id, dtype=np.int64)
     n_cls = int(cid.max()) + 1 if len(cid) else 0
@@ -506,7 +571,7 @@ def publish_with_policy(
     )
     again = Candidate(c.algorithm, c.family, dict(c.params), **m)
     again.disclosure = max(again.disclosure, measured["disclosure"])
-    missed = dec.privacy.violations(again)
+    missed = dec.privacy.violations(again) + level_violations(again, dec.level.params)
     if dec.quality is not None and not dec.quality.ok(again):
         missed.append(f"{dec.quality.metric.upper()} = {dec.quality.value(again):.4g} > {dec.quality.bound:g}")
     if missed:
@@ -516,6 +581,8 @@ def publish_with_policy(
         )
     report = {
         "policy": policy.source,
+        "suppressed_rows": rel.suppressed_rows,
+        "policy_suppressed_rows": policy_rows,
         "decision": dec.as_dict(),
         "measured": measured,
         "release": res.report,

@@ -39,7 +39,7 @@ from ..models import (
 )
 from ..table import EncodedTable
 from .ksweep import k_sweep
-from .measure import FAMILIES, Candidate, measure_candidate
+from .measure import FAMILIES, Candidate, check_suppressed_rows, measure_candidate
 
 __all__ = ["PUBLISHABLE_KINDS", "ReleaseEvaluator", "family_models", "honours", "methods_in_registry"]
 
@@ -98,7 +98,10 @@ class ReleaseEvaluator:
     """Evaluate one registered algorithm on one :class:`EncodedTable` for any model family and
     parameters (module docstring). ``search_metric`` — how full-domain searches choose among the
     satisfying nodes (the data user's quality metric); ``options`` — options of a partition-style
-    algorithm (:attr:`..registry.Algorithm.options`, e.g. Mondrian's ``mode``)."""
+    algorithm (:attr:`..registry.Algorithm.options`, e.g. Mondrian's ``mode``); ``suppressed_rows`` —
+    ``'star'``, ``'drop'`` or ``'arx'``, how every release is made and measured
+    (:func:`.measure.measure_candidate`: with ``'arx'`` the ``*`` group is not judged and each
+    candidate carries its ``suppressed_group`` verdict)."""
 
     def __init__(
         self,
@@ -123,7 +126,7 @@ class ReleaseEvaluator:
         if not 0.0 <= float(max_suppression) <= 1.0:
             raise AnonymizeError(f"max suppression must be a fraction in [0, 1], got {max_suppression}")
         self.max_suppression = float(max_suppression)
-        self.suppressed_rows = suppressed_rows
+        self.suppressed_rows = check_suppressed_rows(suppressed_rows)
         self.search_metric = search_metric
         self.t_distance, self.t_ground = t_distance, t_ground
         self.options = dict(options or {})
@@ -212,9 +215,9 @@ class ReleaseEvaluator:
             class_id, n_classes = np.asarray(res.class_id, dtype=np.int64), int(res.n_classes)
             suppressed = np.zeros(table.n, dtype=bool) if res.suppressed is None else np.asarray(res.suppressed, bool)
             lo, hi = M.class_boxes(table, class_id, n_classes)
-        return self._candidate(family, params, class_id, n_classes, suppressed, lo, hi, levels)
+        return self._candidate(family, params, class_id, n_classes, suppressed, lo, hi, levels, models)
 
-    def _candidate(self, family, params, class_id, n_classes, suppressed, lo, hi, levels) -> Candidate:
+    def _candidate(self, family, params, class_id, n_classes, suppressed, lo, hi, levels, models) -> Candidate:
         m = measure_candidate(
             self.table,
             class_id,
@@ -225,6 +228,7 @@ class ReleaseEvaluator:
             suppressed_rows=self.suppressed_rows,
             t_distance=self.t_distance,
             t_ground=self.t_ground,
+            models=models,
         )
         return Candidate(self.algorithm, family, dict(params), levels=levels, **m)
 
@@ -275,7 +279,9 @@ class ReleaseEvaluator:
                 class_id, sizes, lo, hi = got
                 fail = sizes < k  # what Lattice.row_classes gives for k-anonymity
                 levels = {name: int(x) for name, x in zip(table.schema.qis, lv)}
-                cand = self._candidate("k-anonymity", params, class_id, len(sizes), fail[class_id], lo, hi, levels)
+                cand = self._candidate(
+                    "k-anonymity", params, class_id, len(sizes), fail[class_id], lo, hi, levels, [KAnonymity(k)]
+                )
             self._cache[("k-anonymity", (("k", k),))] = cand
         self.runs += 1
         self.seconds += time.perf_counter() - t0

@@ -69,7 +69,8 @@ def k_sweep(
     """The optimal full-domain k-anonymous node for every k in ``ks`` (module docstring), chosen by
     ``metric`` (``ncp``, ``dm`` or ``cdm``) among all nodes whose classes of fewer than k rows hold at
     most ``⌊max_suppression·n⌋`` rows (``suppressed_rows='star'``: and, when some are suppressed, at
-    least k of them, since they are released as one ``*`` class)."""
+    least k of them, since they are released as one ``*`` class; ``'drop'`` and ``'arx'`` — ARX's
+    outliers, the ``*`` group not judged — ask nothing of the suppressed rows)."""
     if metric not in ("ncp", "dm", "cdm"):
         raise AnonymizeError(f"the k sweep chooses by ncp, dm or cdm, not '{metric}'")
     t0 = time.perf_counter()

@@ -25,6 +25,13 @@ equation itself is an image missing from the text we have; its prose gives the r
 
 A :class:`Candidate` is one release an algorithm produced for one set of parameters, measured
 once with all of the above (:func:`measure_candidate`).
+
+**Suppressed rows** are measured as they are released (``suppressed_rows``, as ``ppdm anonymize
+--suppressed-rows``): ``'star'`` — one more class with ``*`` in every QI, judged like the others;
+``'drop'`` — left out; ``'arx'`` — written as ``*`` like ``'star'`` but, with ARX's outlier semantics,
+**not judged**: k, l, t and P are those of the classes outside the ``*`` group (t against the whole
+table's distribution), exactly the ``achieved`` of ``ppdm anonymize --suppressed-rows arx``, and the
+group's own verdict is :func:`..metrics.suppressed_group.suppressed_group` (``Candidate.suppressed_group``).
 """
 
 from __future__ import annotations
@@ -39,13 +46,21 @@ from ...errors import AnonymizeError
 from .. import metrics as M
 from ..classes import ClassStats, class_stats, equivalence_classes
 from ..distances import t_distances
+from ..fulldomain.privacy import ARX
 from ..hierarchy import canonical_strings
 from ..metrics.attack_resistance import attack_resistance
+from ..metrics.suppressed_group import suppressed_group
+from ..recode import SUPPRESSED_ROWS
 from ..table import EncodedTable
 
 __all__ = [
     "FAMILIES",
     "QUALITY_METRICS",
+    "SUPPRESSED_ROWS_MODES",
+    "ARX_SCOPE",
+    "check_suppressed_rows",
+    "measured_on",
+    "star_rows",
     "Candidate",
     "PrivacyRequirement",
     "QualityRequirement",
@@ -62,6 +77,42 @@ FAMILIES = ("k-anonymity", "l-diversity", "t-closeness")
 
 QUALITY_METRICS = ("ncp", "cdm")
 """Quality measures a data user may bound (module docstring)."""
+
+SUPPRESSED_ROWS_MODES = (*SUPPRESSED_ROWS, ARX)
+"""How suppressed rows are released and judged: ``star``, ``drop`` or ``arx`` (module docstring)."""
+
+ARX_SCOPE = (
+    "the classes outside the * group of suppressed rows (ARX semantics: the group is written but not judged; "
+    "k, l, t and P are those of the other classes, t against the whole table; suppressed_group says which models "
+    "the * group breaks)"
+)
+"""What ``--suppressed-rows arx`` means for the figures ``ppdm tune`` / ``ppdm publish`` report."""
+
+
+def check_suppressed_rows(mode: str) -> str:
+    """``mode`` if it is one of :data:`SUPPRESSED_ROWS_MODES`, else a one-line :class:`AnonymizeError`."""
+    if mode not in SUPPRESSED_ROWS_MODES:
+        raise AnonymizeError(f"unknown handling of suppressed rows '{mode}' (use {', '.join(SUPPRESSED_ROWS_MODES)})")
+    return mode
+
+
+def measured_on(suppressed_rows: str) -> str:
+    """Which classes the privacy figures (k, l, t, P) of a release describe, for each handling of
+    suppressed rows (what ``ppdm tune`` and ``ppdm publish`` print and record as ``measured_on``)."""
+    if check_suppressed_rows(suppressed_rows) == ARX:
+        return ARX_SCOPE
+    if suppressed_rows == "drop":
+        return "the classes written (suppressed rows are left out of the release)"
+    return "every class written, the * class of suppressed rows included (judged like any class)"
+
+
+def star_rows(df: pd.DataFrame, qis) -> np.ndarray:
+    """Mask of the rows of a written table with ``*`` in every quasi-identifier — the group of
+    suppressed rows that ``'star'`` and ``'arx'`` write (what a reader removes to see the classes
+    ``'arx'`` judges)."""
+    if len(df) == 0 or not len(qis):
+        return np.zeros(len(df), dtype=bool)
+    return np.asarray((df[list(qis)].astype(str) == "*").all(axis=1), dtype=bool)
 
 
 def k_min_for(pmax: float) -> int:
@@ -93,9 +144,10 @@ def disclosure_floor(table: EncodedTable, max_suppressed: int = 0, drop: bool = 
 
     The released rows are split into classes, so some class holds value v at least at v's share of
     the released rows (a weighted mean never exceeds its largest term): P ≥ n_v / n for every v.
-    When up to ``max_suppressed`` rows are left out of the release (``drop``), at best they are
-    rows of v: P ≥ (n_v − d) / (n − d). Suppressed rows released as one ``*`` class stay in the
-    release and change nothing."""
+    When up to ``max_suppressed`` rows are left out of the release or out of its measurement
+    (``drop``: suppressed rows dropped, or ``'arx'``: their ``*`` group not judged), at best they are
+    rows of v: P ≥ (n_v − d) / (n − d). Suppressed rows released and judged as one ``*`` class
+    (``'star'``) stay in the release and change nothing."""
     best = (0.0, "", "")
     d = max_suppressed if drop else 0
     for j, name in enumerate(table.schema.sensitive):
@@ -199,6 +251,9 @@ class Candidate:
     largest t-distance of a class (the model's distance); ``sizes`` — released class sizes (the
     ``*`` class of suppressed rows included when it is released); ``class_distances`` — each
     released class's t-distance (what Algorithm 2 steps through); ``levels`` — full-domain levels.
+    With ``suppressed_rows='arx'`` every privacy figure is that of the classes outside the ``*`` group
+    and ``suppressed_group`` says what the group breaks (:func:`..metrics.suppressed_group.suppressed_group`;
+    None in the other modes).
     """
 
     algorithm: str
@@ -223,6 +278,8 @@ class Candidate:
     sizes: np.ndarray | None = field(default=None, repr=False)
     class_distances: np.ndarray | None = field(default=None, repr=False)
     seconds: float = 0.0
+    #: ``suppressed_rows='arx'``: the ``*`` group's size and per model whether it holds (it is not judged)
+    suppressed_group: dict | None = None
 
     def quality(self, metric: str) -> float:
         """The value of a quality metric (:data:`QUALITY_METRICS`)."""
@@ -262,6 +319,8 @@ class Candidate:
                 "levels": self.levels,
             }
         )
+        if self.suppressed_group is not None:
+            out["suppressed_group"] = self.suppressed_group
         return out
 
 
@@ -280,6 +339,7 @@ def measure_candidate(
     suppressed_rows: str = "star",
     t_distance: str = "emd",
     t_ground: str | None = None,
+    models=None,
 ) -> dict:
     """Measure a release given as a class per row, the suppressed rows and each row's released cell
     ``[lo, hi]``: the fields of :class:`Candidate` as a dict.
@@ -287,8 +347,13 @@ def measure_candidate(
     Suppressed rows are measured as released: with ``'star'`` one more class (``*`` in every QI)
     compared with the whole table's distribution; with ``'drop'`` left out, the classes compared with
     the distribution of the rows kept (what :meth:`.fulldomain.Lattice.release_check` and ``ppdm
-    check`` do). NCP and CDM are those of the anonymization report (:func:`..metrics.ncp`,
-    :func:`..metrics.cdm` over the non-suppressed classes)."""
+    check`` do); with ``'arx'`` written as ``*`` but not judged (ARX's outliers): the classes outside
+    the ``*`` group compared with the whole table's distribution — the ``achieved`` of
+    :func:`..metrics.suppressed_group.achieved_outside_group` — and, given the release's ``models``,
+    ``suppressed_group`` (:func:`..metrics.suppressed_group.suppressed_group`: what the group breaks).
+    NCP and CDM are those of the anonymization report (:func:`..metrics.ncp`, :func:`..metrics.cdm`
+    over the non-suppressed classes)."""
+    check_suppressed_rows(suppressed_rows)
     sup = np.asarray(suppressed, dtype=bool)
     cid = np.asarray(class_id, dtype=np.int64)
     keep = ~sup
@@ -303,7 +368,7 @@ def measure_candidate(
             rows = keep
     stats = class_stats(table, cid, nc, rows=rows)
     stats = stats.select(stats.sizes > 0)
-    if rows is not None and stats.sens_hist:
+    if rows is not None and stats.sens_hist and suppressed_rows == "drop":  # 'arx': the whole table's, as ARX
         ref = [h.sum(axis=0) / max(int(h.sum()), 1) for h in stats.sens_hist]
         stats = ClassStats(stats.sizes, stats.sens_hist, ref, table)
     disc = class_disclosure(stats)
@@ -319,6 +384,9 @@ def measure_candidate(
         worst = int(np.argmax(disc))
         reps = int(max(int(h[worst].max()) if h.shape[1] else 0 for h in stats.sens_hist))
     resistance = attack_resistance(stats.sizes, [(h > 0).sum(axis=1) for h in stats.sens_hist])
+    group = None
+    if suppressed_rows == ARX and models is not None:
+        group = suppressed_group(table, np.asarray(class_id, dtype=np.int64), n_classes, sup, list(models))
     return {
         "ncp": M.ncp(table, lo, hi, sup)["ncp"],
         "repetitions": reps,
@@ -333,6 +401,7 @@ def measure_candidate(
         "t_achieved": float(dist.max()) if len(dist) else 0.0,
         "sizes": np.asarray(stats.sizes, dtype=np.int64),
         "class_distances": dist,
+        "suppressed_group": group,
     }
 
 

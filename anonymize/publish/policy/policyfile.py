@@ -42,9 +42,9 @@ from pathlib import Path
 from ...errors import AnonymizeError
 from .. import registry
 from ..distances import DISTANCES, GROUNDS
-from ..recode import NUMERIC_OUTPUTS, SUPPRESSED_ROWS
+from ..recode import NUMERIC_OUTPUTS
 from .evaluate import PUBLISHABLE_KINDS, honours
-from .measure import FAMILIES, QUALITY_METRICS, PrivacyRequirement, QualityRequirement
+from .measure import FAMILIES, QUALITY_METRICS, SUPPRESSED_ROWS_MODES, PrivacyRequirement, QualityRequirement
 
 __all__ = ["Level", "User", "ReleaseSettings", "Policy", "load_policy", "parse_policy"]
 
@@ -229,7 +229,7 @@ def _release(r: _Reader) -> ReleaseSettings:
     if not 0.0 <= sup <= 1.0:
         r.fail(f"'{r.key('max_suppression')}' must be a fraction in [0, 1], got {sup:g}")
     choices = {
-        "suppressed_rows": SUPPRESSED_ROWS,
+        "suppressed_rows": SUPPRESSED_ROWS_MODES,
         "numeric_output": NUMERIC_OUTPUTS,
         "t_distance": DISTANCES,
         "t_ground": GROUNDS,

@@ -7,6 +7,11 @@ trade-off tables behind them (Xu & Guo 2021, §3; :mod:`.selection`).
   information loss and disclosure probability per k, and K_min, K_max and the chosen k;
 * Algorithm 1 from the chosen k, every (k, l) it tries;
 * Algorithm 2 on the release at the chosen k, every t step it tries.
+
+Every release is made and measured with one handling of suppressed rows (``suppressed_rows``, as
+``ppdm anonymize --suppressed-rows``): with ``'arx'`` (ARX's outliers) the ``*`` group is not judged —
+k, l, t and P, and so K_min, K_max and Algorithms 1 and 2, are those of the classes outside it — and
+every release says what the group breaks (``suppressed_group``; :func:`suppressed_group_text`).
 """
 
 from __future__ import annotations
@@ -19,10 +24,26 @@ from typing import Any
 from ...errors import AnonymizeError
 from ..table import EncodedTable
 from .evaluate import ReleaseEvaluator
-from .measure import Candidate, PrivacyRequirement, QualityRequirement, k_min_for
+from .measure import (
+    Candidate,
+    PrivacyRequirement,
+    QualityRequirement,
+    check_suppressed_rows,
+    k_min_for,
+    measured_on,
+)
 from .selection import KSelection, LSelection, TSelection, l_upper_bound, select_k, select_l, select_t
 
-__all__ = ["TuneResult", "tune", "default_k_values", "tradeoff_row", "parameter_curve", "sweep_qi", "sweep_methods"]
+__all__ = [
+    "TuneResult",
+    "tune",
+    "default_k_values",
+    "tradeoff_row",
+    "parameter_curve",
+    "sweep_qi",
+    "sweep_methods",
+    "suppressed_group_text",
+]
 
 
 def default_k_values(pmax: float, n: int) -> list[int]:
@@ -33,7 +54,8 @@ def default_k_values(pmax: float, n: int) -> list[int]:
 
 def tradeoff_row(c: Candidate, privacy: PrivacyRequirement, quality: QualityRequirement | None) -> dict:
     """One row of a trade-off table: the parameters, information loss (NCP, CDM) and disclosure
-    probability of the release, and whether each requirement holds."""
+    probability of the release, whether each requirement holds, the full-domain levels (None for other
+    algorithms) and, with ``suppressed_rows='arx'``, what the ``*`` group breaks (``suppressed_group``)."""
     row = {**c.params, "ok": c.ok}
     if not c.ok:
         row["error"] = c.error
@@ -50,9 +72,25 @@ def tradeoff_row(c: Candidate, privacy: PrivacyRequirement, quality: QualityRequ
             "t_achieved": c.t_achieved,
             "privacy_ok": privacy.ok(c),
             "quality_ok": quality is None or quality.ok(c),
+            "levels": c.levels,
         }
     )
+    if c.suppressed_group is not None:
+        row["suppressed_group"] = c.suppressed_group
     return row
+
+
+def suppressed_group_text(group: dict | None) -> str:
+    """One phrase on the ``*`` group of a release made with ``suppressed_rows='arx'`` (``group`` is
+    :attr:`.measure.Candidate.suppressed_group`): its size, that it is not judged, and what it breaks."""
+    if group is None:
+        return "no verdict on the * group"
+    rows = int(group["rows"])
+    if rows == 0:
+        return "no * group (nothing suppressed)"
+    if group["breaks"]:
+        return f"the * group of {rows:,} rows is not judged and breaks {', '.join(group['breaks'])}"
+    return f"the * group of {rows:,} rows is not judged and would meet every model"
 
 
 @dataclass
@@ -75,6 +113,10 @@ class TuneResult:
     #: the whole table (a class's share averages to it over the classes, so some class reaches it)
     p_floor: float | None = None
     p_floor_value: str | None = None
+    #: how every release made and measured its suppressed rows (``'star'``, ``'drop'`` or ``'arx'``)
+    suppressed_rows: str = "star"
+    #: the fraction of rows the full-domain algorithms could suppress
+    max_suppression: float = 0.0
 
     def pmax_notes(self) -> list[str]:
         """What the data owner should know about ``pmax`` before any k: it bounds nothing (``pmax ≥ 1``), or
@@ -92,6 +134,10 @@ class TuneResult:
                 f"(one class of everything is the best case); accept pmax >= {self.p_floor:.4g}, or suppress rows"
             ]
         return []
+
+    def measured_on(self) -> str:
+        """Which classes the privacy figures (k, l, t, P) of every release describe (:func:`.measure.measured_on`)."""
+        return measured_on(self.suppressed_rows)
 
     def k_table(self) -> list[dict]:
         """Trade-off rows, one per k evaluated."""
@@ -119,6 +165,9 @@ class TuneResult:
             "pmax_feasible": None if self.p_floor is None else self.privacy.pmax >= self.p_floor - 1e-12,
             "pmax_notes": self.pmax_notes(),
             "quality": None if self.quality is None else self.quality.as_dict(),
+            "max_suppression": self.max_suppression,
+            "suppressed_rows": self.suppressed_rows,
+            "measured_on": self.measured_on(),
             "k": {
                 "kmin": ks.kmin,
                 "kmin_bound": ks.kmin_bound,
@@ -135,6 +184,8 @@ class TuneResult:
                 "table": self.k_table(),
             },
         }
+        if self.suppressed_rows == "arx":
+            out["k"]["suppressed_group"] = None if k_rel is None else k_rel.suppressed_group
         if self.l is not None:
             out["l"] = {
                 "k": self.l.k,
@@ -145,6 +196,9 @@ class TuneResult:
                 "curve_k": self.l_curve[0].params["k"] if self.l_curve else None,
                 "curve": [tradeoff_row(c, self.privacy, self.quality) for c in self.l_curve],
             }
+            if self.suppressed_rows == "arx":
+                rel = self.l.release
+                out["l"]["suppressed_group"] = None if rel is None else rel.suppressed_group
         if self.t is not None:
             out["t"] = {
                 "k": self.t.k,
@@ -156,6 +210,9 @@ class TuneResult:
                 "reason": self.t.reason,
                 "table": self.t_table(),
             }
+            if self.suppressed_rows == "arx":
+                rel = self.t.release
+                out["t"]["suppressed_group"] = None if rel is None else rel.suppressed_group
         out["timings"] = self.timings
         out["stats"] = self.stats
         return out
@@ -177,7 +234,9 @@ def tune(
 ) -> TuneResult:
     """Choose k, l and t for ``privacy`` (P ≤ P_max) and ``quality`` on ``table`` with ``algorithm``
     (module docstring). ``k_values`` — the k evaluated for the table (default
-    :func:`default_k_values`). l and t need a sensitive attribute (skipped without one)."""
+    :func:`default_k_values`). l and t need a sensitive attribute (skipped without one).
+    ``suppressed_rows`` — ``'star'``, ``'drop'`` or ``'arx'`` for every release (module docstring)."""
+    check_suppressed_rows(suppressed_rows)
     t_all = time.perf_counter()
     if table.n < 2:
         raise AnonymizeError("the table needs at least 2 rows to tune k")
@@ -247,6 +306,8 @@ def tune(
         l_curve,
         p_floor,
         p_value,
+        suppressed_rows,
+        float(max_suppression),
     )
 
 
@@ -360,7 +421,9 @@ def sweep_qi(
     homogeneity or background-knowledge attack (:mod:`..metrics.attack_resistance`).
 
     One row per (prefix, method): ``{"qis", "n_qis", "model", "parameters", "ok", "ncp", "cdm",
-    "disclosure", "classes", "suppressed", "attack_resistance"}`` (``error`` instead when no release)."""
+    "disclosure", "classes", "suppressed", "attack_resistance"}`` (``error`` instead when no release);
+    with ``suppressed_rows='arx'`` the figures are those of the classes outside the ``*`` group and
+    ``suppressed_group`` says what the group breaks."""
     from ..table import EncodedTable, Schema
 
     rows: list[dict] = []
@@ -400,6 +463,8 @@ def sweep_qi(
                         "attack_resistance": c.attack_resistance,
                     }
                 )
+                if c.suppressed_group is not None:
+                    row["suppressed_group"] = c.suppressed_group
             else:
                 row["error"] = c.error
             rows.append(row)
