@@ -76,22 +76,25 @@ def run_check(args) -> dict:
     if not qis:
         raise AnonymizeError("--qi needs at least one column")
     with engine_input(args) as src:
-        utility = [
-            f
-            for f, given in (("--weights", args.weights), ("--ncp-categorical", args.ncp_categorical != "height"))
-            if given
-        ]
-        needs_rows = bool(args.population or args.population_size or utility)
+        needs_rows = bool(args.population or args.population_size)
         name = choose_engine(args.engine, src, needs_rows=needs_rows)
         if name != "memory" or args.input is None:
             if needs_rows:
-                flag = (
-                    "--population" if args.population else "--population-size" if args.population_size else utility[0]
-                )
+                flag = "--population" if args.population else "--population-size"
                 raise AnonymizeError(f"{flag} needs the rows in memory: use --engine memory")
             hs = read_hierarchies(args.hierarchies, args.hierarchy, columns=set(qis) | set(sens))
+            # NCP (flavour, attribute weights) and ARX's Loss from the distinct tuples and their counts
             with open_engine("duckdb" if name == "memory" else name, **engine_kwargs(args)) as eng:
-                rep = measure_on_engine(eng, src, qis, sens, hierarchies=hs, c=args.c)
+                rep = measure_on_engine(
+                    eng,
+                    src,
+                    qis,
+                    sens,
+                    hierarchies=hs,
+                    c=args.c,
+                    ncp_categorical=args.ncp_categorical,
+                    weights=args.weights,
+                )
             rep["input"] = str(args.input or args.duckdb or "PostgreSQL")
             return rep
     df = read_table(args.input, sep=args.sep)
