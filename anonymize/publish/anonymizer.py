@@ -307,7 +307,7 @@ def anonymize_table(
     span — the categorical NCP flavour of the search metric and the report
     (:func:`.metrics.cells.cell_loss`); ``weights`` — ``{qi: weight ≥ 0}`` (others 1) for NCP (a
     weighted mean over the QIs) and ARX's Loss (``metric='loss'``), steering the full-domain
-    searches (other algorithms refuse it); ``n_queries`` random COUNT
+    searches and Mondrian's choice of cut (other algorithms refuse it); ``n_queries`` random COUNT
     queries for the query-error metric (0 skips it; None = :func:`auto_queries`);
     ``local_recoding`` — after the global search, re-anonymize the suppressed rows on their own at
     most ``local_iterations`` times (default 100; flash, incognito, samarati;

@@ -106,7 +106,7 @@ def anonymize_on_engine(
     :data:`ENGINE_ALGORITHMS` (strict Mondrian). ``ncp_categorical``, ``weights`` (attribute weights
     of NCP and ARX's Loss) and ``suppressed_rows='arx'`` act as they do in memory (the same node,
     metrics and release: every figure they change is a count-weighted sum over the distinct tuples);
-    ``weights`` with an algorithm other than a full-domain search is refused as in memory. Nothing is
+    ``weights`` with an algorithm that takes none is refused as in memory. Nothing is
     left at ``output`` on any error.
     """
     if not engine_supports(algorithm, mondrian_mode):

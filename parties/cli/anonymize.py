@@ -434,7 +434,6 @@ def _main(args) -> int:
     prog = Progress(enabled=not args.quiet)
     with engine_input(args) as src:
         needs_rows = not engine_supports(args.algorithm, args.mondrian_mode) or args.local_recoding
-        needs_rows = needs_rows or bool(_memory_only_utility(args))
         name = choose_engine(args.engine, src, needs_rows=needs_rows)
         if name != "memory":
             return _main_engine(args, src, name, prog)
@@ -447,19 +446,6 @@ def _main(args) -> int:
         return _main_memory(args, prog, frame)
 
 
-def _memory_only_utility(args) -> list[str]:
-    """The utility options given that an engine run does not take (``--weights``, a
-    ``--ncp-categorical`` other than height, ``--suppressed-rows arx``)."""
-    flags = []
-    if getattr(args, "weights", None):
-        flags.append("--weights")
-    if getattr(args, "ncp_categorical", "height") != "height":
-        flags.append("--ncp-categorical")
-    if getattr(args, "suppressed_rows", "star") == "arx":
-        flags.append("--suppressed-rows arx")
-    return flags
-
-
 def _main_engine(args, src, name: str, prog) -> int:
     """``--engine duckdb|spark``: :func:`anonymize.publish.on_engine.anonymize_on_engine`."""
     from anonymize.engines import open_engine
@@ -468,9 +454,6 @@ def _main_engine(args, src, name: str, prog) -> int:
 
     if args.local_recoding:
         raise AnonymizeError(f"--local-recoding needs the rows in memory: use --engine memory (engine: {name})")
-    memory_only = _memory_only_utility(args)
-    if memory_only:
-        raise AnonymizeError(f"{memory_only[0]} needs the rows in memory: use --engine memory (engine: {name})")
     for flag, given in (("--keep-order", args.keep_order), ("--plot", args.plot), ("--queries", args.queries)):
         if given and not (flag == "--queries" and args.queries == 0):
             raise AnonymizeError(f"{flag} needs the rows in memory: use --engine memory (engine: {name})")
@@ -501,6 +484,8 @@ def _main_engine(args, src, name: str, prog) -> int:
             mondrian_mode=args.mondrian_mode,
             numeric_output=args.numeric_output,
             suppressed_rows=args.suppressed_rows,
+            ncp_categorical=args.ncp_categorical,
+            weights=args.weights,
             sep=output_sep(args),
             progress=prog,
         )

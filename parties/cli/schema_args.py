@@ -157,7 +157,7 @@ def add_utility_args(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="COL=W,...",
         help="attribute weights (>= 0, unnamed quasi-identifiers 1) of NCP (a weighted mean) and of ARX's Loss, "
-        "as ARX's attribute weights; they steer the full-domain searches",
+        "as ARX's attribute weights; they steer the full-domain searches and Mondrian's choice of cut",
     )
 
 

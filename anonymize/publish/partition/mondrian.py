@@ -34,6 +34,17 @@ Software 28(2), 2017, §2.2.2; or ``(leaves under N − 1)/(leaves − 1)`` with
 ``categorical_span='leaves'``); ties broken by the number of leaves under ``N``, then column
 order. On Adult (k = 5) the height span gives NCP 0.084 against 0.094 for the
 leaves span.
+
+Attribute weights (``weights``, ``ppdm anonymize --weights``). The weighted NCP is ``Σ_j w_j·NCP_j /
+Σ_j w_j`` (Xu, Wang, Pei, Wang, Shi, Fu, "Utility-based anonymization using local recoding", KDD
+2006, weighted certainty penalty; :func:`.metrics.loss.weighted_mean`), the metric the full-domain
+searches minimize. With weights the QIs are tried in decreasing ``w_j·span_j`` (``w_j`` divided by
+the largest weight, as ARX normalizes them: :func:`.metrics.loss.arx_weights`), ties broken by the
+unweighted span, then as above: the heaviest QI is cut first and as long as its weighted span
+leads, so its cells end narrower and its NCP — the term the weighted mean stresses — falls. A QI of
+weight 0 is still cut, last (a cut on it still lets the partition be cut further on the others).
+Equal weights give ``w_j = 1`` exactly, hence exactly the unweighted partition.
+
 Allowability uses any :class:`.models.PrivacyModel` (k, l, t), so k-anonymity, l-diversity and
 t-closeness partitions all come from the same loop; t-closeness is checked against the whole
 table's distribution.
@@ -49,13 +60,14 @@ segments — no recursion — and a round costs O(n·q), so the whole run is O(n
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...errors import AnonymizeError
 from ..classes import ClassChecker
+from ..metrics.loss import arx_weights, attribute_weights
 from ..models import PrivacyModel, check_fits
 from ..registry import PARTITION, PartitionResult, register
 from ..table import EncodedTable
@@ -130,7 +142,7 @@ class _Attr:
     "mondrian",
     kind=PARTITION,
     summary="Mondrian: multidimensional median cuts, strict or relaxed (LeFevre, DeWitt, Ramakrishnan 2006)",
-    options=("mode",),
+    options=("mode", "weights"),
 )
 def mondrian(
     table: EncodedTable,
@@ -138,15 +150,19 @@ def mondrian(
     mode: str = "strict",
     progress: Callable[[str], None] | None = None,
     categorical_span: str = "height",
+    weights: Mapping[str, float] | None = None,
 ) -> MondrianResult:
     """Partition ``table`` with Mondrian so that every class satisfies every model in ``models``.
 
     ``mode``: ``'strict'`` or ``'relaxed'`` (numeric cuts; see module docstring).
     ``categorical_span``: how wide a categorical QI is, matching the NCP flavour of
     :func:`.metrics.ncp` — ``'height'`` (level of the lowest common ancestor / hierarchy height,
-    Jiang, Zeng, Ma 2017, §2.2.2; default) or ``'leaves'`` ((leaves under it − 1)/(leaves − 1)). Raises
-    :class:`AnonymizeError` when the whole table already fails the models (e.g. k > n, or l larger
-    than the number of sensitive values).
+    Jiang, Zeng, Ma 2017, §2.2.2; default) or ``'leaves'`` ((leaves under it − 1)/(leaves − 1)).
+    ``weights``: ``{qi: weight ≥ 0}`` (unnamed QIs 1; :func:`.metrics.loss.attribute_weights`), the
+    attribute weights of the weighted NCP (Xu et al., KDD 2006): the QI cut first is the one with the
+    largest weight × normalized span (module docstring); None or equal weights: the unweighted order.
+    Raises :class:`AnonymizeError` when the whole table already fails the models (e.g. k > n, or l
+    larger than the number of sensitive values) and for a bad weight (one line).
     """
     if mode not in MODES:
         raise AnonymizeError(f"unknown Mondrian mode '{mode}' (use {' or '.join(MODES)})")
@@ -167,6 +183,8 @@ def mondrian(
     if categorical_span not in ("height", "leaves"):
         raise AnonymizeError(f"unknown categorical span '{categorical_span}' (use height or leaves)")
     attrs = [_Attr(h, X[j], categorical_span) for j, h in enumerate(table.hierarchies)]
+    qi_w = attribute_weights(table.schema.qis, weights)
+    scale = None if qi_w is None else arx_weights(qi_w, q)  # w_j / max w (all 1 for equal weights)
     act = np.arange(n, dtype=np.int64)
     if not chk.ok(np.zeros(n, dtype=np.int64), act, 1, np.array([N]))[0]:
         raise AnonymizeError(
@@ -193,11 +211,7 @@ def mondrian(
             mins[j] = np.minimum.reduceat(v, pstart)
             maxs[j] = np.maximum.reduceat(v, pstart)
             spans[:, j], ties[:, j] = attrs[j].span(mins[j], maxs[j])
-        order = (
-            np.lexsort((np.broadcast_to(np.arange(q), (P, q)), -ties, -spans), axis=1)
-            if q > 1
-            else np.zeros((P, 1), dtype=np.int64)
-        )
+        order = _dimension_order(spans, ties, scale)
         done = np.zeros(P, dtype=bool)
         new_rows, new_sizes, new_weights = [], [], []
         for r in range(q):
@@ -238,6 +252,21 @@ def mondrian(
     sizes = np.bincount(class_id, weights=table.weights, minlength=next_id).astype(np.int64)
     stats = {"rounds": rounds, "cuts": cuts, "classes": next_id, "seconds": time.perf_counter() - t0}
     return MondrianResult(class_id, next_id, sizes, stats, mode=mode)
+
+
+def _dimension_order(spans: np.ndarray, ties: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
+    """Per partition (row of ``spans`` / ``ties``, ``(P, q)``) the QIs in the order they are tried:
+    widest normalized span first, then the tie-break of :meth:`_Attr.span`, then column order
+    (LeFevre et al. 2006, choose_dimension); with attribute weights ``scale`` (``(q,)``, the largest 1)
+    the largest ``scale_j·span_j`` first, the unweighted keys breaking ties (Xu et al. 2006's weighted
+    NCP; module docstring). ``scale`` of ones gives the unweighted order exactly."""
+    P, q = spans.shape
+    if q == 1:
+        return np.zeros((P, 1), dtype=np.int64)
+    keys: tuple[np.ndarray, ...] = (np.broadcast_to(np.arange(q), (P, q)), -ties, -spans)
+    if scale is not None:
+        keys += (-(spans * scale),)
+    return np.lexsort(keys, axis=1)
 
 
 def _seg_starts(sizes: np.ndarray) -> np.ndarray:
