@@ -56,6 +56,27 @@ VERB_MODULES: list[str] = [
 ]
 
 
+# the verb each module registers (a command line that names one loads only its module: ``ppdm party
+# serve`` then starts without the toolkit's pandas, ``ppdm ca sign`` without numpy)
+VERB_OF_MODULE: dict[str, tuple[str, ...]] = {
+    "parties.cli.demo": ("demo",),
+    "parties.cli.party": ("party",),
+    "parties.cli.ca": ("ca",),
+    "parties.cli.mine": ("mine",),
+    "parties.cli.bench": ("bench",),
+    "parties.cli.anonymize": ("anonymize",),
+    "parties.cli.check": ("check",),
+    "parties.cli.perturb": ("perturb", "reconstruct"),
+    "parties.cli.sdc": ("sdc",),
+    "parties.cli.dp": ("dp",),
+    "parties.cli.attack": ("attack",),
+    "parties.cli.audit": ("audit",),
+    "parties.cli.hide_rules": ("hide-rules",),
+    "parties.cli.tune": ("tune",),
+    "parties.cli.publish": ("publish",),
+}
+
+
 class OneLineParser(argparse.ArgumentParser):
     """An argument parser whose errors are one line, ``ppdm: error: MESSAGE (see PROG --help)``, exit 2.
 
@@ -79,14 +100,16 @@ def package_version() -> str:
         return "unknown"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+    """The ``ppdm`` parser: every verb, or only ``verb``'s module when it names a known verb."""
     p = OneLineParser(
         prog="ppdm",
         description="Privacy-preserving data mining: joint mining between party daemons, and local anonymization.",
     )
     p.add_argument("--version", action="version", version=f"ppdm {package_version()}")
     sub = p.add_subparsers(dest="verb", metavar="COMMAND")
-    for name in VERB_MODULES:
+    only = [m for m, verbs in VERB_OF_MODULE.items() if verb in verbs]
+    for name in only or VERB_MODULES:
         try:
             mod = importlib.import_module(name)
         except ModuleNotFoundError as e:
@@ -102,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         # answered before the verb modules load (they import numpy and pandas): well under 0.3 s
         print(f"ppdm {package_version()}")
         return 0
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(words[0] if words else None)
     args = parser.parse_args(argv)
     args.command_line = ["ppdm", *(sys.argv[1:] if argv is None else argv)]  # as typed, for --report pages
     if not getattr(args, "func", None):
