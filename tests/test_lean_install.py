@@ -139,7 +139,7 @@ def test_a_late_import_of_an_extra_becomes_the_same_line(monkeypatch, capsys) ->
 
     parser = argparse.ArgumentParser()
     parser.set_defaults(verb="draw", func=draws)
-    monkeypatch.setattr(parties.cli, "build_parser", lambda: parser)
+    monkeypatch.setattr(parties.cli, "build_parser", lambda verb=None: parser)
     monkeypatch.delenv("PPDM_DEBUG", raising=False)
     assert parties.cli.main([]) == 2
     assert capsys.readouterr().err == "ppdm: error: ppdm draw needs the plots extra: pip install 'ppdm[plots]'\n"

@@ -37,7 +37,7 @@ from fractions import Fraction
 import numpy as np
 
 from .exact import bounded_scale, polya
-from .mechanisms import as_epsilon
+from .epsilon import as_epsilon
 from .randomness import as_source
 
 __all__ = ["noise_share", "share_parameters"]

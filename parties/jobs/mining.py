@@ -22,6 +22,7 @@ import os
 import resource
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -36,7 +37,10 @@ from parties.joint.keyed import ALIGN_MODES, align_private_id, align_psi
 from parties.joint.memory import estimate_file_bytes, estimate_job_bytes, level_bytes
 from parties.joint.named import agree_universe, renumber, vertical_schema
 from parties.runtime.shaping import WaitCounter
-from parties.sources import KeyedTransactions, SourceError, load_source
+from parties.sources.spec import SourceError
+
+if TYPE_CHECKING:  # pandas and DuckDB load when a job reads a source, not at daemon start
+    from parties.sources.transactions import KeyedTransactions
 
 __all__ = ["result_json"]
 
@@ -155,6 +159,8 @@ async def _load(ctx: JobContext) -> KeyedTransactions:
                     f"loading data {key!r} would need about {need / 2**20:,.0f} MiB, over its [limits] "
                     f"max_job_memory_bytes ({limit / 2**20:,.0f} MiB)"
                 )
+        from parties.sources.transactions import load_source
+
         kt = await asyncio.to_thread(load_source, src, memory_limit=limit // 2, progress=_progress(ctx))
     except SourceError as e:  # str(e) is for the peers; the details stay in this party's log
         ctx.log.warning("session %s cannot read data %r: %s", ctx.session, key, e.full())
@@ -207,6 +213,8 @@ async def _load_on_engine(ctx: JobContext, src, limit: int) -> KeyedTransactions
         ctx.log.warning("session %s cannot read data %r on the %s engine: %s", ctx.session, src.key, src.engine, detail)
         raise JobError(f"data {src.key!r} cannot be read on the {src.engine} engine") from None
     ctx.cleanup.append(stack.close)
+    from parties.sources.transactions import KeyedTransactions
+
     return KeyedTransactions(baskets, baskets.item_names, None, baskets.item_kind)
 
 
