@@ -173,9 +173,11 @@ def release_from_counts(
 
 class CellCounter:
     """A party's rows counted into the cells of many nodes, fast: rows are first reduced to their
-    distinct (QI codes[, sensitive code]) tuples with multiplicities, each QI's node codes per level
-    are computed once, and the cells of a batch of nodes are counted by one ``bincount`` per chunk,
-    the cell numbers of all its nodes computed at once.
+    distinct (QI codes[, sensitive code]) tuples with multiplicities (kept as plain rows when that
+    does not halve them, so the counting needs no weights), each pair of QIs' combined node codes
+    per pair of levels is computed once, and the cells of a batch of nodes are counted by one
+    ``bincount`` per chunk, the cell numbers of all its nodes computed at once (one gather per pair
+    of QIs).
 
     ``counts(nodes)`` — the concatenated :func:`cell_counts` vectors of ``nodes`` (list of level
     vectors); with ``hist=True`` per cell and sensitive value (``sens_codes`` in ``0..n_sens-1``)."""
@@ -201,17 +203,33 @@ class CellCounter:
             uniq, cnt = np.unique(key, axis=0, return_counts=True)
         else:
             uniq, cnt = key, np.zeros(0, dtype=np.int64)
+        self.weights: np.ndarray | None = cnt.astype(np.float64)
+        if 2 * len(uniq) > len(key):  # few repeats: count the rows themselves, unweighted (integer bincount)
+            uniq, self.weights = key, None
         self.codes = uniq[:, : len(self.hs)]
         self.sens = uniq[:, len(self.hs)] if sens_codes is not None else None
-        self.weights = cnt.astype(np.float64)
+        self.rows = len(uniq)
         self.chunk = int(chunk)
         self._sizes = [np.asarray([h.n_nodes(lv) for lv in range(h.height + 1)], dtype=np.int64) for h in self.hs]
         # per QI: the node code of every distinct row at every level, (levels, rows)
-        self._gen = [
+        gen = [
             np.stack([(h.maps[lv][self.codes[:, j]] if lv else self.codes[:, j]).astype(np.int64)
                       for lv in range(h.height + 1)])
             for j, h in enumerate(self.hs)
         ]  # fmt: skip
+        # QIs in pairs (j, j+1): per pair of levels (a, b) the code gen_j[a]·|level b of j+1| + gen_{j+1}[b],
+        # a group's stride being its last QI's — half the gathers per node (a lone last QI is its own group)
+        q = len(self.hs)
+        self._groups: list[tuple[int, ...]] = [tuple(range(j, min(j + 2, q))) for j in range(0, q, 2)]
+        self._group_codes = []
+        for g in self._groups:
+            if len(g) == 1:
+                self._group_codes.append(gen[g[0]])
+                continue
+            j, k = g
+            hk = len(self._sizes[k])
+            combo = gen[j][:, None, :] * self._sizes[k][None, :, None] + gen[k][None, :, :]
+            self._group_codes.append(combo.reshape(len(self._sizes[j]) * hk, self.rows))
 
     def sizes(self, nodes: Sequence[Sequence[int]]) -> list[int]:
         """Cells of every node (exact Python ints)."""
@@ -228,10 +246,37 @@ class CellCounter:
             raise AnonymizeError("no sensitive codes to count per value")
         sizes = self.sizes(nodes)
         v = self.n_sens if hist else 1
-        out = np.zeros(int(sum(sizes)) * v, dtype=np.float64)
-        rows = len(self.weights)
+        out = np.zeros(int(sum(sizes)) * v, dtype=dtype)
+        rows = self.rows
         if not rows or not len(nodes):
-            return out.astype(dtype)
+            return out
+        q = len(self.hs)
+        lv_all = np.asarray(nodes, dtype=np.int64).reshape(len(nodes), q)
+        dims = np.stack([self._sizes[j][lv_all[:, j]] for j in range(q)], axis=1)
+        strides = np.ones_like(dims)  # per node and QI: its stride in the mixed radix (last QI fastest)
+        for j in range(q - 2, -1, -1):
+            strides[:, j] = strides[:, j + 1] * dims[:, j + 1]
+        # per node and group: the row of the group's code table, and the group's stride
+        rows_of = [
+            lv_all[:, g[0]] if len(g) == 1 else lv_all[:, g[0]] * len(self._sizes[g[1]]) + lv_all[:, g[1]]
+            for g in self._groups
+        ]
+        starts = np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64))]).astype(np.int64)
+        per = max(1, self.chunk // rows)
+        for c0 in range(0, len(nodes), per):
+            c1 = min(len(nodes), c0 + per)
+            idx = np.repeat((starts[c0:c1] - starts[c0])[:, None], rows, axis=1)
+            for g, table, r in zip(self._groups, self._group_codes, rows_of):
+                idx += table[r[c0:c1]] * strides[c0:c1, g[-1], None]
+            if hist:
+                assert self.sens is not None
+                idx *= v
+                idx += self.sens[None, :]
+            span = int(starts[c1] - starts[c0]) * v
+            lo = int(starts[c0]) * v
+            w = None if self.weights is None else np.tile(self.weights, c1 - c0)
+            out[lo : lo + span] = np.bincount(idx.ravel(), weights=w, minlength=span)
+        return out
         q = len(self.hs)
         lv_all = np.asarray(nodes, dtype=np.int64).reshape(len(nodes), q)
         dims = np.stack([self._sizes[j][lv_all[:, j]] for j in range(q)], axis=1)
