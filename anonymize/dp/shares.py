@@ -36,8 +36,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from .exact import bounded_scale, polya
 from .epsilon import as_epsilon
+from .exact import bounded_scale, polya
 from .randomness import as_source
 
 __all__ = ["noise_share", "share_parameters"]
