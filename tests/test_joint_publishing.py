@@ -89,6 +89,7 @@ def _joint(df, spec, hs, parties=3):
 
 def _pooled(df, spec, hs):
     models = [KAnonymity(spec.k)] + ([DistinctLDiversity(spec.l)] if spec.l else [])
+    ncp = spec.metric == "ncp"
     schema = Schema(list(spec.qis), [spec.sensitive] if spec.sensitive else [])
     return anonymize_table(
         df[list(spec.qis) + ([spec.sensitive] if spec.sensitive else [])],
@@ -97,8 +98,9 @@ def _pooled(df, spec, hs):
         algorithm="flash",
         models=models,
         max_suppression=spec.max_suppression,
-        metric="dm",
+        metric=spec.metric,
         suppressed_rows=spec.suppressed_rows,
+        ncp_categorical=spec.ncp_categorical if ncp else "height",
         n_queries=0,
     )
 
@@ -170,6 +172,40 @@ def test_joint_release_equals_the_pooled_one(k, l, sup, rows):
     _check_pycanon(rel, spec)
 
 
+@pytest.mark.parametrize(
+    "k,l,sup,rows,flavour",
+    [(3, None, 0.05, "star", "height"), (4, 2, 0.1, "arx", "leaves"), (5, None, 0.1, "drop", "span"),
+     (2, None, 0.0, "star", "height")],
+)  # fmt: skip
+def test_joint_ncp_release_equals_the_pooled_ncp_search(k, l, sup, rows, flavour):
+    """--metric ncp: the pooled search's NCP (the node-metric tables over public hierarchies), summed in
+    fixed point on the shares; the same node as the pooled Flash and the same NCP, and the same rows."""
+    hs = _hierarchies()
+    df = _table(np.random.default_rng(100 + k), 300)
+    spec = JointPublishSpec(("age", "zip", "sex"), "disease", k, l, sup, rows, "ncp", ncp_categorical=flavour)
+    out, rel = _joint(df, spec, hs)
+    pooled = _pooled(df, spec, hs)
+    levels = tuple(out["p0"]["levels"])
+    assert levels == tuple(pooled.levels[c] for c in spec.qis)
+    cols = ["age", "zip", "sex", "disease"]
+    assert _multiset(rel, cols) == _multiset(pooled.df, cols)
+    _check_pycanon(rel, spec)
+
+
+def test_joint_ncp_on_the_adult_subset_equals_the_pooled_search():
+    from anonymize.publish.io import read_hierarchies, read_table
+
+    data = __import__("pathlib").Path(__file__).resolve().parents[1] / "anonymize" / "data"
+    qis = ["age", "sex", "race", "marital-status", "education"]
+    hs = read_hierarchies(data, columns=set(qis))
+    df = read_table(data / "adult_subset.csv")[qis + ["salary-class"]]
+    spec = JointPublishSpec(tuple(qis), "salary-class", 5, None, 0.05, "star", "ncp")
+    out, rel = _joint(df, spec, hs)
+    pooled = _pooled(df, spec, hs)
+    assert tuple(out["p0"]["levels"]) == tuple(pooled.levels[c] for c in qis)
+    assert _multiset(rel, qis + ["salary-class"]) == _multiset(pooled.df, qis + ["salary-class"])
+
+
 def _dm(rel, n):
     qi = rel[["age", "zip", "sex"]].astype(str)
     star = (qi == "*").all(axis=1)
@@ -224,11 +260,12 @@ def test_the_revealed_bits_are_the_pooled_lattice_s():
     sup=st.sampled_from([0.0, 0.04, 0.1]),
     parties=st.sampled_from([3, 4]),
     seed=st.integers(0, 2**16),
+    metric=st.sampled_from(["dm", "ncp"]),
 )
-def test_joint_equals_pooled_on_random_tables(n, k, l, sup, parties, seed):
+def test_joint_equals_pooled_on_random_tables(n, k, l, sup, parties, seed, metric):
     hs = _hierarchies()
     df = _table(np.random.default_rng(seed), n)
-    spec = JointPublishSpec(("age", "zip", "sex"), "disease", k, l, sup, "star")
+    spec = JointPublishSpec(("age", "zip", "sex"), "disease", k, l, sup, "star", metric)
     try:
         pooled = _pooled(df, spec, hs)
     except Exception as e:  # no satisfying node: the joint run must say so too
@@ -237,7 +274,14 @@ def test_joint_equals_pooled_on_random_tables(n, k, l, sup, parties, seed):
         assert "no full-domain generalization" in str(e)
         return
     out, rel = _joint(df, spec, hs, parties)
-    assert _dm(rel, n) == pytest.approx(pooled.search.chosen.dm)
+    if metric == "dm":
+        assert _dm(rel, n) == pytest.approx(pooled.search.chosen.dm)
+    else:  # NCP of the joint node, by the pooled lattice, equals the pooled optimum's
+        table = EncodedTable.encode(df, Schema(list(spec.qis), ["disease"]), hs)
+        models = [KAnonymity(k)] + ([DistinctLDiversity(l)] if l else [])
+        lat = Lattice(table, models, sup, suppressed_rows="star")
+        joint_ncp = lat.node_info(tuple(out["p0"]["levels"])).ncp
+        assert joint_ncp == pytest.approx(pooled.search.chosen.ncp, abs=1e-9)
     if tuple(out["p0"]["levels"]) == tuple(pooled.levels[c] for c in spec.qis):
         assert _multiset(rel, ["age", "zip", "sex", "disease"]) == _multiset(
             pooled.df, ["age", "zip", "sex", "disease"]

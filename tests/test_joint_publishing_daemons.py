@@ -83,6 +83,8 @@ def test_cli_local_two_parties_release_equals_the_pooled_release_and_pycanon_agr
     joint, ref = read_table(out).astype(str), read_table(pooled).astype(str)
     report = json.loads(rep.read_text())
     assert report["metrics"]["dm"] == pytest.approx(pooled_res.metrics["dm"])
+    # the report's NCP, from the kept counts and the public loss tables, is the pooled release's
+    assert report["metrics"]["ncp"] == pytest.approx(pooled_res.metrics["ncp"]["ncp"], abs=1e-12)
     if report["levels"] == pooled_res.levels:
         assert _multiset(joint, QIS + [SENS]) == _multiset(ref, QIS + [SENS])
     assert anonymity.k_anonymity(joint, QIS) >= 5

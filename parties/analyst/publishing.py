@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from anonymize.publish.hierarchy import Hierarchy
@@ -51,6 +52,7 @@ class JointPublishing:
     metric: str = "dm"
     sensitive_values: tuple[str, ...] | None = None
     data: str = "table"
+    ncp_categorical: str = "height"
     split: str = "horizontal"
     compute_only: tuple[str, ...] = ()
 
@@ -82,6 +84,7 @@ class JointPublishing:
             self.suppressed_rows,
             self.metric,
             self.sensitive_values,
+            self.ncp_categorical,
         )
 
     def to_params(self) -> dict[str, Any]:
@@ -96,6 +99,7 @@ class JointPublishing:
             "max_suppression": float(self.max_suppression),
             "suppressed_rows": self.suppressed_rows,
             "metric": self.metric,
+            "ncp_categorical": self.ncp_categorical,
             "data": self.data,
             "compute_only": list(self.compute_only),
         }
@@ -150,6 +154,7 @@ def assemble(params: JointPublishing, replies: Mapping[str, dict[str, Any]], wal
     )
     sizes = counts[counts > 0]
     dm = float((sizes.astype(float) ** 2).sum() + suppressed * n)
+    ncp = _ncp(hs, levels, counts, suppressed, n, params.ncp_categorical)
     achieved = _measure(df, list(params.qi), params.sensitive)
     report = {
         "algorithm": "flash (joint, horizontal)",
@@ -162,6 +167,7 @@ def assemble(params: JointPublishing, replies: Mapping[str, dict[str, Any]], wal
             "classes": int(len(sizes)),
             "min_class_size": int(sizes.min()) if len(sizes) else 0,
             "dm": dm,
+            "ncp": ncp,
         },
         "achieved": achieved,
         "protocol": {
@@ -177,6 +183,22 @@ def assemble(params: JointPublishing, replies: Mapping[str, dict[str, Any]], wal
         },
     }
     return PublishResult(df, dict(zip(params.qi, levels)), report)
+
+
+def _ncp(hs: Sequence[Hierarchy], levels: Sequence[int], counts: np.ndarray, suppressed: int, n: int, flavour: str):
+    """The release's NCP as the pooled search computes it (mean loss over the QI cells, suppressed
+    cells 1; :class:`anonymize.publish.fulldomain.node_metrics.NodeMetrics`), from the kept counts per
+    cell and the public loss tables of the hierarchies."""
+    from anonymize.publish.metrics.cells import hierarchy_loss_tables
+
+    if not hs or n == 0:
+        return 0.0
+    tables = hierarchy_loss_tables(hs, flavour)
+    w = np.zeros(1)
+    for j, lv in enumerate(levels):  # per cell Σ_j loss_j, in the cells' order (last QI fastest)
+        w = np.add.outer(w, tables[j][int(lv)]).ravel()
+    q = len(hs)
+    return float((np.dot(counts.astype(np.float64), w) + suppressed * q) / (n * q))
 
 
 def _measure(df: pd.DataFrame, qis: list[str], sensitive: str | None) -> dict[str, Any]:

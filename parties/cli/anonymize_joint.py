@@ -5,7 +5,8 @@ horizontal IN.csv`` splits IN's rows in turn over N local daemons first (for try
 Same model and algorithm flags as a local ``ppdm anonymize`` where the joint search honours them:
 k-anonymity, distinct l-diversity, ``--max-suppression``, ``--suppressed-rows``, a full-domain
 algorithm (flash, incognito and samarati find the same satisfying nodes; the joint search evaluates
-the lattice level by level) and ``--metric dm``. The release and its report are written on the
+the lattice level by level), ``--metric ncp`` (the default, as locally, with ``--ncp-categorical``) or
+``--metric dm``. The release and its report are written on the
 analyst's side; the report names what each party learned (``protocol.revealed``).
 """
 
@@ -75,8 +76,8 @@ def _refuse_unsupported(args) -> None:
             f"joint publishing runs the optimal full-domain search ({', '.join(JOINT_ALGORITHMS)}), not "
             f"'{args.algorithm}'"
         )
-    if args.metric not in (None, "dm"):
-        raise AnonymizeError("joint publishing chooses the node of least discernibility: use --metric dm")
+    if args.metric not in (None, "dm", "ncp"):
+        raise AnonymizeError("joint publishing chooses the node of least NCP or discernibility: use --metric ncp or dm")
     if args.local is not None and args.input is None:
         raise AnonymizeError("--local N needs the table to split (IN.csv)")
     if args.parties and args.input is not None:
@@ -150,7 +151,8 @@ def _params(args):
         l=None if args.l is None else int(args.l),
         max_suppression=float(args.max_suppression),
         suppressed_rows=args.suppressed_rows,
-        metric="dm",
+        metric=args.metric or "ncp",
+        ncp_categorical=getattr(args, "ncp_categorical", "height"),
         sensitive_values=domain,
         data=args.data,
         split=args.split,

@@ -6,7 +6,7 @@ party), encodes the quasi-identifiers against the analyst's public hierarchies a
 Parameters (all public, checked by every party): ``qi`` (list of columns), ``hierarchies``
 (``{column: rows}`` as in an ARX hierarchy file), ``sensitive`` (a column or null),
 ``sensitive_values`` (its public domain, or null for a secure union), ``k``, ``l`` (distinct),
-``max_suppression``, ``suppressed_rows``, ``metric`` (``dm``). A party's policy may set floors on
+``max_suppression``, ``suppressed_rows``, ``metric`` (``dm`` or ``ncp``), ``ncp_categorical``. A party's policy may set floors on
 them (``[policy.job."publish.horizontal"] floor = { k = 10 }``), pin the hierarchies it accepts and
 limit the distinct releases of one data key (``[publish]``, :mod:`parties.guards.releases`).
 
@@ -62,6 +62,7 @@ def spec_from_params(ctx: JobContext) -> JointPublishSpec:
         max_suppression=ctx.param("max_suppression", float, 0.0, min=0.0),
         suppressed_rows=ctx.param("suppressed_rows", str, "star"),
         metric=ctx.param("metric", str, "dm"),
+        ncp_categorical=ctx.param("ncp_categorical", str, "height"),
         sensitive_values=None if values is None else tuple(values),
     )
     try:

@@ -69,6 +69,7 @@ import numpy as np
 from anonymize.publish.fulldomain.cells import CellCounter, domain_size
 from anonymize.publish.fulldomain.grid import LatticeGrid
 from anonymize.publish.hierarchy import Hierarchy
+from anonymize.publish.metrics.cells import CATEGORICAL_LOSSES, hierarchy_loss_tables
 from mpc.channel import Channel, agree
 from mpc.errors import ProtocolError
 from mpc.replicated import RSS3, Arith, Bool
@@ -79,7 +80,7 @@ from .named import name_chunks, names_from_chunks
 __all__ = ["JointPublishSpec", "publish_horizontal", "combine_release", "MAX_BATCH_CELLS", "SUPPRESSED_ROWS"]
 
 SUPPRESSED_ROWS = ("star", "drop", "arx")
-METRICS = ("dm",)
+METRICS = ("dm", "ncp")
 MAX_BATCH_CELLS = 1 << 23
 """Cells evaluated in one protocol batch (a level of the lattice is split into batches of whole nodes)."""
 OR_LEVELS = 3
@@ -96,8 +97,9 @@ class JointPublishSpec:
     ``k`` — k-anonymity (≥ 1); ``l`` — distinct l-diversity (None or ≥ 1, needs ``sensitive``);
     ``max_suppression`` — fraction of rows that may be suppressed; ``suppressed_rows`` — ``'star'``
     (the ``*`` group must pass the models too), ``'arx'`` (it need not) or ``'drop'`` (left out);
-    ``metric`` — ``'dm'``; ``sensitive_values`` — the public sensitive domain, or None to agree
-    on it by a secure set union."""
+    ``metric`` — ``'dm'`` or ``'ncp'`` (the search's NCP: :mod:`anonymize.publish.fulldomain.node_metrics`,
+    categorical flavour ``ncp_categorical``); ``sensitive_values`` — the public sensitive domain, or None
+    to agree on it by a secure set union."""
 
     qis: tuple[str, ...]
     sensitive: str | None = None
@@ -107,6 +109,7 @@ class JointPublishSpec:
     suppressed_rows: str = "star"
     metric: str = "dm"
     sensitive_values: tuple[str, ...] | None = None
+    ncp_categorical: str = "height"
 
     def check(self) -> None:
         if not self.qis:
@@ -121,6 +124,8 @@ class JointPublishSpec:
             raise ValueError(f"suppressed rows must be one of {', '.join(SUPPRESSED_ROWS)}")
         if self.metric not in METRICS:
             raise ValueError(f"joint publishing chooses by {', '.join(METRICS)} (got metric '{self.metric}')")
+        if self.ncp_categorical not in CATEGORICAL_LOSSES:
+            raise ValueError(f"the categorical NCP is one of {', '.join(CATEGORICAL_LOSSES)}")
 
 
 @dataclass
@@ -140,9 +145,21 @@ def hierarchy_digest(hierarchies: Sequence[Hierarchy]) -> str:
     return h.hexdigest()
 
 
-def _ring_bits(n: int) -> int:
-    """Arithmetic ring: DM ≤ n² must be below half of it (the arg-min compares signed values)."""
-    return 32 if n * n < (1 << 30) else 64
+def _ring_bits(n: int, metric: str = "dm") -> int:
+    """Arithmetic ring: DM ≤ n² must be below half of it (the arg-min compares signed values); NCP's
+    fixed-point sums use 64 bits (:data:`NCP_FRACTION_BITS`)."""
+    return 32 if metric == "dm" and n * n < (1 << 30) else 64
+
+
+NCP_FRACTION_BITS = 40
+"""Fixed-point NCP: a cell's loss Σ_j loss_j is rounded to a multiple of 2^−F (F at most this, fewer
+when n·q would not fit): the joint ranking equals the pooled one unless two nodes' NCPs lie within
+n·2^−(F+1) row-attribute losses of each other (ties, which both searches break deterministically)."""
+
+
+def _ncp_bits(n: int, q: int) -> int:
+    """F with (n·q + n)·2^F < 2^61: every NCP numerator and its differences fit the signed 64-bit ring."""
+    return max(0, min(NCP_FRACTION_BITS, 61 - (n * (q + 1)).bit_length()))
 
 
 def _cmp_bits(n: int, *consts: int) -> int:
@@ -213,7 +230,7 @@ class _Circuit:
     def __init__(self, rss: RSS3, spec: JointPublishSpec, n: int, n_sens: int):
         self.rss, self.spec, self.n, self.S = rss, spec, n, n_sens
         self.max_sup = int(math.floor(spec.max_suppression * n + 1e-9))
-        self.R = _ring_bits(n)
+        self.R = _ring_bits(n, spec.metric)
         self.ell = _cmp_bits(n, spec.k, spec.l or 0, self.max_sup + 1, n_sens + 1)
         self.Rh = 16 if self.ell <= 16 else self.R
         self.ell_d = _cmp_bits(n_sens, spec.l or 0)
@@ -323,6 +340,38 @@ class _Circuit:
         sel_starts = np.concatenate([[0], np.cumsum(sizes_a[sel])[:-1]]).astype(np.int64)
         return rss.add(rss.segment_sum(sq, sel_starts), rss.mul_const(rss.take(sup, sel), self.n))
 
+    def ncp(
+        self,
+        counts: Arith,
+        sup: Arith,
+        sup_cells: Arith,
+        nodes: Sequence,
+        sizes: Sequence[int],
+        keep: np.ndarray,
+        tables: list[list[np.ndarray]],
+        fbits: int,
+    ) -> Arith:
+        """NCP·n·q·2^F of the batch's nodes with ``keep``: Σ_{kept cells} c·⌊2^F·Σ_j loss_j(cell)⌉ + S·q·2^F —
+        linear in the shares with public weights, so local (the suppressed cells cost 1 per QI, as in
+        :class:`anonymize.publish.fulldomain.node_metrics.NodeMetrics`)."""
+        rss = self.rss
+        sizes_a = np.asarray(sizes, dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(sizes_a)[:-1]]).astype(np.int64)
+        sel = np.flatnonzero(keep)
+        idx = np.concatenate([np.arange(starts[i], starts[i] + sizes_a[i], dtype=np.int64) for i in sel])
+        kept = rss.sub(rss.take(counts, idx), rss.take(sup_cells, idx))
+        scale = float(1 << fbits)
+        weights = []
+        for i in sel:  # per cell Σ_j loss_j of its node values, in the cells' mixed radix (last QI fastest)
+            w = np.zeros(1)
+            for j, lv in enumerate(nodes[int(i)]):
+                w = np.add.outer(w, tables[j][int(lv)]).ravel()
+            weights.append(np.rint(w * scale).astype(np.uint64))
+        q = len(nodes[0]) if len(nodes) else 0
+        weighted = rss.mul_const(kept, np.concatenate(weights))
+        sel_starts = np.concatenate([[0], np.cumsum(sizes_a[sel])[:-1]]).astype(np.int64)
+        return rss.add(rss.segment_sum(weighted, sel_starts), rss.mul_const(rss.take(sup, sel), q << fbits))
+
 
 async def publish_horizontal(
     ch: Channel,
@@ -358,6 +407,7 @@ async def publish_horizontal(
         max_suppression=repr(float(spec.max_suppression)),
         suppressed_rows=spec.suppressed_rows,
         metric=spec.metric,
+        ncp_categorical=spec.ncp_categorical,
         domain=None if spec.sensitive_values is None else list(spec.sensitive_values),
         hierarchies=hierarchy_digest(hs),
     )
@@ -382,6 +432,9 @@ async def publish_horizontal(
     ok = np.zeros(grid.N, dtype=bool)
     evaluated = np.zeros(grid.N, dtype=bool)
     dms: dict[int, tuple[Arith, int]] = {}
+    ncps: dict[int, tuple[Arith, int]] = {}
+    fbits = _ncp_bits(n, len(hs))
+    loss_tables = hierarchy_loss_tables(hs, spec.ncp_categorical) if spec.metric == "ncp" else []
     cells_total = 0
     by_height: dict[int, list[int]] = {}
     for i in range(grid.N):
@@ -418,12 +471,23 @@ async def publish_horizontal(
                 dm = await circ.dm(counts, kept_shares[0], kept_shares[1], sizes, o)
                 for j, i in enumerate(np.asarray(nodes)[o]):
                     dms[int(i)] = (dm, j)
+                if spec.metric == "ncp":
+                    lv = [grid.levels[i] for i in nodes]
+                    nc = circ.ncp(counts, kept_shares[0], kept_shares[1], lv, sizes, o, loss_tables, fbits)
+                    for j, i in enumerate(np.asarray(nodes)[o]):
+                        ncps[int(i)] = (nc, j)
         say(f"publish: level {h}: {len(cand)} nodes evaluated, {int(within[by_height[h]].sum())} within the budget")
     sat = sorted((i for i in range(grid.N) if ok[i]), key=lambda i: (grid.height[i], grid.levels[i]))
     if not sat:
         raise ProtocolError("no full-domain generalization satisfies the privacy models within the suppression budget")
-    keys = None if rss.idx is None else [rss.concat([rss.take(dms[i][0], np.array([dms[i][1]])) for i in sat])]
-    win = await rss.argmin(keys, [circ.R])
+
+    def column(vals: dict[int, tuple[Arith, int]]) -> Arith:
+        return rss.concat([rss.take(vals[i][0], np.array([vals[i][1]])) for i in sat])
+
+    # NCP first (ties: DM), or DM; then the lower node, the level vector (the order of ``sat``)
+    order = [ncps, dms] if spec.metric == "ncp" else [dms]
+    keys = None if rss.idx is None else [column(v) for v in order]
+    win = await rss.argmin(keys, [circ.R] * len(order))
     chosen = sat[int(win)]
     levels = tuple(int(x) for x in grid.levels[chosen])
     say(f"publish: chosen node {levels} of {len(sat)} satisfying nodes")

@@ -31,6 +31,8 @@ becomes after ARX's per-attribute normalization ``(Σ share − n/|A|)/(n − n/
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from ...errors import AnonymizeError
@@ -195,9 +197,15 @@ def cell_losses(table: EncodedTable, lo, hi, categorical: str = "height", domain
 def node_loss_tables(table: EncodedTable, categorical: str = "height") -> list[list[np.ndarray]]:
     """Per QI and level, the :func:`cell_loss` of every hierarchy node (indexed by the hierarchy's
     node codes at that level) — the lookup tables the full-domain search sums NCP from."""
+    return hierarchy_loss_tables(table.hierarchies, categorical)
+
+
+def hierarchy_loss_tables(hierarchies: Sequence[Hierarchy], categorical: str = "height") -> list[list[np.ndarray]]:
+    """:func:`node_loss_tables` from the hierarchies alone (the numeric domain is the hierarchy's,
+    :func:`data_domain`): public, so parties that hold different rows compute the same tables."""
     out = []
-    for j, h in enumerate(table.hierarchies):
-        dom = data_domain(table, j) if h.numeric else None
+    for h in hierarchies:
+        dom = hierarchy_domain(h) if h.numeric else None
         spans = [h.node_span(lv) for lv in range(h.height + 1)]
         out.append([cell_loss(h, first, last, dom, categorical) for first, last in spans])
     return out
