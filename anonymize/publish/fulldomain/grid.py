@@ -49,15 +49,11 @@ class LatticeGrid:
         self.height = lv.sum(axis=1).tolist()
         norm = (lv / np.maximum(np.array(self.H, dtype=np.float64), 1)).sum(axis=1)
         self.norm = norm.tolist()
-        succ: list[list[int]] = [[] for _ in range(self.N)]
-        pred: list[list[int]] = [[] for _ in range(self.N)]
-        idx = np.arange(self.N)
-        for j in range(self.q):
-            ok = lv[:, j] < self.H[j]
-            for a, b in zip(idx[ok].tolist(), (idx[ok] + self.strides[j]).tolist()):
-                succ[a].append(b)
-                pred[b].append(a)
-        self.succ, self.pred = succ, pred
+        #: direct generalizations / specializations of every node, each list made on first use (a search
+        #: visits a fraction of the nodes: building all of them took longer than ARX's whole search
+        #: without suppression)
+        self.succ = _Neighbours(self.levels, self.H, self.strides, up=True)
+        self.pred = _Neighbours(self.levels, self.H, self.strides, up=False)
         # per attribute and level: which nodes are at least / at most that level (for tagging),
         # kept for lattices small enough that the masks cost little memory
         self._masks: dict[tuple[int, int, bool], np.ndarray] | None = {} if self.N <= 1 << 18 else None
@@ -93,6 +89,31 @@ class LatticeGrid:
         (a node above a passing node passes, a node below a failing node fails)."""
         view = np.frombuffer(tags, dtype=np.uint8)
         view[self.above(i) if up else self.below(i)] = value
+
+
+class _Neighbours(Sequence[list[int]]):
+    """``succ`` (``up``) or ``pred`` of a :class:`LatticeGrid`: ``self[i]`` lists the nodes one level
+    above (below) node ``i`` in one attribute, in attribute order; computed once per node."""
+
+    __slots__ = ("_levels", "_H", "_strides", "_up", "_memo")
+
+    def __init__(self, levels: list[tuple[int, ...]], H: list[int], strides: list[int], up: bool):
+        self._levels, self._H, self._strides, self._up = levels, H, strides, up
+        self._memo: list[list[int] | None] = [None] * len(levels)
+
+    def __len__(self) -> int:
+        return len(self._levels)
+
+    def __getitem__(self, i):
+        got = self._memo[i]
+        if got is None:
+            lv = self._levels[i]
+            if self._up:
+                got = [i + s for s, v, h in zip(self._strides, lv, self._H) if v < h]
+            else:
+                got = [i - s for s, v in zip(self._strides, lv) if v > 0]
+            self._memo[i] = got
+        return got
 
 
 def tag_closure(tags: bytearray, start: int, value: int, nbrs) -> None:
