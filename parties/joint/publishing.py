@@ -33,9 +33,11 @@ Construction
   This yields "within" for every node (the rest are implied failing) and ``ok`` for every node
   within. The satisfying nodes are exactly those Flash's optimum search ranges over
   (:func:`anonymize.publish.fulldomain.optimum.best_node`: every satisfying node).
-* **Optimum.** The satisfying node of least DM, by a secure arg-min (ties: the lower node, then the
-  level vector — deterministic; the pooled search breaks DM ties by NCP first, so among nodes of
-  equal DM the two may differ).
+* **Optimum.** The satisfying node of least DM — or, with ``metric='ncp'``, of least NCP then DM — by
+  a secure arg-min (ties: the lower node, then the level vector — deterministic; the pooled search
+  breaks DM ties by NCP first, so among nodes of equal DM the two may differ). NCP is linear in the
+  kept counts with public per-cell weights (the pooled search's loss tables over the hierarchies), so
+  each computing party weighs its shares locally, in fixed point (:data:`NCP_FRACTION_BITS`).
 * **Release.** At the chosen node the per-(cell, sensitive value) counts of the kept cells and the
   per-value counts of the suppressed rows are returned to the analyst *as shares*: each computing
   party returns one additive share, the analyst adds them — the parties never see the release.
