@@ -101,6 +101,7 @@ def _pooled(df, spec, hs):
         metric=spec.metric,
         suppressed_rows=spec.suppressed_rows,
         ncp_categorical=spec.ncp_categorical if ncp else "height",
+        weights=None if spec.weights is None else dict(zip(spec.qis, spec.weights)),
         n_queries=0,
     )
 
@@ -190,6 +191,20 @@ def test_joint_ncp_release_equals_the_pooled_ncp_search(k, l, sup, rows, flavour
     cols = ["age", "zip", "sex", "disease"]
     assert _multiset(rel, cols) == _multiset(pooled.df, cols)
     _check_pycanon(rel, spec)
+
+
+@pytest.mark.parametrize("weights", [(3.0, 0.5, 1.0), (0.0, 0.0, 2.0), (0.0, 0.0, 0.0)])
+def test_joint_weighted_ncp_equals_the_pooled_weighted_search(weights):
+    """--weights: the weighted NCP (a weighted mean of the per-attribute NCPs) is linear too; the joint
+    node and rows are the pooled weighted search's, and all-zero weights are the plain mean."""
+    hs = _hierarchies()
+    df = _table(np.random.default_rng(7), 300)
+    spec = JointPublishSpec(("age", "zip", "sex"), "disease", 3, None, 0.05, "star", "ncp", weights=weights)
+    out, rel = _joint(df, spec, hs)
+    pooled = _pooled(df, spec, hs)
+    assert tuple(out["p0"]["levels"]) == tuple(pooled.levels[c] for c in spec.qis)
+    cols = ["age", "zip", "sex", "disease"]
+    assert _multiset(rel, cols) == _multiset(pooled.df, cols)
 
 
 def test_joint_ncp_on_the_adult_subset_equals_the_pooled_search():

@@ -53,6 +53,7 @@ class JointPublishing:
     sensitive_values: tuple[str, ...] | None = None
     data: str = "table"
     ncp_categorical: str = "height"
+    weights: Mapping[str, float] | None = None
     split: str = "horizontal"
     compute_only: tuple[str, ...] = ()
 
@@ -85,7 +86,18 @@ class JointPublishing:
             self.metric,
             self.sensitive_values,
             self.ncp_categorical,
+            self._weight_vector(),
         )
+
+    def _weight_vector(self) -> tuple[float, ...] | None:
+        from anonymize.errors import AnonymizeError
+        from anonymize.publish.metrics.loss import attribute_weights
+
+        try:
+            w = attribute_weights(self.qi, self.weights)
+        except AnonymizeError as e:
+            raise ValueError(str(e)) from None
+        return None if w is None else tuple(float(x) for x in w)
 
     def to_params(self) -> dict[str, Any]:
         self.check()
@@ -100,6 +112,7 @@ class JointPublishing:
             "suppressed_rows": self.suppressed_rows,
             "metric": self.metric,
             "ncp_categorical": self.ncp_categorical,
+            "weights": None if self.weights is None else {c: float(w) for c, w in self.weights.items()},
             "data": self.data,
             "compute_only": list(self.compute_only),
         }
@@ -154,7 +167,7 @@ def assemble(params: JointPublishing, replies: Mapping[str, dict[str, Any]], wal
     )
     sizes = counts[counts > 0]
     dm = float((sizes.astype(float) ** 2).sum() + suppressed * n)
-    ncp = _ncp(hs, levels, counts, suppressed, n, params.ncp_categorical)
+    ncp = _ncp(hs, levels, counts, suppressed, n, params.ncp_categorical, params.spec().ncp_multipliers())
     achieved = _measure(df, list(params.qi), params.sensitive)
     report = {
         "algorithm": "flash (joint, horizontal)",
@@ -185,7 +198,15 @@ def assemble(params: JointPublishing, replies: Mapping[str, dict[str, Any]], wal
     return PublishResult(df, dict(zip(params.qi, levels)), report)
 
 
-def _ncp(hs: Sequence[Hierarchy], levels: Sequence[int], counts: np.ndarray, suppressed: int, n: int, flavour: str):
+def _ncp(
+    hs: Sequence[Hierarchy],
+    levels: Sequence[int],
+    counts: np.ndarray,
+    suppressed: int,
+    n: int,
+    flavour: str,
+    mult: np.ndarray,
+) -> float:
     """The release's NCP as the pooled search computes it (mean loss over the QI cells, suppressed
     cells 1; :class:`anonymize.publish.fulldomain.node_metrics.NodeMetrics`), from the kept counts per
     cell and the public loss tables of the hierarchies."""
@@ -195,10 +216,10 @@ def _ncp(hs: Sequence[Hierarchy], levels: Sequence[int], counts: np.ndarray, sup
         return 0.0
     tables = hierarchy_loss_tables(hs, flavour)
     w = np.zeros(1)
-    for j, lv in enumerate(levels):  # per cell Σ_j loss_j, in the cells' order (last QI fastest)
-        w = np.add.outer(w, tables[j][int(lv)]).ravel()
-    q = len(hs)
-    return float((np.dot(counts.astype(np.float64), w) + suppressed * q) / (n * q))
+    for j, lv in enumerate(levels):  # per cell Σ_j m_j·loss_j, in the cells' order (last QI fastest)
+        w = np.add.outer(w, mult[j] * tables[j][int(lv)]).ravel()
+    m = float(mult.sum())
+    return float((np.dot(counts.astype(np.float64), w) + suppressed * m) / (n * m))
 
 
 def _measure(df: pd.DataFrame, qis: list[str], sensitive: str | None) -> dict[str, Any]:

@@ -6,7 +6,8 @@ party), encodes the quasi-identifiers against the analyst's public hierarchies a
 Parameters (all public, checked by every party): ``qi`` (list of columns), ``hierarchies``
 (``{column: rows}`` as in an ARX hierarchy file), ``sensitive`` (a column or null),
 ``sensitive_values`` (its public domain, or null for a secure union), ``k``, ``l`` (distinct),
-``max_suppression``, ``suppressed_rows``, ``metric`` (``dm`` or ``ncp``), ``ncp_categorical``. A party's policy may set floors on
+``max_suppression``, ``suppressed_rows``, ``metric`` (``dm`` or ``ncp``), ``ncp_categorical``, ``weights``
+(``{column: weight}`` of NCP). A party's policy may set floors on
 them (``[policy.job."publish.horizontal"] floor = { k = 10 }``), pin the hierarchies it accepts and
 limit the distinct releases of one data key (``[publish]``, :mod:`parties.guards.releases`).
 
@@ -41,6 +42,23 @@ def _str_list(ctx: JobContext, key: str, *, optional: bool = False) -> list[str]
     return list(v)
 
 
+def _weights(ctx: JobContext, qis: list[str]) -> tuple[float, ...] | None:
+    """``weights``: ``{column: weight ≥ 0}`` of NCP (unnamed QIs 1), or null."""
+    from anonymize.errors import AnonymizeError
+    from anonymize.publish.metrics.loss import attribute_weights
+
+    raw = ctx.params.get("weights")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise JobError("parameter 'weights' must map quasi-identifiers to numbers >= 0")
+    try:
+        w = attribute_weights(qis, raw)
+    except AnonymizeError as e:
+        raise JobError(str(e)) from None
+    return None if w is None else tuple(float(x) for x in w)
+
+
 def spec_from_params(ctx: JobContext) -> JointPublishSpec:
     """The public parameters of a session, checked (one-line :class:`JobError` otherwise)."""
     from parties.joint.publishing import JointPublishSpec
@@ -64,6 +82,7 @@ def spec_from_params(ctx: JobContext) -> JointPublishSpec:
         metric=ctx.param("metric", str, "dm"),
         ncp_categorical=ctx.param("ncp_categorical", str, "height"),
         sensitive_values=None if values is None else tuple(values),
+        weights=_weights(ctx, qis),
     )
     try:
         spec.check()

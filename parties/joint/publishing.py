@@ -112,6 +112,7 @@ class JointPublishSpec:
     metric: str = "dm"
     sensitive_values: tuple[str, ...] | None = None
     ncp_categorical: str = "height"
+    weights: tuple[float, ...] | None = None
 
     def check(self) -> None:
         if not self.qis:
@@ -128,6 +129,20 @@ class JointPublishSpec:
             raise ValueError(f"joint publishing chooses by {', '.join(METRICS)} (got metric '{self.metric}')")
         if self.ncp_categorical not in CATEGORICAL_LOSSES:
             raise ValueError(f"the categorical NCP is one of {', '.join(CATEGORICAL_LOSSES)}")
+        if self.weights is not None and (
+            len(self.weights) != len(self.qis) or not all(math.isfinite(w) and w >= 0 for w in self.weights)
+        ):
+            raise ValueError("give one finite weight >= 0 per quasi-identifier")
+
+    def ncp_multipliers(self) -> np.ndarray:
+        """Per QI, what its cell losses count in the NCP sum: 1 each (the plain mean, as the pooled
+        search sums it), or the weights normalized to sum 1 (the weighted mean,
+        :func:`anonymize.publish.metrics.loss.weighted_mean`; all-zero weights: the plain mean)."""
+        q = len(self.qis)
+        if self.weights is None or sum(self.weights) <= 0:
+            return np.ones(q)
+        w = np.asarray(self.weights, dtype=np.float64)
+        return w / w.sum()
 
 
 @dataclass
@@ -352,8 +367,10 @@ class _Circuit:
         keep: np.ndarray,
         tables: list[list[np.ndarray]],
         fbits: int,
+        mult: np.ndarray,
     ) -> Arith:
-        """NCP·n·q·2^F of the batch's nodes with ``keep``: Σ_{kept cells} c·⌊2^F·Σ_j loss_j(cell)⌉ + S·q·2^F —
+        """NCP·n·Σm·2^F of the batch's nodes with ``keep``: Σ_{kept cells} c·⌊2^F·Σ_j m_j·loss_j(cell)⌉ +
+        S·⌊2^F·Σ_j m_j⌉ with the public multipliers ``mult`` (:meth:`JointPublishSpec.ncp_multipliers`) —
         linear in the shares with public weights, so local (the suppressed cells cost 1 per QI, as in
         :class:`anonymize.publish.fulldomain.node_metrics.NodeMetrics`)."""
         rss = self.rss
@@ -367,12 +384,12 @@ class _Circuit:
         for i in sel:  # per cell Σ_j loss_j of its node values, in the cells' mixed radix (last QI fastest)
             w = np.zeros(1)
             for j, lv in enumerate(nodes[int(i)]):
-                w = np.add.outer(w, tables[j][int(lv)]).ravel()
+                w = np.add.outer(w, mult[j] * tables[j][int(lv)]).ravel()
             weights.append(np.rint(w * scale).astype(np.uint64))
-        q = len(nodes[0]) if len(nodes) else 0
         weighted = rss.mul_const(kept, np.concatenate(weights))
         sel_starts = np.concatenate([[0], np.cumsum(sizes_a[sel])[:-1]]).astype(np.int64)
-        return rss.add(rss.segment_sum(weighted, sel_starts), rss.mul_const(rss.take(sup, sel), q << fbits))
+        sup_weight = int(round(float(mult.sum()) * scale))
+        return rss.add(rss.segment_sum(weighted, sel_starts), rss.mul_const(rss.take(sup, sel), sup_weight))
 
 
 async def publish_horizontal(
@@ -410,6 +427,7 @@ async def publish_horizontal(
         suppressed_rows=spec.suppressed_rows,
         metric=spec.metric,
         ncp_categorical=spec.ncp_categorical,
+        weights=None if spec.weights is None else [repr(float(w)) for w in spec.weights],
         domain=None if spec.sensitive_values is None else list(spec.sensitive_values),
         hierarchies=hierarchy_digest(hs),
     )
@@ -437,6 +455,7 @@ async def publish_horizontal(
     ncps: dict[int, tuple[Arith, int]] = {}
     fbits = _ncp_bits(n, len(hs))
     loss_tables = hierarchy_loss_tables(hs, spec.ncp_categorical) if spec.metric == "ncp" else []
+    mult = spec.ncp_multipliers()
     cells_total = 0
     by_height: dict[int, list[int]] = {}
     for i in range(grid.N):
@@ -475,7 +494,7 @@ async def publish_horizontal(
                     dms[int(i)] = (dm, j)
                 if spec.metric == "ncp":
                     lv = [grid.levels[i] for i in nodes]
-                    nc = circ.ncp(counts, kept_shares[0], kept_shares[1], lv, sizes, o, loss_tables, fbits)
+                    nc = circ.ncp(counts, kept_shares[0], kept_shares[1], lv, sizes, o, loss_tables, fbits, mult)
                     for j, i in enumerate(np.asarray(nodes)[o]):
                         ncps[int(i)] = (nc, j)
         say(f"publish: level {h}: {len(cand)} nodes evaluated, {int(within[by_height[h]].sum())} within the budget")
