@@ -268,3 +268,27 @@ def test_cli_party_init(tmp_path, monkeypatch, capsys):
     assert "CA certificate file not found: nope.pem" in capsys.readouterr().err
     assert main(["party", "serve", "--config", "missing.toml"]) == 2
     assert "config file not found" in capsys.readouterr().err
+
+
+def test_cli_party_init_writes_the_publish_guard(tmp_path, monkeypatch, capsys):
+    """``--publish-hierarchies DIR --max-releases N``: [publish] in the fresh party.toml, read back as
+    the guard's settings; a missing directory or N < 1 is one line and no party.toml."""
+    from parties.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    h = tmp_path / "hier"
+    h.mkdir()
+    (h / "age.csv").write_text("30;30-39;*\n31;30-39;*\n")
+    args = ["party", "init", "--name", "dora", "--publish-hierarchies", "hier", "--max-releases", "2"]
+    assert main(args) == 0
+    cfg = load_config(tmp_path / "dora" / "party.toml")
+    assert cfg.publish.max_releases == 2 and dict(cfg.publish.hierarchies or {}) == {"age": h / "age.csv"}
+    capsys.readouterr()
+    for bad, msg in (
+        (["--publish-hierarchies", "nowhere"], "not a directory"),
+        (["--max-releases", "0"], "at least 1"),
+    ):
+        assert main(["party", "init", "--name", "erin", *bad]) == 2
+        err = capsys.readouterr().err
+        assert msg in err and err.count("\n") == 1
+        assert not (tmp_path / "erin" / "party.toml").exists()

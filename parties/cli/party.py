@@ -31,6 +31,21 @@ __all__ = ["register"]
 DEFAULT_MIN_SUPPORT_FLOOR = "1/100"
 
 
+def _init_publish(hierarchies: str | None, max_releases: int | None) -> dict | None:
+    """The ``[publish]`` a fresh party.toml gets (:mod:`parties.guards.releases`), or None for the defaults."""
+    out: dict = {}
+    if hierarchies is not None:
+        d = Path(hierarchies).resolve()
+        if not d.is_dir():
+            raise CLIError(f"--publish-hierarchies {hierarchies}: not a directory")
+        out["hierarchies"] = str(d)
+    if max_releases is not None:
+        if max_releases < 1:
+            raise CLIError(f"--max-releases must be at least 1, got {max_releases}")
+        out["max_releases"] = max_releases
+    return out or None
+
+
 def _init_policy(min_parties: int | None, floor: str) -> dict | None:
     """The ``[policy]`` a fresh party.toml gets: ``min_parties`` if given, a ``min_support`` floor on mining."""
     from parties.ratio import exact_ratio
@@ -114,6 +129,18 @@ def register(sub) -> None:
         help=f"policy: the smallest min_support a joint mining job may ask (default {DEFAULT_MIN_SUPPORT_FLOOR}; "
         "'none' for no floor). At tiny supports nearly every itemset is frequent, so the output is close to the "
         "parties' exact counts (a vertical job returns each party's own 1- and 2-itemset counts)",
+    )
+    i.add_argument(
+        "--publish-hierarchies",
+        metavar="DIR",
+        help="joint publishing: accept only the hierarchies in DIR (ARX files *_hierarchy_<column>.csv or "
+        "<column>.csv), written as [publish] hierarchies (docs/joint-publishing.md)",
+    )
+    i.add_argument(
+        "--max-releases",
+        type=int,
+        metavar="N",
+        help="joint publishing: distinct releases of one data key this party joins (default 1)",
     )
     i.add_argument("--host", action="append", default=[], metavar="HOST", help="extra DNS name/IP in the certificate")
     i.add_argument("--force", action="store_true", help="overwrite an existing party.toml and key")
@@ -242,7 +269,8 @@ def cmd_init(args) -> int:
             if args.cert or args.key or args.ca_cert or args.ca_key:
                 raise CLIError("--csr makes a new key and request; it takes no --cert/--key/--ca-cert/--ca-key")
             given = [f for f in ("peer", "data", "pin", "analyst") if getattr(args, f)]
-            if given or args.listen or args.min_parties is not None or args.crl:
+            publish_given = args.publish_hierarchies is not None or args.max_releases is not None
+            if given or args.listen or args.min_parties is not None or args.crl or publish_given:
                 raise CLIError(
                     "with --csr give only --name, --out and --host; the rest goes to the second step "
                     "(ppdm party init --cert NAME.pem --key NAME.key --ca-cert ca.pem ...)"
@@ -266,6 +294,7 @@ def cmd_init(args) -> int:
         if args.min_parties is not None and args.min_parties < 2:
             raise CLIError(f"--min-parties must be at least 2, got {args.min_parties}")
         policy = _init_policy(args.min_parties, args.min_support_floor)
+        publish = _init_publish(args.publish_hierarchies, args.max_releases)
         peers = dict(_kv(x, "--peer") for x in args.peer)
         data = _data_tables(_data_paths(args.data), args.data_columns)
         pins = _pins(args.pin)
@@ -336,6 +365,7 @@ def cmd_init(args) -> int:
             pins=pins,
             policy=policy,
             overwrite=args.force,
+            publish=publish,
         )
         made.append(cfg)
     except (TLSError, ConfigError) as e:
