@@ -210,14 +210,11 @@ def _ncp(
     """The release's NCP as the pooled search computes it (mean loss over the QI cells, suppressed
     cells 1; :class:`anonymize.publish.fulldomain.node_metrics.NodeMetrics`), from the kept counts per
     cell and the public loss tables of the hierarchies."""
-    from anonymize.publish.metrics.cells import hierarchy_loss_tables
+    from anonymize.publish.metrics.cells import cell_losses_of_node, hierarchy_loss_tables
 
     if not hs or n == 0:
         return 0.0
-    tables = hierarchy_loss_tables(hs, flavour)
-    w = np.zeros(1)
-    for j, lv in enumerate(levels):  # per cell Σ_j m_j·loss_j, in the cells' order (last QI fastest)
-        w = np.add.outer(w, mult[j] * tables[j][int(lv)]).ravel()
+    w = cell_losses_of_node(hierarchy_loss_tables(hs, flavour), levels, mult)
     m = float(mult.sum())
     return float((np.dot(counts.astype(np.float64), w) + suppressed * m) / (n * m))
 

@@ -71,7 +71,7 @@ import numpy as np
 from anonymize.publish.fulldomain.cells import CellCounter, domain_size
 from anonymize.publish.fulldomain.grid import LatticeGrid
 from anonymize.publish.hierarchy import Hierarchy
-from anonymize.publish.metrics.cells import CATEGORICAL_LOSSES, hierarchy_loss_tables
+from anonymize.publish.metrics.cells import CATEGORICAL_LOSSES, cell_losses_of_node, hierarchy_loss_tables
 from mpc.channel import Channel, agree
 from mpc.errors import ProtocolError
 from mpc.replicated import RSS3, Arith, Bool
@@ -344,17 +344,23 @@ class _Circuit:
         b = np.asarray(bits, dtype=bool)
         return b[:nodes], b[nodes:], (sup, sup_cells)
 
-    async def dm(self, counts: Arith, sup: Arith, sup_cells: Arith, sizes: Sequence[int], keep: np.ndarray) -> Arith:
-        """DM = Σ_{kept cells} c² + S·n of the batch's nodes with ``keep`` (one multiplication round)."""
+    def _kept(self, counts: Arith, sup_cells: Arith, sizes: Sequence[int], keep: np.ndarray):
+        """The cells of the batch's nodes with ``keep``: ``(their counts, their kept counts, the kept
+        nodes' indices, their segment offsets)`` — what DM and NCP sum over."""
         rss = self.rss
         sizes_a = np.asarray(sizes, dtype=np.int64)
         starts = np.concatenate([[0], np.cumsum(sizes_a)[:-1]]).astype(np.int64)
         sel = np.flatnonzero(keep)
         idx = np.concatenate([np.arange(starts[i], starts[i] + sizes_a[i], dtype=np.int64) for i in sel])
         c = rss.take(counts, idx)
-        kept = rss.sub(c, rss.take(sup_cells, idx))
-        sq = await rss.mul(kept, c)  # c² on kept cells
         sel_starts = np.concatenate([[0], np.cumsum(sizes_a[sel])[:-1]]).astype(np.int64)
+        return c, rss.sub(c, rss.take(sup_cells, idx)), sel, sel_starts
+
+    async def dm(self, counts: Arith, sup: Arith, sup_cells: Arith, sizes: Sequence[int], keep: np.ndarray) -> Arith:
+        """DM = Σ_{kept cells} c² + S·n of the batch's nodes with ``keep`` (one multiplication round)."""
+        rss = self.rss
+        c, kept, sel, sel_starts = self._kept(counts, sup_cells, sizes, keep)
+        sq = await rss.mul(kept, c)  # c² on kept cells
         return rss.add(rss.segment_sum(sq, sel_starts), rss.mul_const(rss.take(sup, sel), self.n))
 
     def ncp(
@@ -374,20 +380,10 @@ class _Circuit:
         linear in the shares with public weights, so local (the suppressed cells cost 1 per QI, as in
         :class:`anonymize.publish.fulldomain.node_metrics.NodeMetrics`)."""
         rss = self.rss
-        sizes_a = np.asarray(sizes, dtype=np.int64)
-        starts = np.concatenate([[0], np.cumsum(sizes_a)[:-1]]).astype(np.int64)
-        sel = np.flatnonzero(keep)
-        idx = np.concatenate([np.arange(starts[i], starts[i] + sizes_a[i], dtype=np.int64) for i in sel])
-        kept = rss.sub(rss.take(counts, idx), rss.take(sup_cells, idx))
+        _c, kept, sel, sel_starts = self._kept(counts, sup_cells, sizes, keep)
         scale = float(1 << fbits)
-        weights = []
-        for i in sel:  # per cell Σ_j loss_j of its node values, in the cells' mixed radix (last QI fastest)
-            w = np.zeros(1)
-            for j, lv in enumerate(nodes[int(i)]):
-                w = np.add.outer(w, mult[j] * tables[j][int(lv)]).ravel()
-            weights.append(np.rint(w * scale).astype(np.uint64))
+        weights = [np.rint(cell_losses_of_node(tables, nodes[int(i)], mult) * scale).astype(np.uint64) for i in sel]
         weighted = rss.mul_const(kept, np.concatenate(weights))
-        sel_starts = np.concatenate([[0], np.cumsum(sizes_a[sel])[:-1]]).astype(np.int64)
         sup_weight = int(round(float(mult.sum()) * scale))
         return rss.add(rss.segment_sum(weighted, sel_starts), rss.mul_const(rss.take(sup, sel), sup_weight))
 

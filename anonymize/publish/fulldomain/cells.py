@@ -277,23 +277,3 @@ class CellCounter:
             w = None if self.weights is None else np.tile(self.weights, c1 - c0)
             out[lo : lo + span] = np.bincount(idx.ravel(), weights=w, minlength=span)
         return out
-        q = len(self.hs)
-        lv_all = np.asarray(nodes, dtype=np.int64).reshape(len(nodes), q)
-        dims = np.stack([self._sizes[j][lv_all[:, j]] for j in range(q)], axis=1)
-        strides = np.ones_like(dims)  # per node and QI: its stride in the mixed radix (last QI fastest)
-        for j in range(q - 2, -1, -1):
-            strides[:, j] = strides[:, j + 1] * dims[:, j + 1]
-        starts = np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64))]).astype(np.int64)
-        per = max(1, self.chunk // rows)
-        for c0 in range(0, len(nodes), per):
-            c1 = min(len(nodes), c0 + per)
-            idx = np.repeat((starts[c0:c1] - starts[c0])[:, None], rows, axis=1)
-            for j in range(q):
-                idx += self._gen[j][lv_all[c0:c1, j]] * strides[c0:c1, j, None]
-            if hist:
-                assert self.sens is not None
-                idx = idx * v + self.sens[None, :]
-            span = int(starts[c1] - starts[c0]) * v
-            lo = int(starts[c0]) * v
-            out[lo : lo + span] = np.bincount(idx.ravel(), weights=np.tile(self.weights, c1 - c0), minlength=span)
-        return out.astype(dtype)

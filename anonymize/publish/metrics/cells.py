@@ -50,6 +50,8 @@ __all__ = [
     "table_domain",
     "cell_losses",
     "node_loss_tables",
+    "hierarchy_loss_tables",
+    "cell_losses_of_node",
     "share_loss",
     "share_losses",
     "node_share_tables",
@@ -209,6 +211,17 @@ def hierarchy_loss_tables(hierarchies: Sequence[Hierarchy], categorical: str = "
         spans = [h.node_span(lv) for lv in range(h.height + 1)]
         out.append([cell_loss(h, first, last, dom, categorical) for first, last in spans])
     return out
+
+
+def cell_losses_of_node(tables: Sequence[Sequence[np.ndarray]], levels: Sequence[int], mult=None) -> np.ndarray:
+    """Per cell of the node ``levels`` (every tuple of hierarchy nodes, last QI fastest, as
+    :func:`anonymize.publish.fulldomain.cells.cell_index`), Σ_j m_j·loss_j of its values, from the
+    :func:`hierarchy_loss_tables` ``tables``; ``mult`` per QI (default 1 each)."""
+    w = np.zeros(1)
+    for j, lv in enumerate(levels):
+        t = tables[j][int(lv)]
+        w = np.add.outer(w, t if mult is None else mult[j] * t).ravel()
+    return w
 
 
 def share_loss(h: Hierarchy, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
