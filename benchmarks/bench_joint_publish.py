@@ -1,4 +1,5 @@
-"""Joint publishing of Adult split by rows over 3 parties against the pooled run (issue targets).
+"""Joint publishing of Adult split by rows over 3 parties (or by columns over 2 with ``--split
+vertical``) against the pooled run (issue targets).
 
 Configurations (full-domain, Flash's optimum under DM): k = 5 with 5 % suppression (QIs age, sex,
 race, marital-status, education, native-country, workclass, occupation; salary-class released as the
@@ -10,7 +11,12 @@ StartJob to the assembled release (daemon start-up excluded, reported apart), op
 an emulated WAN (``--wan``: 50 ms RTT, 100 Mbit/s). Prints both times, the ratio, whether the joint
 release equals the pooled one (same DM; same rows when the same node), and bytes per party.
 
-    .venv/bin/python benchmarks/bench_joint_publish.py [--adult DIR] [--wan] [--json OUT]
+With ``--split vertical`` the QIs go in turn to 2 parties (the sensitive column with the last) and a
+compute-only helper joins; ``--align private-id|psi`` gives every party a customer id column and
+aligns by it privately first (default: by position).
+
+    .venv/bin/python benchmarks/bench_joint_publish.py [--adult DIR] [--wan] [--split vertical
+        [--align private-id|psi]] [--json OUT]
 """
 
 from __future__ import annotations
@@ -41,8 +47,12 @@ def _multiset(df, cols):
     return sorted(map(tuple, df[cols].astype(str).itertuples(index=False, name=None)))
 
 
-def run(adult: Path, wan: bool, parties: int = 3) -> list[dict]:
+def run(adult: Path, wan: bool, parties: int = 3, split: str = "horizontal", align: str | None = None) -> list[dict]:
     df = read_table(adult / "adult.csv")
+    key = None
+    if split == "vertical" and align is not None:
+        key = "customer-id"
+        df = df.assign(**{key: [f"c{i:06d}" for i in range(len(df))]})
     rows = []
     for cfg in CONFIGS:
         sens = cfg["sensitive"]
@@ -58,7 +68,7 @@ def run(adult: Path, wan: bool, parties: int = 3) -> list[dict]:
         params = JointPublishing(
             qi=tuple(qis), hierarchies={c: hs[c] for c in qis}, sensitive=sens,
             sensitive_values=tuple(str(v) for v in hs[sens].leaves), k=cfg["k"], l=cfg["l"],
-            max_suppression=cfg["sup"],
+            max_suppression=cfg["sup"], split=split, key=key, align=align or "private-id",
         )  # fmt: skip
         for shape in [None] + ([(50.0, 100.0)] if wan else []):
             res = publish_local(df, params, parties, link_shape=shape, progress=False)
@@ -69,6 +79,7 @@ def run(adult: Path, wan: bool, parties: int = 3) -> list[dict]:
             same_rows = same_node and _multiset(res.release, qis + [sens]) == _multiset(pooled.df, qis + [sens])
             row = {
                 "config": cfg["name"],
+                "split": split + (f" (align {align})" if align else ""),
                 "link": "loopback" if shape is None else f"{shape[0]:g} ms RTT, {shape[1]:g} Mbit/s",
                 "pooled_seconds": pooled_s,
                 "joint_seconds": joint_s,
@@ -99,10 +110,12 @@ def main(argv=None) -> int:
     ap.add_argument("--adult", type=Path, default=Path(default))
     ap.add_argument("--wan", action="store_true", help="also run over an emulated WAN (50 ms RTT, 100 Mbit/s)")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--split", choices=("horizontal", "vertical"), default="horizontal")
+    ap.add_argument("--align", choices=("private-id", "psi"), default=None, help="with --split vertical")
     a = ap.parse_args(argv)
     if not (a.adult / "adult.csv").exists():
         raise SystemExit(f"no Adult data at {a.adult} (give --adult DIR or PPDM_ADULT)")
-    rows = run(a.adult, a.wan)
+    rows = run(a.adult, a.wan, 2 if a.split == "vertical" else 3, a.split, a.align)
     if a.json:
         a.json.write_text(json.dumps(rows, indent=2, default=float) + "\n")
     return 0

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+from collections.abc import Sequence
 
 import numpy as np
 from cryptography.hazmat.primitives import hashes, serialization
@@ -62,12 +63,13 @@ _INFO = b"ppdm/mpc/pairwise-seed/v1"
 
 # --------------------------------------------------------------------------- views and tags
 class _PairChannel:
-    """``ch`` restricted to the two parties ``{me, peer}`` (same tags, same state)."""
+    """``ch`` restricted to some of its parties (``me`` among them; same tags, same state)."""
 
-    def __init__(self, ch: Channel, peer: str):
+    def __init__(self, ch: Channel, peer: str | Sequence[str]):
+        members = {peer} if isinstance(peer, str) else set(peer)
         self._ch = ch
         self.me = ch.me
-        self.parties = tuple(p for p in ch.parties if p in (ch.me, peer))
+        self.parties = tuple(p for p in ch.parties if p == ch.me or p in members)
         self.state = ch.state
 
     @property
@@ -94,6 +96,17 @@ def pair_channel(ch: Channel, peer: str) -> Channel:
     if peer == ch.me or peer not in ch.parties:
         raise ValueError(f"peer must be another party of the session, got {peer!r}")
     return _PairChannel(ch, peer)
+
+
+def subset_channel(ch: Channel, members: Sequence[str]) -> Channel:
+    """A view of ``ch`` whose ``parties`` are only ``members`` (this party among them), in session order.
+
+    Lets a protocol among some parties of a session (say the data holders, without a compute-only
+    party) run its broadcasts and agreements among them alone; tags and session state are shared.
+    """
+    if ch.me not in members or not set(members) <= set(ch.parties):
+        raise ValueError("members must be parties of the session, this party among them")
+    return _PairChannel(ch, [p for p in members if p != ch.me])
 
 
 def _unwrap(ch: Channel) -> tuple[Channel, list[str]]:

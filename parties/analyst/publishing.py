@@ -34,8 +34,10 @@ __all__ = ["JointPublishing", "PublishResult", "publish", "publish_local", "spli
 COMPUTE_ONLY = "helper"
 """Name of the compute-only daemon ``publish_local`` adds to two data parties."""
 
-SPLITS = ("horizontal",)
-"""Partitionings joint publishing runs on (vertical: not built yet)."""
+SPLITS = ("horizontal", "vertical")
+"""Partitionings joint publishing runs on."""
+ALIGN_MODES = ("private-id", "psi")
+"""How vertical publishing aligns keyed rows (``key``): Private-ID (the union, presence hidden) or PSI."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,9 @@ class JointPublishing:
     weights: Mapping[str, float] | None = None
     split: str = "horizontal"
     compute_only: tuple[str, ...] = ()
+    key: str | None = None
+    align: str = "private-id"
+    owners: Mapping[str, str] | None = None
 
     @property
     def job(self) -> str:
@@ -64,9 +69,13 @@ class JointPublishing:
     def check(self) -> None:
         """One-line ``ValueError`` for parameters no party would accept."""
         if self.split not in SPLITS:
-            raise ValueError(
-                f"joint publishing runs on --split {' or '.join(SPLITS)} in this version (vertical is not built yet)"
-            )
+            raise ValueError(f"joint publishing runs on --split {' or '.join(SPLITS)}")
+        if self.split == "horizontal" and (self.key is not None or self.owners):
+            raise ValueError("a key column and column owners belong to --split vertical")
+        if self.align not in ALIGN_MODES:
+            raise ValueError(f"--align is one of {', '.join(ALIGN_MODES)}")
+        if self.key is not None and self.key in (*self.qi, self.sensitive):
+            raise ValueError(f"the key column '{self.key}' cannot be a quasi-identifier or the sensitive column")
         missing = [c for c in self.qi if c not in self.hierarchies]
         if missing:
             raise ValueError(f"joint publishing needs a hierarchy for every quasi-identifier (none for {missing[0]})")
@@ -115,6 +124,11 @@ class JointPublishing:
             "weights": None if self.weights is None else {c: float(w) for c, w in self.weights.items()},
             "data": self.data,
             "compute_only": list(self.compute_only),
+            **(
+                {"key": self.key, "align": self.align, "owners": dict(self.owners or {})}
+                if self.split == "vertical"
+                else {}
+            ),
         }
 
 
@@ -140,6 +154,8 @@ def assemble(params: JointPublishing, replies: Mapping[str, dict[str, Any]], wal
     from anonymize.publish.fulldomain.cells import release_from_counts
     from parties.joint.publishing import combine_release
 
+    if params.split == "vertical":
+        return _assemble_vertical(params, replies, wall)
     shares = [v["share"] for v in replies.values() if "share" in v]
     first = next(iter(replies.values()))
     levels = [int(x) for x in first["levels"]]
@@ -196,6 +212,79 @@ def assemble(params: JointPublishing, replies: Mapping[str, dict[str, Any]], wal
         },
     }
     return PublishResult(df, dict(zip(params.qi, levels)), report)
+
+
+def _assemble_vertical(params: JointPublishing, replies: Mapping[str, dict[str, Any]], wall: float) -> PublishResult:
+    """The vertical release: the helper's ciphertexts decrypted with each data party's keys
+    (:func:`parties.joint.publishing_vertical.decrypt_release`), shuffled, measured."""
+    from anonymize.dp.randomness import RandomSource
+    from anonymize.publish.metrics.cells import hierarchy_loss_tables
+    from parties.joint.publishing_vertical import VerticalLayout, decrypt_release
+
+    helper = next((p for p, v in replies.items() if "release" in v), None)
+    if helper is None:
+        raise ValueError("no party returned the release (the helper's reply is missing)")
+    first = replies[helper]
+    levels = [int(x) for x in first["levels"]]
+    if any([int(x) for x in v["levels"]] != levels for v in replies.values()):
+        raise ValueError("the parties disagree on the chosen node")
+    lay = first["layout"]
+    layout = VerticalLayout(tuple(lay["owners"][c] for c in params.qi), lay.get("sensitive"), lay["helper"])
+    hs = [params.hierarchies[c] for c in params.qi]
+    spec = params.spec()
+    df, codes = decrypt_release(hs, spec, layout, dict(replies))
+    n = int(first["n"])
+    kept = len(codes)
+    suppressed = n - kept
+    if kept + (suppressed if params.suppressed_rows != "drop" else 0) != len(df) or suppressed < 0:
+        raise ValueError(f"the release does not account for the {n:,} rows of the joined table: no release written")
+    df = df.iloc[RandomSource().permutation(len(df))].reset_index(drop=True)
+    sizes = np.unique(codes, axis=0, return_counts=True)[1] if kept else np.zeros(0, np.int64)
+    dm = float((sizes.astype(float) ** 2).sum() + suppressed * n)
+    mult = spec.ncp_multipliers()
+    tables = hierarchy_loss_tables(hs, params.ncp_categorical)
+    loss = sum(float(mult[j]) * tables[j][levels[j]][codes[:, j]].sum() for j in range(len(hs))) if kept else 0.0
+    ncp = float((loss + suppressed * float(mult.sum())) / (n * float(mult.sum()))) if n else 0.0
+    achieved = _measure(df, list(params.qi), params.sensitive)
+    data_parties = [p for p in replies if p != layout.helper]
+    report = {
+        "algorithm": "flash (joint, vertical)",
+        "levels": dict(zip(params.qi, levels)),
+        "parameters": {k: v for k, v in params.to_params().items() if k != "hierarchies"},
+        "metrics": {
+            "rows": n,
+            "suppressed_rows": suppressed,
+            "released_rows": int(len(df)),
+            "classes": int(len(sizes)),
+            "min_class_size": int(sizes.min()) if len(sizes) else 0,
+            "dm": dm,
+            "ncp": ncp,
+        },
+        "achieved": achieved,
+        "protocol": {
+            "mode": "vertical",
+            "parties": list(replies),
+            "data_parties": data_parties,
+            "helper": layout.helper,
+            "columns": dict(lay["owners"], **({params.sensitive: lay["sensitive"]} if params.sensitive else {})),
+            "stats": first.get("stats", {}),
+            "revealed": _vertical_revealed(replies, layout.helper),
+            "bytes_sent": {p: v.get("bytes_sent") for p, v in replies.items()},
+            "party_seconds": {p: v.get("seconds") for p, v in replies.items()},
+            "wall_seconds": round(wall, 6),
+        },
+    }
+    return PublishResult(df, dict(zip(params.qi, levels)), report)
+
+
+def _vertical_revealed(replies: Mapping[str, dict[str, Any]], helper: str) -> list[str]:
+    """The data parties' lines (alignment first) and the helper's, each once, in order."""
+    out: list[str] = []
+    for p in [*[q for q in replies if q != helper], helper]:
+        for line in replies[p].get("revealed", []):
+            if line not in out:
+                out.append(line)
+    return out
 
 
 def _ncp(
@@ -265,21 +354,25 @@ def publish_local(
     if missing:
         raise ValueError(f"the table has no column '{missing[0]}'")
     names = [f"p{i}" for i in range(parties)]
-    if parties == 2:  # three-party computation: a third daemon that holds no rows only computes
+    vertical = params.split == "vertical"
+    if parties == 2 or vertical:  # a third daemon that holds no rows only computes (the vertical helper)
         names.append(COMPUTE_ONLY)
         params = dataclasses.replace(params, compute_only=(COMPUTE_ONLY,))
+    if vertical and params.key is not None and params.key not in df.columns:
+        raise ValueError(f"the table has no key column '{params.key}'")
     job_params = params.to_params()
+    parts = split_columns(df, params, parties) if vertical else split_rows(df[cols], parties)
     with tempfile.TemporaryDirectory(prefix="ppdm-publish-") as d:
         data = {}
-        for i, part in enumerate(split_rows(df[cols], parties)):
+        for i, part in enumerate(parts):
             f = Path(d) / f"p{i}.csv"
             part.to_csv(f, index=False, sep=";")
             data[f"p{i}"] = {params.data: str(f)}
         if progress:
-            extra = f" and a compute-only party ({COMPUTE_ONLY}, no rows)" if parties == 2 else ""
+            extra = f" and a compute-only party ({COMPUTE_ONLY}, no rows)" if COMPUTE_ONLY in names else ""
+            how = "its columns in turn" if vertical else f"rows of {len(df):,} in turn"
             print(
-                f"starting {parties} party daemons{extra} on loopback (mTLS, fresh certificates); "
-                f"rows of {len(df):,} in turn",
+                f"starting {parties} party daemons{extra} on loopback (mTLS, fresh certificates); {how}",
                 file=sys.stderr,
                 flush=True,
             )
@@ -290,6 +383,25 @@ def publish_local(
             out = cluster.run_job(params.job, dict(job_params), timeout=timeout)
             wall = time.perf_counter() - t0
     return assemble(params, out, wall)
+
+
+def split_columns(df: pd.DataFrame, params: JointPublishing, parties: int) -> list[pd.DataFrame]:
+    """The QIs in turn over ``parties`` parties (QI j to party j mod N), the sensitive column with the
+    last party, and the key column (if any) at every party — as ``ppdm anonymize --local N --split
+    vertical``. Rows keep their order (aligned by position without a key)."""
+    if parties < 2:
+        raise ValueError("vertical joint publishing needs at least 2 parties that hold columns")
+    if parties > len(params.qi) + (1 if params.sensitive else 0):
+        raise ValueError(f"{parties} parties but only {len(params.qi)} quasi-identifiers to split among them")
+    own: list[list[str]] = [[] for _ in range(parties)]
+    for j, c in enumerate(params.qi):
+        own[j % parties].append(c)
+    if params.sensitive:
+        own[-1].append(params.sensitive)
+    if any(not o for o in own):
+        raise ValueError(f"{parties} parties but too few columns to give each one")
+    key = [params.key] if params.key else []
+    return [df[key + o].reset_index(drop=True) for o in own]
 
 
 def pooled_columns(params: JointPublishing) -> Sequence[str]:

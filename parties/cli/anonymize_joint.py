@@ -1,6 +1,9 @@
-"""``ppdm anonymize`` across organizations: ``--parties ANALYST.toml --data KEY --split horizontal`` runs
-the joint search on the party daemons (each reads its own ``[data] KEY`` table); ``--local N --split
-horizontal IN.csv`` splits IN's rows in turn over N local daemons first (for trying it on one machine).
+"""``ppdm anonymize`` across organizations: ``--parties ANALYST.toml --data KEY --split horizontal|vertical``
+runs the joint search on the party daemons (each reads its own ``[data] KEY`` table); ``--local N --split
+horizontal IN.csv`` splits IN's rows in turn over N local daemons first, ``--split vertical`` its
+quasi-identifiers in turn, the sensitive column with the last party (for trying it on one machine).
+Vertical publishing needs a compute-only helper (``--compute-only NAME``; ``--local`` starts one) and
+aligns the parties' rows by position, or privately by ``--key COLUMN`` (``--align private-id|psi``).
 
 Same model and algorithm flags as a local ``ppdm anonymize`` where the joint search honours them:
 k-anonymity, distinct l-diversity, ``--max-suppression``, ``--suppressed-rows``, a full-domain
@@ -35,7 +38,28 @@ def add_joint_args(p: argparse.ArgumentParser) -> None:
         "--split",
         choices=("horizontal", "vertical"),
         default=None,
-        help="how the table is partitioned: horizontal (same columns, different rows)",
+        help="how the table is partitioned: horizontal (same columns, different rows) or vertical (different "
+        "columns of the same records)",
+    )
+    g.add_argument(
+        "--key",
+        metavar="COLUMN",
+        default=None,
+        help="with --split vertical: align the parties' rows privately by this column (default: by position)",
+    )
+    g.add_argument(
+        "--align",
+        choices=("private-id", "psi"),
+        default=None,
+        help="with --key: private-id (the rows all parties hold, nobody learns which; default) or psi "
+        "(the parties learn their common keys)",
+    )
+    g.add_argument(
+        "--owner",
+        metavar="COLUMN=PARTY",
+        action="append",
+        default=None,
+        help="with --split vertical --parties: the party whose copy of COLUMN counts (when several hold it)",
     )
     g.add_argument(
         "--local",
@@ -68,9 +92,17 @@ def _refuse_unsupported(args) -> None:
     if not args.parties and args.local is None:
         raise AnonymizeError("--split needs --parties ANALYST.toml or --local N")
     if args.split is None:
-        raise AnonymizeError("joint publishing needs --split horizontal")
-    if args.split == "vertical":
-        raise AnonymizeError("joint publishing of vertically partitioned data (--split vertical) is not built yet")
+        raise AnonymizeError("joint publishing needs --split horizontal or --split vertical")
+    if args.split != "vertical":
+        for flag, value in (("--key", args.key), ("--align", args.align), ("--owner", args.owner)):
+            if value:
+                raise AnonymizeError(f"{flag} belongs to --split vertical")
+    if args.align is not None and args.key is None:
+        raise AnonymizeError("--align needs --key COLUMN (without a key the rows are aligned by position)")
+    if args.owner and args.local is not None:
+        raise AnonymizeError("--owner names daemons of --parties; --local N gives each column one owner")
+    if args.split == "vertical" and args.parties and len(args.compute_only or []) != 1:
+        raise AnonymizeError("--split vertical needs exactly one --compute-only NAME: the helper that holds no data")
     if args.algorithm not in JOINT_ALGORITHMS:
         raise AnonymizeError(
             f"joint publishing runs the optimal full-domain search ({', '.join(JOINT_ALGORITHMS)}), not "
@@ -83,7 +115,9 @@ def _refuse_unsupported(args) -> None:
     if args.parties and args.input is not None:
         raise AnonymizeError("with --parties each party reads its own data: give no input table")
     if args.compute_only and args.local is not None:
-        raise AnonymizeError("--compute-only names daemons of --parties; --local 2 adds its own compute-only party")
+        raise AnonymizeError(
+            "--compute-only names daemons of --parties; --local adds its own compute-only party when one is needed"
+        )
     if (args.rtt_ms is not None or args.mbit is not None) and args.local is None:
         raise AnonymizeError("--rtt-ms/--mbit emulate a WAN between local daemons: use them with --local")
     if args.l is not None and (args.l_variant != "distinct" or args.l != int(args.l)):
@@ -157,7 +191,23 @@ def _params(args):
         data=args.data,
         split=args.split,
         compute_only=tuple(args.compute_only or ()),
+        key=args.key,
+        align=args.align or "private-id",
+        owners=_owners(args.owner),
     )
+
+
+def _owners(raw) -> dict[str, str] | None:
+    """``--owner COLUMN=PARTY`` (repeatable) as a mapping; one line for a malformed one."""
+    if not raw:
+        return None
+    out: dict[str, str] = {}
+    for item in raw:
+        col, sep, party = item.partition("=")
+        if not sep or not col.strip() or not party.strip():
+            raise AnonymizeError(f"--owner takes COLUMN=PARTY, got {item!r}")
+        out[col.strip()] = party.strip()
+    return out
 
 
 def main_joint(args) -> int:
@@ -203,7 +253,7 @@ def main_joint(args) -> int:
         m = res.report["metrics"]
         lv = ", ".join(f"{c}={v}" for c, v in res.levels.items())
         proto = res.report["protocol"]
-        helpers = proto.get("compute_only") or []
+        helpers = proto.get("compute_only") or ([proto["helper"]] if proto.get("helper") else [])
         who = f"{len(proto['parties']) - len(helpers)} parties" + (
             f" and {len(helpers)} compute-only" if helpers else ""
         )

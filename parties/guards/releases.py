@@ -3,7 +3,7 @@ distinct releases of one data key this party joins.
 
 Why
 ---
-In ``publish.horizontal`` (:mod:`parties.jobs.publishing`) the hierarchies, the models and the party
+In ``publish.horizontal`` and ``publish.vertical`` (:mod:`parties.jobs.publishing`) the hierarchies, the models and the party
 set are the analyst's parameters, and every party learns one pass/fail bit per evaluated lattice node
 (and the analyst the release). Two attacks follow that no parameter floor stops:
 
@@ -86,7 +86,7 @@ log = logging.getLogger("ppdm.publish")
 
 STATE_FORMAT = "ppdm-party-releases/1"
 MAX_STATE_BYTES = 16 << 20
-PUBLISH_JOBS = frozenset({"publish.horizontal"})
+PUBLISH_JOBS = frozenset({"publish.horizontal", "publish.vertical"})
 DEFAULT_MAX_RELEASES = 1
 
 

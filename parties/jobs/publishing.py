@@ -11,6 +11,13 @@ Parameters (all public, checked by every party): ``qi`` (list of columns), ``hie
 them (``[policy.job."publish.horizontal"] floor = { k = 10 }``), pin the hierarchies it accepts and
 limit the distinct releases of one data key (``[publish]``, :mod:`parties.guards.releases`).
 
+``publish.vertical`` (:func:`parties.joint.publishing_vertical.publish_vertical`): every data party
+reads the columns of its ``[data]`` table that the session names (the QIs it holds, the sensitive
+column if it holds it); the rows are aligned by position, or with ``key`` (a column every data party
+has) by a private alignment (``align``: ``private-id``, the default, or ``psi``). Exactly one
+``compute_only`` party — the helper — holds no data. Who holds which column is announced (column
+names only); ``owners`` (``{column: party}``) settles a column several parties hold.
+
 Errors never quote a value of the party's data: a value missing from a hierarchy is reported as a
 count per column.
 """
@@ -30,7 +37,7 @@ if TYPE_CHECKING:  # the publishing stack (pandas, anonymize.publish) loads when
     from anonymize.publish.hierarchy import Hierarchy
     from parties.joint.publishing import JointPublishSpec, LocalRows
 
-__all__ = ["publish_horizontal_job", "spec_from_params"]
+__all__ = ["publish_horizontal_job", "publish_vertical_job", "spec_from_params"]
 
 
 def _str_list(ctx: JobContext, key: str, *, optional: bool = False) -> list[str] | None:
@@ -191,6 +198,179 @@ async def publish_horizontal_job(ctx: JobContext) -> dict[str, Any]:
         raise JobError(str(e)) from None
     except ProtocolError:
         raise
+    out["seconds"] = time.perf_counter() - t0
+    out["bytes_sent"] = int(getattr(ctx.ch, "bytes_sent", 0))
+    out["peak_rss_bytes"] = peak_rss_bytes()
+    return out
+
+
+def _vertical_table(ctx: JobContext, spec: JointPublishSpec, key_col: str | None):
+    """This party's table restricted to the session's columns it holds (and the key column)."""
+    from anonymize.errors import AnonymizeError
+    from anonymize.publish.io import read_table
+
+    key = ctx.param("data", str, "table")
+    path = ctx.data_path(key)
+    try:
+        df = read_table(path)
+    except AnonymizeError as e:
+        ctx.log.warning("session %s cannot read data %r: %s", ctx.session, key, e)
+        raise JobError(f"data {key!r} cannot be read as a table (CSV or Parquet)") from None
+    if key_col is not None and key_col not in df.columns:
+        raise JobError(f"data {key!r} has no key column {key_col!r}")
+    return df
+
+
+def _encode_columns(ctx: JobContext, df, cols: list[str], hs: list[Hierarchy]) -> np.ndarray:
+    """Leaf codes of ``cols`` against their hierarchies; errors count values, never quote them."""
+    from anonymize.errors import AnonymizeError
+    from anonymize.publish.hierarchy import canonical_strings
+
+    key = ctx.param("data", str, "table")
+    codes = np.empty((len(df), len(cols)), dtype=np.int32)
+    for j, (c, h) in enumerate(zip(cols, hs)):
+        col = df[c]
+        if col.isna().any():
+            raise JobError(f"data {key!r}: column '{c}' has {int(col.isna().sum())} missing value(s)")
+        try:
+            codes[:, j] = h.encode(col, column=c)
+        except AnonymizeError:
+            known = set(canonical_strings(h.leaves))
+            bad = int((~canonical_strings(col).isin(known)).sum())
+            raise JobError(f"data {key!r}: {bad} value(s) of column '{c}' are not in its hierarchy") from None
+    return codes
+
+
+async def _vertical_layout(ctx: JobContext, spec: JointPublishSpec, helper: str, held: list[str]):
+    """Every party announces which session columns it holds (names only); the layout follows."""
+    import json
+
+    from mpc.channel import broadcast, gather_from
+    from parties.joint.publishing_vertical import VerticalLayout
+
+    await broadcast(ctx.ch, "pubv/columns", json.dumps(held).encode())
+    got = {p: json.loads(v) for p, v in (await gather_from(ctx.ch, "pubv/columns")).items()}
+    got[ctx.name] = held
+    owners_raw = ctx.params.get("owners") or {}
+    if not isinstance(owners_raw, dict) or not all(isinstance(v, str) for v in owners_raw.values()):
+        raise JobError("parameter 'owners' must map columns to party names")
+    data_parties = [p for p in ctx.parties if p != helper]
+
+    def owner(c: str) -> str:
+        holders = [p for p in data_parties if c in got.get(p, [])]
+        if c in owners_raw:
+            if owners_raw[c] not in holders:
+                raise JobError(f"owners names {owners_raw[c]!r} for column '{c}', which that party does not hold")
+            return owners_raw[c]
+        if not holders:
+            raise JobError(f"no data party holds column '{c}'")
+        if len(holders) > 1:
+            raise JobError(f"column '{c}' is held by {', '.join(holders)}: name its owner with owners")
+        return holders[0]
+
+    owners = tuple(owner(c) for c in spec.qis)
+    sens_owner = owner(spec.sensitive) if spec.sensitive else None
+    return VerticalLayout(owners, sens_owner, helper)
+
+
+async def _align_vertical(ctx: JobContext, df, key_col: str | None, data_parties: list[str]):
+    """``(row order of df, present mask or None, revealed lines)``: by position without a key, else
+    a private alignment among the data parties (the helper takes no part)."""
+    import hashlib
+
+    from mpc.keys import subset_channel
+
+    if key_col is None:
+        return np.arange(len(df)), None, ["data parties: rows aligned by position (no key column)"]
+    keys = df[key_col]
+    if keys.isna().any():
+        raise JobError(f"key column {key_col!r} has {int(keys.isna().sum())} missing value(s)")
+    text = keys.astype(str)
+    if text.duplicated().any():
+        raise JobError(f"key column {key_col!r} has {int(text.duplicated().sum())} repeated key(s)")
+    digests = np.frombuffer(b"".join(hashlib.sha256(k.encode()).digest() for k in text), dtype=np.uint8).reshape(-1, 32)
+    align = ctx.param("align", str, "private-id")
+    sub = subset_channel(ctx.ch, data_parties)
+    if align == "psi":
+        from mpc.psi import PSI_LEAKAGE, private_set_intersection
+
+        inside = await private_set_intersection(sub, np.ascontiguousarray(digests[:, :16]), tag="pubv/psi")
+        common = np.flatnonzero(inside)
+        kv = np.ascontiguousarray(digests[common]).view(np.dtype((np.void, 32))).ravel()
+        order = common[np.argsort(kv, kind="stable")]
+        return order, None, [f"data parties: {PSI_LEAKAGE} — {order.size:,} common records"]
+    if align != "private-id":
+        raise JobError(f"parameter 'align' must be private-id or psi, got {align!r}")
+    from mpc.private_id import PRIVATE_ID_LEAKAGE, private_id
+
+    res = await private_id(sub, [bytes(r) for r in digests], tag="pubv/pid")
+    rows = res.rows()
+    u = len(res.union)
+    order = np.full(u, -1, dtype=np.int64)
+    order[rows] = np.arange(len(df))
+    present = order >= 0
+    return (
+        np.maximum(order, 0),
+        present,
+        [
+            f"data parties: {PRIVATE_ID_LEAKAGE} — union {u:,}, held by all {res.intersection:,}; the helper learns "
+            "which positions of each node's random row order every data party holds"
+        ],
+    )
+
+
+@job("publish.vertical")
+async def publish_vertical_job(ctx: JobContext) -> dict[str, Any]:
+    """Joint full-domain publishing of vertically partitioned columns (module docstring)."""
+    from parties.jobs.mining import peak_rss_bytes
+    from parties.joint.publishing_vertical import VerticalRows, publish_vertical
+
+    spec = spec_from_params(ctx)
+    hs = _hierarchies(ctx, list(spec.qis))
+    helpers = _compute_only(ctx)
+    if len(helpers) != 1:
+        raise JobError("vertical joint publishing needs exactly one compute_only party (the helper)")
+    helper = helpers[0]
+    key_col = ctx.params.get("key")
+    if key_col is not None and not isinstance(key_col, str):
+        raise JobError("parameter 'key' must be a column name or null")
+    wanted = list(spec.qis) + ([spec.sensitive] if spec.sensitive else [])
+    df = None
+    held: list[str] = []
+    if ctx.name != helper:
+        df = await asyncio.to_thread(_vertical_table, ctx, spec, key_col)
+        held = [c for c in wanted if c in df.columns]
+        ctx.check_input_length(len(df), "table")
+    layout = await _vertical_layout(ctx, spec, helper, held)
+    data_parties = layout.data_parties(ctx.parties)
+    revealed: list[str] = []
+    rows = None
+    if df is not None:
+        order, present, revealed = await _align_vertical(ctx, df, key_col, data_parties)
+        mine = layout.columns_of(ctx.name)
+        codes = await asyncio.to_thread(_encode_columns, ctx, df, [spec.qis[j] for j in mine], [hs[j] for j in mine])
+        sens = None
+        if spec.sensitive and layout.sensitive_owner == ctx.name:
+            from anonymize.publish.hierarchy import canonical_strings
+
+            col = df[spec.sensitive]
+            if col.isna().any():
+                raise JobError(f"column '{spec.sensitive}' has {int(col.isna().sum())} missing value(s)")
+            sens = np.asarray(canonical_strings(col).tolist(), dtype=object)[order].tolist()
+        rows = VerticalRows(codes[order], sens, present)
+    t0 = time.perf_counter()
+    try:
+        out = await publish_vertical(
+            ctx.ch, hs, rows, spec, layout, progress=lambda line: ctx.log.info("session %s %s", ctx.session, line)
+        )
+    except ValueError as e:
+        raise JobError(str(e)) from None
+    out["revealed"] = revealed + out.get("revealed", [])
+    out["layout"] = {
+        "owners": dict(zip(spec.qis, layout.owners)),
+        "sensitive": layout.sensitive_owner,
+        "helper": helper,
+    }
     out["seconds"] = time.perf_counter() - t0
     out["bytes_sent"] = int(getattr(ctx.ch, "bytes_sent", 0))
     out["peak_rss_bytes"] = peak_rss_bytes()

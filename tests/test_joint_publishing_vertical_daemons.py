@@ -1,0 +1,186 @@
+"""Vertical joint publishing between real daemons (mTLS on loopback): two data parties holding different
+columns of the same customers (keyed, partly overlapping, aligned by Private-ID or PSI) and a
+compute-only helper. The release equals the pooled search's on the inner join and pycanon agrees; a
+party's policy floor refuses; a killed party aborts everywhere with one line and no release."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from anonymize.publish import DistinctLDiversity, KAnonymity, Schema
+from anonymize.publish.anonymizer import anonymize_table
+from anonymize.publish.io import read_hierarchies, read_table
+from parties.analyst.client import PartyError, run_sync
+from parties.analyst.publishing import JointPublishing, assemble
+
+pytestmark = pytest.mark.daemons
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "anonymize" / "data"
+QIS = ["age", "sex", "race", "marital-status", "education"]
+SENS = "salary-class"
+NAMES = ["bank", "insurer", "helper"]
+COLUMNS = {"bank": ["age", "race", "education"], "insurer": ["sex", "marital-status", SENS]}
+
+
+def _params(**kw) -> JointPublishing:
+    hs = read_hierarchies(DATA, columns=set(QIS) | {SENS})
+    base = dict(
+        qi=tuple(QIS), hierarchies={c: hs[c] for c in QIS}, sensitive=SENS, k=5, l=2, max_suppression=0.05,
+        split="vertical", compute_only=("helper",), key="customer", metric="ncp",
+    )  # fmt: skip
+    base.update(kw)
+    return JointPublishing(**base)
+
+
+def _keyed(tmp_path: Path, seed: int = 1):
+    """Each data party's table: its columns of the customers it has (about 90 % each, shuffled)."""
+    df = read_table(DATA / "adult_subset.csv")[QIS + [SENS]]
+    df.insert(0, "customer", [f"c{i:05d}" for i in range(len(df))])
+    rng = np.random.default_rng(seed)
+    data, held = {}, {}
+    for p, cols in COLUMNS.items():
+        mask = rng.random(len(df)) < 0.9
+        part = df.loc[mask, ["customer", *cols]].sample(frac=1.0, random_state=int(rng.integers(1 << 30)))
+        f = tmp_path / f"{p}.csv"
+        part.to_csv(f, index=False, sep=";")
+        data[p] = {"table": str(f)}
+        held[p] = set(part["customer"])
+    inner = df[df["customer"].isin(held["bank"] & held["insurer"])].reset_index(drop=True)
+    return data, inner
+
+
+def _pooled(inner, **kw):
+    hs = read_hierarchies(DATA, columns=set(QIS) | {SENS})
+    return anonymize_table(
+        inner[QIS + [SENS]], Schema(QIS, [SENS]), hs, algorithm="flash",
+        models=[KAnonymity(kw.get("k", 5)), DistinctLDiversity(2)], max_suppression=0.05, metric="ncp", n_queries=0,
+    )  # fmt: skip
+
+
+def _multiset(df, cols):
+    return sorted(map(tuple, df[cols].astype(str).itertuples(index=False, name=None)))
+
+
+@pytest.mark.parametrize("align", ["private-id", "psi"])
+def test_keyed_vertical_release_equals_the_pooled_inner_join_and_pycanon_agrees(make_cluster, tmp_path, align):
+    from pycanon import anonymity
+
+    data, inner = _keyed(tmp_path)
+    c = make_cluster(NAMES, data=data, policy={"min_parties": 3})
+    params = _params(align=align)
+    out = c.run_job("publish.vertical", params.to_params(), timeout=300)
+    res = assemble(params, out, 0.0)
+    pooled = _pooled(inner)
+    assert res.report["metrics"]["rows"] == len(inner)
+    assert res.levels == pooled.levels
+    assert _multiset(res.release, QIS + [SENS]) == _multiset(pooled.df, QIS + [SENS])
+    assert res.report["metrics"]["ncp"] == pytest.approx(pooled.metrics["ncp"]["ncp"], abs=1e-9)
+    rel = res.release.astype(str)
+    assert anonymity.k_anonymity(rel, QIS) >= 5 and anonymity.l_diversity(rel, QIS, [SENS]) >= 2
+    assert res.report["achieved"] == {
+        "k": anonymity.k_anonymity(rel, QIS),
+        "l": anonymity.l_diversity(rel, QIS, [SENS]),
+    }
+    proto = res.report["protocol"]
+    assert proto["mode"] == "vertical" and proto["helper"] == "helper"
+    assert proto["columns"] == {"age": "bank", "race": "bank", "education": "bank", "sex": "insurer",
+                                "marital-status": "insurer", SENS: "insurer"}  # fmt: skip
+    revealed = " ".join(proto["revealed"])
+    assert ("Private-ID" in revealed) == (align == "private-id") and "helper: for every node" in revealed
+    # the helper's reply carries ciphertexts only: no label or value of the release in the clear
+    helper_reply = json.dumps(out["helper"])
+    for value in ("Married-civ-spouse", "Bachelors", "White", "Female", "<=50K"):
+        assert value not in helper_reply
+
+
+def test_cli_local_vertical_split_equals_the_pooled_release(tmp_path):
+    from pycanon import anonymity
+
+    out, rep = tmp_path / "joint.csv", tmp_path / "joint.json"
+    src = tmp_path / "in.csv"
+    df = read_table(DATA / "adult_subset.csv")[QIS + [SENS]]
+    df.to_csv(src, index=False, sep=";")
+    r = subprocess.run(
+        [sys.executable, "-m", "parties.cli", "anonymize", str(src), "-o", str(out), "--report", str(rep),
+         "--local", "3", "--split", "vertical", "--qi", ",".join(QIS), "--sensitive", SENS,
+         "--hierarchies", str(DATA), "--k", "5", "--l", "2", "--max-suppression", "0.05", "--algorithm", "flash",
+         "--quiet"],
+        capture_output=True, text=True, cwd=ROOT, timeout=600,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    report = json.loads(rep.read_text())
+    pooled = _pooled(df)
+    assert report["levels"] == pooled.levels
+    joint = read_table(out).astype(str)
+    assert _multiset(joint, QIS + [SENS]) == _multiset(pooled.df.astype(str), QIS + [SENS])
+    assert anonymity.k_anonymity(joint, QIS) >= 5
+    # QIs in turn over 3 parties, the sensitive column with the last, and the helper --local adds
+    assert report["protocol"]["columns"] == {"age": "p0", "sex": "p1", "race": "p2", "marital-status": "p0",
+                                             "education": "p1", SENS: "p2"}  # fmt: skip
+    assert report["protocol"]["parties"] == ["p0", "p1", "p2", "helper"]
+
+
+def test_cli_refuses_vertical_flags_in_one_line(tmp_path):
+    src = tmp_path / "in.csv"
+    read_table(DATA / "adult_subset.csv")[QIS + [SENS]].head(50).to_csv(src, index=False)
+    base = [sys.executable, "-m", "parties.cli", "anonymize", str(src), "-o", str(tmp_path / "o.csv"), "--qi",
+            ",".join(QIS), "--hierarchies", str(DATA), "--k", "5", "--algorithm", "flash"]  # fmt: skip
+    cases = [
+        (["--local", "2", "--split", "horizontal", "--key", "age"], "--key belongs to --split vertical"),
+        (["--local", "2", "--split", "vertical", "--align", "psi"], "--align needs --key"),
+        (["--parties", "a.toml", "--split", "vertical"], "exactly one --compute-only"),
+    ]
+    for extra, msg in cases:
+        args = [a for a in base if a != str(src)] if "--parties" in extra else base
+        r = subprocess.run([*args, *extra], capture_output=True, text=True, cwd=ROOT, timeout=60)
+        assert r.returncode != 0 and msg in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+        assert not (tmp_path / "o.csv").exists()
+
+
+def test_a_party_whose_floor_is_k10_refuses_a_k5_vertical_job(make_cluster, tmp_path):
+    data, inner = _keyed(tmp_path, seed=2)
+    policy = {"insurer": {"job": {"publish.vertical": {"floor": {"k": 10}}}}}
+    c = make_cluster(NAMES, data=data, policy=policy)
+    with pytest.raises(PartyError) as ei:
+        c.run_job("publish.vertical", _params(k=5).to_params(), timeout=60)
+    assert ei.value.party == "insurer" and ei.value.kind == "refused"
+    assert "k >= 10" in str(ei.value)
+    out = c.run_job("publish.vertical", _params(k=10).to_params(), timeout=300)
+    res = assemble(_params(k=10), out, 0.0)
+    assert res.report["metrics"]["min_class_size"] >= 10
+
+
+def test_a_party_killed_mid_search_aborts_the_vertical_job_everywhere(make_cluster, tmp_path):
+    data, _ = _keyed(tmp_path, seed=3)
+    c = make_cluster(NAMES, data=data, policy={"min_parties": 3}, link_shape=(60.0, None))
+
+    async def scenario():
+        async def kill_when_searching():
+            deadline = time.monotonic() + 60
+            while "publish: level" not in c.log("helper") and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            await asyncio.to_thread(c.kill, "bank")
+
+        killer = asyncio.create_task(kill_when_searching())
+        t0 = time.monotonic()
+        with pytest.raises(PartyError) as ei:
+            await c.arun_job("publish.vertical", _params(metric="dm").to_params(), timeout=120)
+        await killer
+        return ei.value, time.monotonic() - t0
+
+    err, took = run_sync(scenario())
+    assert err.party == "bank" and "unreachable" in str(err), str(err)
+    assert "\n" not in str(err)
+    assert took < 60
+    c.restart("bank")
+    assert set(c.run_job("ping", timeout=20)) == set(NAMES)
