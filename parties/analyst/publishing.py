@@ -42,7 +42,9 @@ ALIGN_MODES = ("private-id", "psi")
 
 @dataclass(frozen=True)
 class JointPublishing:
-    """The public parameters of ``publish.horizontal`` (see :mod:`parties.jobs.publishing`)."""
+    """The public parameters of ``publish.horizontal`` or ``publish.vertical`` (``split``; see
+    :mod:`parties.jobs.publishing`). Vertical only: ``key`` (align by this column, privately),
+    ``align`` (``private-id`` or ``psi``), ``owners`` (``{column: party}`` for a column several hold)."""
 
     qi: tuple[str, ...]
     hierarchies: Mapping[str, Hierarchy]
@@ -339,8 +341,10 @@ def publish_local(
     link_shape: tuple[float, float | None] | None = None,
     progress: bool = True,
 ) -> PublishResult:
-    """Split ``table`` by rows in turn over ``parties`` local daemons (fresh certificates, mTLS on
-    loopback) and publish jointly. The analyst holds the whole table here: for trying the protocol."""
+    """Split ``table`` over ``parties`` local daemons (fresh certificates, mTLS on loopback) and
+    publish jointly: rows in turn (horizontal), or the QIs in turn with the sensitive column at the
+    last party and a compute-only helper added (vertical, :func:`split_columns`). The analyst holds
+    the whole table here: for trying the protocol."""
     import sys
 
     from anonymize.publish.io import read_table

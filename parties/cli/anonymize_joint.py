@@ -66,7 +66,8 @@ def add_joint_args(p: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="split IN's rows in turn over N local party daemons (mTLS on loopback) and publish jointly",
+        help="split IN over N local party daemons (mTLS on loopback) and publish jointly: rows in turn "
+        "(horizontal), or the QIs in turn with the sensitive column at the last party (vertical)",
     )
     g.add_argument(
         "--compute-only",

@@ -421,6 +421,7 @@ async def _run_data_party(ch, hs, local: VerticalRows, spec, layout, data_partie
     n = int(local.qi_codes.shape[0])
     if local.qi_codes.shape[1] != len(layout.columns_of(me)):
         raise ProtocolError("this party's columns do not match the layout")
+    await ch.send(layout.helper, "pubv/n", json.dumps({"n": n}).encode())  # the helper checks them first
     await agree(subset_channel(ch, data_parties), "pubv/rows", n=n)  # aligned: the same row count everywhere
     sens_codes, n_sens, domain = None, 0, None
     if spec.sensitive is not None and me == layout.sensitive_owner:
@@ -437,7 +438,6 @@ async def _run_data_party(ch, hs, local: VerticalRows, spec, layout, data_partie
         index = {v: i for i, v in enumerate(domain)}
         sens_codes = np.fromiter((index.get(v, -1) if p else -1 for v, p in zip(vals, present)), np.int64, n)
         n_sens = len(domain)
-    await ch.send(layout.helper, "pubv/n", json.dumps({"n": n}).encode())
     seed = await _group_seed(ch, data_parties)
     party = _DataParty(ch, hs, local, spec, layout, seed, sens_codes, n_sens, grid)
     requests = 0
@@ -499,7 +499,7 @@ async def _run_helper(ch, spec, layout, data_parties, grid, hs, say, t0) -> dict
             if lab.dtype not in (np.int16, np.int32) or (len(sens) and sens.dtype != lab.dtype):
                 raise ProtocolError(f"party {p} sent labels of the wrong type")
             parsed.append((lab.reshape(len(nodes), n_all).astype(np.int64), sens.astype(np.int64), counts, losses))
-        for p, (lab, s, counts, loss) in zip(data_parties, parsed):
+        for p, (lab, _s, counts, loss) in zip(data_parties, parsed):
             if (spec.metric == "ncp" and len(loss) != int(counts.sum())) or (
                 lab.size and (int(lab.min()) < -1 or (lab.max(axis=1) >= counts).any())
             ):
