@@ -74,7 +74,7 @@ from anonymize.publish.hierarchy import Hierarchy
 from anonymize.publish.metrics.cells import CATEGORICAL_LOSSES, cell_losses_of_node, hierarchy_loss_tables
 from mpc.channel import Channel, agree
 from mpc.errors import ProtocolError
-from mpc.replicated import RSS3, Arith, Bool
+from mpc.replicated import RSS3, Arith, Bool, pack_bits, unpack_bits
 from mpc.set_union import secure_set_union
 
 from .named import name_chunks, names_from_chunks
@@ -215,26 +215,63 @@ async def _sensitive_domain(ch: Channel, spec: JointPublishSpec, local: LocalRow
     )
 
 
-async def _or_reduce(rss: RSS3, x: Bool, lens: np.ndarray, levels: int) -> tuple[Bool, np.ndarray]:
-    """OR within consecutive segments of ``x`` (lengths ``lens``), halving each segment ``levels``
-    times (one AND round per level, one bit per pair): the segments' ORs are then the ORs of the
-    shorter segments returned. Cuts what a later bit injection (B2A) costs by 2^levels."""
-    lens = np.asarray(lens, dtype=np.int64)
+def _bool_local(x: Bool, f: Callable[[np.ndarray], np.ndarray]) -> Bool:
+    """A public rearrangement ``f`` of the elements of a one-plane Bool, applied to both components
+    (XOR sharing is elementwise, so any public selection, repetition or reordering is local)."""
+    fa = f(unpack_bits(x.a, x.n)[0])
+    fb = f(unpack_bits(x.b, x.n)[0])
+    return Bool(pack_bits(fa[None, :]), pack_bits(fb[None, :]), int(fa.shape[0]))
+
+
+def _halves(u: np.ndarray, cells: Sequence[int], S: int, right: bool) -> np.ndarray:
+    """Cell-major (cell·S + value) bits of nodes with ``cells`` cells each: per node the even (or,
+    with ``right``, the odd) cells' rows, an odd node's last even cell paired with a 0 row."""
+    out, off = [], 0
+    for d in cells:
+        blk = u[off * S : (off + d) * S].reshape(d, S)
+        off += d
+        part = blk[1::2] if right else blk[0::2]
+        if right and d % 2:
+            part = np.vstack([part, np.zeros((1, S), u.dtype)])
+        out.append(part.reshape(-1))
+    return np.concatenate(out) if out else u[:0]
+
+
+async def _or_cells(rss: RSS3, x: Bool, cells: Sequence[int], S: int, levels: int) -> tuple[Bool, list[int]]:
+    """OR over each node's cells, per value, of cell-major bits ``x`` (nodes with ``cells`` cells):
+    ``levels`` times the two halves of every node are ORed (one AND round, one bit per pair), so the
+    per-(node, value) ORs are then the ORs over the fewer cells returned. Cuts what a later bit
+    injection (B2A) costs by 2^levels; every rearrangement is local."""
+    sizes = [int(d) for d in cells]
     for _ in range(levels):
-        if int(lens.max(initial=0)) <= 1:
+        if max(sizes, default=0) <= 1:
             break
-        starts = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
-        half = (lens + 1) // 2
-        seg = np.repeat(np.arange(len(lens)), half)
-        t = np.arange(int(half.sum()), dtype=np.int64) - np.repeat(np.concatenate([[0], np.cumsum(half)[:-1]]), half)
-        left = starts[seg] + 2 * t
-        right = left + 1
-        right[right >= (starts + lens)[seg]] = x.n  # an odd segment's last element pairs with a public 0
-        padded = rss.bool_concat([x, rss.public_bool(np.zeros(1, dtype=np.uint8))])
-        a, b = rss.bool_take(padded, left), rss.bool_take(padded, right)
+        a = _bool_local(x, lambda u, sz=sizes: _halves(u, sz, S, False))
+        b = _bool_local(x, lambda u, sz=sizes: _halves(u, sz, S, True))
         x = rss.not_(await rss.and_(rss.not_(a), rss.not_(b)))  # a ∨ b
-        lens = half
-    return x, lens
+        sizes = [(d + 1) // 2 for d in sizes]
+    return x, sizes
+
+
+def _sum_groups(x: Arith, size: int) -> Arith:
+    """Sums of consecutive groups of ``size`` elements (local; the ring wraps)."""
+    m = len(x) // size
+    return Arith(
+        x.a.reshape(m, size).sum(axis=1, dtype=x.a.dtype), x.b.reshape(m, size).sum(axis=1, dtype=x.b.dtype), x.bits
+    )
+
+
+def _sum_cells(x: Arith, cells: Sequence[int], S: int) -> Arith:
+    """Per node and value, the sum over the node's cells of cell-major ``x`` (local; the ring wraps)."""
+
+    def f(v: np.ndarray) -> np.ndarray:
+        out, off = [], 0
+        for d in cells:
+            out.append(v[off * S : (off + d) * S].reshape(d, S).sum(axis=0, dtype=v.dtype))
+            off += d
+        return np.concatenate(out) if out else v[:0]
+
+    return Arith(f(x.a), f(x.b), x.bits)
 
 
 class _Circuit:
@@ -244,8 +281,12 @@ class _Circuit:
     when the comparisons fit (they never exceed n); distinct-value counts in Z_2^8 (or 16).
     Comparisons look at the low ``ell`` bits only (:meth:`mpc.replicated.RSS3.ltz`)."""
 
-    def __init__(self, rss: RSS3, spec: JointPublishSpec, n: int, n_sens: int):
+    def __init__(self, rss: RSS3, spec: JointPublishSpec, n: int, n_sens: int, n_parties: int = 3):
         self.rss, self.spec, self.n, self.S = rss, spec, n, n_sens
+        # during the search a (cell, value) needs only whether some party has a row there: each party
+        # inputs its own 0/1 presence, summed in a small ring and compared with 1 on a few bits
+        self.ell_p = _cmp_bits(n_parties, 1)
+        self.Rp = 8 if self.ell_p <= 8 else 16
         self.max_sup = int(math.floor(spec.max_suppression * n + 1e-9))
         self.R = _ring_bits(n, spec.metric)
         self.ell = _cmp_bits(n, spec.k, spec.l or 0, self.max_sup + 1, n_sens + 1)
@@ -255,47 +296,39 @@ class _Circuit:
         self.use_hist = spec.l is not None
         self.star = spec.suppressed_rows == "star" and self.max_sup > 0
 
-    async def inputs(self, counter: CellCounter, nodes: Sequence, hist: bool) -> tuple[Arith | None, Arith | None]:
+    async def inputs(
+        self, counter: CellCounter, nodes: Sequence, hist: bool, presence: bool = False
+    ) -> tuple[Arith | None, Arith | None]:
         """Every party's counts for ``nodes`` summed into shares: per cell (ring R) and, with
-        ``hist``, per cell and sensitive value (ring Rh); the two input rounds run concurrently."""
+        ``hist``, per cell and sensitive value (ring Rh) — or with ``presence`` the number of parties
+        with a row there (each inputs 0/1; ring Rp), all the search's checks need; the two input
+        rounds run concurrently."""
         rss = self.rss
         cvec = counter.counts(nodes)
         if not hist:
             return await rss.input_sum(cvec, self.R), None
         hvec = counter.counts(nodes, hist=True)
-        c, h = await asyncio.gather(rss.input_sum(cvec, self.R), rss.input_sum(hvec, self.Rh))
+        if presence:
+            hvec = (hvec > 0).astype(np.uint8)
+        c, h = await asyncio.gather(rss.input_sum(cvec, self.R), rss.input_sum(hvec, self.Rp if presence else self.Rh))
         return c, h
 
-    async def fail_bits(self, counts: Arith, hist: Arith | None, m: int) -> tuple[Bool, Bool | None]:
+    async def fail_bits(
+        self, counts: Arith, hist: Arith | None, m: int, presence: bool = False
+    ) -> tuple[Bool, Bool | None]:
         """Per cell the shared bit ``fail`` = [c < k] ∨ [distinct values < l], and with l-diversity
-        the bit [h ≥ 1] per cell and value."""
+        the bit [h ≥ 1] per cell and value (``hist`` counts rows, or with ``presence`` parties)."""
         rss, spec = self.rss, self.spec
         if hist is None or spec.l is None:
             return await rss.less_than(counts, spec.k, self.ell), None
         S = self.S
-        lt_k, lt_h = await asyncio.gather(rss.less_than(counts, spec.k, self.ell), rss.less_than(hist, 1, self.ell))
+        ell_h = self.ell_p if presence else self.ell
+        lt_k, lt_h = await asyncio.gather(rss.less_than(counts, spec.k, self.ell), rss.less_than(hist, 1, ell_h))
         present = rss.not_(lt_h)  # [h ≥ 1]
-        distinct = rss.segment_sum(await rss.b2a(present, self.Rd), np.arange(0, m * S, S, dtype=np.int64))
+        distinct = _sum_groups(await rss.b2a(present, self.Rd), S)  # per cell
         lt_l = await rss.less_than(distinct, spec.l, self.ell_d)
         # fail = lt_k ∨ lt_l = ¬(¬lt_k ∧ ¬lt_l)
         return rss.not_(await rss.and_(rss.not_(lt_k), rss.not_(lt_l))), present
-
-    def _value_major(self, sizes: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-        """For a batch laid out cell-major (cell·S + value): the permutation to value-major within
-        each node, and the offsets of its (node, value) segments."""
-        S = self.S
-        D = np.asarray(sizes, dtype=np.int64)
-        st = np.concatenate([[0], np.cumsum(D)[:-1]]).astype(np.int64)
-        m = int(D.sum())
-        node = np.repeat(np.arange(len(D)), D)
-        g = np.repeat(np.arange(m, dtype=np.int64), S)
-        v = np.tile(np.arange(S, dtype=np.int64), m)
-        ng = node[g]
-        pos = st[ng] * S + v * D[ng] + (g - st[ng])
-        order = np.empty(m * S, dtype=np.int64)
-        order[pos] = g * S + v
-        offsets = (st[:, None] * S + np.arange(S)[None, :] * D[:, None]).ravel()
-        return order, offsets
 
     async def evaluate(self, counts: Arith | None, hist: Arith | None, sizes: Sequence[int]):
         """``(within, ok)`` bits per node of a batch (opened to every party) and, on computing
@@ -310,7 +343,7 @@ class _Circuit:
             return b, b.copy(), None
         m = int(sum(sizes))
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        fail, present = await self.fail_bits(counts, hist, m)
+        fail, present = await self.fail_bits(counts, hist, m, presence=True)
         sup_cells = await rss.mul_bit(fail, counts)
         sup = rss.segment_sum(sup_cells, starts)
         if not self.star:
@@ -325,17 +358,13 @@ class _Circuit:
         if spec.l is not None:
             assert present is not None
             S = self.S
-            # value s occurs in the '*' group iff some failing cell holds it: Σ_cells fail ∧ [h ≥ 1] ≥ 1
-            cell_of = np.repeat(np.arange(m, dtype=np.int64), S)
-            both = await rss.and_(rss.bool_take(fail, cell_of), present)
-            order, _ = self._value_major(sizes)
-            lens = np.repeat(np.asarray(sizes, dtype=np.int64), S)  # (node, value) segments, value-major
-            red, lens = await _or_reduce(rss, rss.bool_take(both, order), lens, OR_LEVELS)
-            offsets = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
-            per_value = rss.segment_sum(await rss.b2a(red, self.R), offsets)
-            ell2 = _cmp_bits(int(lens.max()), 1)
+            # value s occurs in the '*' group iff some failing cell holds it: OR_cells fail ∧ [h ≥ 1]
+            both = await rss.and_(_bool_local(fail, lambda u: np.repeat(u, S)), present)  # cell-major
+            red, left = await _or_cells(rss, both, sizes, S, OR_LEVELS)
+            per_value = _sum_cells(await rss.b2a(red, self.R), left, S)  # (node, value)
+            ell2 = _cmp_bits(max(left), 1)
             occurs = rss.not_(await rss.less_than(per_value, 1, ell2))
-            distinct = rss.segment_sum(await rss.b2a(occurs, self.Rd), np.arange(0, nodes * S, S, dtype=np.int64))
+            distinct = _sum_groups(await rss.b2a(occurs, self.Rd), S)  # per node
             enough = rss.not_(await rss.less_than(distinct, spec.l, self.ell_d))
             big = await rss.and_(big, enough)
         star_ok = rss.not_(await rss.and_(rss.not_(empty), rss.not_(big)))  # empty ∨ big
@@ -441,7 +470,7 @@ async def publish_horizontal(
         raise ProtocolError("the parties hold no rows")
     if spec.k > n:
         raise ProtocolError(f"k = {spec.k} is larger than the {n} rows of the pooled table")
-    circ = _Circuit(rss, spec, n, len(domain))
+    circ = _Circuit(rss, spec, n, len(domain), len(ch.parties))
     counter = CellCounter(hs, local.qi_codes, sens_codes, len(domain))
     grid = LatticeGrid([h.height for h in hs])
     within = np.zeros(grid.N, dtype=bool)
@@ -475,7 +504,7 @@ async def publish_horizontal(
         for batch in _split(sized, MAX_BATCH_CELLS // (circ.S if circ.use_hist else 1)):
             nodes = [i for i, _ in batch]
             sizes = [d for _, d in batch]
-            counts, hist = await circ.inputs(counter, [grid.levels[i] for i in nodes], circ.use_hist)
+            counts, hist = await circ.inputs(counter, [grid.levels[i] for i in nodes], circ.use_hist, presence=True)
             w, o, kept_shares = await circ.evaluate(counts, hist, sizes)
             rounds += 1
             cells_total += int(sum(sizes))
