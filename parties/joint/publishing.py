@@ -59,6 +59,7 @@ Revealed (the job's ``revealed`` list)
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import math
@@ -246,8 +247,9 @@ async def _or_cells(rss: RSS3, x: Bool, cells: Sequence[int], S: int, levels: in
     for _ in range(levels):
         if max(sizes, default=0) <= 1:
             break
-        a = _bool_local(x, lambda u, sz=sizes: _halves(u, sz, S, False))
-        b = _bool_local(x, lambda u, sz=sizes: _halves(u, sz, S, True))
+        sz = list(sizes)
+        a = _bool_local(x, functools.partial(_halves, cells=sz, S=S, right=False))
+        b = _bool_local(x, functools.partial(_halves, cells=sz, S=S, right=True))
         x = rss.not_(await rss.and_(rss.not_(a), rss.not_(b)))  # a ∨ b
         sizes = [(d + 1) // 2 for d in sizes]
     return x, sizes
