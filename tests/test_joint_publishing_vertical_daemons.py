@@ -184,3 +184,24 @@ def test_a_party_killed_mid_search_aborts_the_vertical_job_everywhere(make_clust
     assert took < 60
     c.restart("bank")
     assert set(c.run_job("ping", timeout=20)) == set(NAMES)
+
+
+def test_vertical_releases_are_guarded_like_horizontal_ones(make_cluster, tmp_path):
+    """[publish] holds for publish.vertical: a crafted hierarchy of the other party's column is refused
+    by the party that pinned the hierarchies, and a second, different release of its columns is
+    refused after the first (two releases at two nodes of the same records could be differenced)."""
+    data, _ = _keyed(tmp_path, seed=4)
+    c = make_cluster(NAMES, data=data, policy={"min_parties": 3}, publish={"bank": {"hierarchies": str(DATA)}})
+    rows = read_hierarchies(DATA, columns={"sex"})["sex"].to_rows()
+    crafted = _params().to_params()
+    crafted["hierarchies"] = dict(crafted["hierarchies"], sex=[[r[0], r[0] if r[0] == "Female" else "*"] for r in rows])
+    with pytest.raises(PartyError) as ei:
+        c.run_job("publish.vertical", crafted, timeout=60)
+    assert ei.value.party == "bank" and ei.value.kind == "refused"
+    assert "the hierarchy of 'sex' differs from the one this party pinned" in str(ei.value)
+    first = assemble(_params(), c.run_job("publish.vertical", _params().to_params(), timeout=120), 0.0)
+    assert first.report["metrics"]["min_class_size"] >= 5
+    with pytest.raises(PartyError) as ei:
+        c.run_job("publish.vertical", _params(k=10).to_params(), timeout=60)
+    assert ei.value.kind == "refused" and "[publish] max_releases" in str(ei.value)
+    assert ei.value.party in ("bank", "insurer")
