@@ -205,3 +205,41 @@ def test_vertical_releases_are_guarded_like_horizontal_ones(make_cluster, tmp_pa
         c.run_job("publish.vertical", _params(k=10).to_params(), timeout=60)
     assert ei.value.kind == "refused" and "[publish] max_releases" in str(ei.value)
     assert ei.value.party in ("bank", "insurer")
+
+
+def test_vertical_release_from_a_postgresql_table_and_a_duckdb_query(make_cluster, tmp_path, pg_server):
+    """The parties' data where it lives: the bank's columns in PostgreSQL ([data.table] postgresql +
+    query), the insurer's in a DuckDB database; the release equals the pooled search's on the inner
+    join."""
+    import duckdb
+
+    files, inner = _keyed(tmp_path, seed=5)
+    bank = read_table(files["bank"]["table"])
+    insurer = read_table(files["insurer"]["table"])
+    pg_server.execute(
+        "DROP TABLE IF EXISTS bank_people",
+        "CREATE TABLE bank_people (customer text, age text, race text, education text)",
+    )
+    rows = ", ".join(
+        "(" + ", ".join("'" + str(v).replace("'", "''") + "'" for v in r) + ")"
+        for r in bank[["customer", "age", "race", "education"]].itertuples(index=False, name=None)
+    )
+    pg_server.execute(f"INSERT INTO bank_people VALUES {rows}")
+    db = tmp_path / "insurer.duckdb"
+    con = duckdb.connect(str(db))
+    con.register("ins", insurer)
+    con.execute("CREATE TABLE people AS SELECT * FROM ins")
+    con.close()
+    pw = pg_server.password_file(tmp_path / "pg.pass")
+    data = {
+        "bank": {
+            "table": {"postgresql": pg_server.url, "password_file": str(pw), "query": "SELECT * FROM bank_people"}
+        },
+        "insurer": {"table": {"duckdb": str(db), "query": "SELECT * FROM people"}},
+    }
+    c = make_cluster(NAMES, data=data, policy={"min_parties": 3})
+    params = _params(align="psi")
+    res = assemble(params, c.run_job("publish.vertical", params.to_params(), timeout=300), 0.0)
+    pooled = _pooled(inner)
+    assert res.levels == pooled.levels
+    assert _multiset(res.release, QIS + [SENS]) == _multiset(pooled.df, QIS + [SENS])

@@ -278,3 +278,35 @@ def test_postgresql_connection_dropped_mid_read_is_one_error(pg_server, tmp_path
     assert killed and not t.is_alive()
     assert len(errors) == 1 and isinstance(errors[0], SourceError), errors
     assert str(errors[0]).startswith("party 'p', data 'shop': ") and "\n" not in str(errors[0])
+
+
+def test_a_table_of_columns_is_read_by_its_columns(tmp_path) -> None:
+    """[data.KEY] naming neither transaction nor item is a table of columns (joint publishing reads
+    it): a CSV, Parquet or DuckDB query gives the columns asked for, the optional ones it has; a
+    missing required column is one line naming it, never a value."""
+    from parties.sources.reader import read_columns
+
+    df = pd.DataFrame({"cid": ["c1", "c2", "c3"], "age": [39, 50, 38], "sex": ["F", "M", "F"]})
+    df.to_csv(tmp_path / "t.csv", index=False)
+    df.to_parquet(tmp_path / "t.parquet")
+    con = duckdb.connect(str(tmp_path / "wh.duckdb"))
+    con.execute("CREATE TABLE people AS SELECT * FROM read_parquet(?)", [str(tmp_path / "t.parquet")])
+    con.close()
+    sources = [
+        parse_source("t", {"path": "t.csv"}, tmp_path),
+        parse_source("t", {"path": "t.parquet"}, tmp_path),
+        parse_source("t", {"duckdb": "wh.duckdb", "query": "SELECT * FROM people WHERE age > 30"}, tmp_path),
+    ]
+    for src in sources:
+        assert src.transaction is None and src.item is None
+        got = read_columns(src, ["cid"], ["sex", "salary"])
+        assert list(got.columns) == ["cid", "sex"]
+        assert sorted(zip(got["cid"], got["sex"])) == [("c1", "F"), ("c2", "M"), ("c3", "F")]
+        with pytest.raises(SourceError) as e:
+            read_columns(src, ["cid", "income"])
+        assert str(e.value) == "data 't': no column 'income'" and "39" not in (e.value.full())
+    with pytest.raises(SourceError, match="is not a table with columns"):
+        read_columns(parse_source("t", "x.dat", tmp_path), ["cid"])
+    # naming one of transaction / item is still refused when the config is read
+    with pytest.raises(SourceError, match="needs the column names"):
+        parse_source("t", {"path": "t.csv", "item": "sex"}, tmp_path)

@@ -25,7 +25,9 @@ count per column.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -126,20 +128,11 @@ def _load_rows(ctx: JobContext, spec: JointPublishSpec, hs: list[Hierarchy]) -> 
     """This party's table encoded against the public hierarchies (runs off the event loop)."""
     from anonymize.errors import AnonymizeError
     from anonymize.publish.hierarchy import canonical_strings
-    from anonymize.publish.io import read_table
     from parties.joint.publishing import LocalRows
 
     key = ctx.param("data", str, "table")
-    path = ctx.data_path(key)
-    try:
-        df = read_table(path)
-    except AnonymizeError as e:
-        ctx.log.warning("session %s cannot read data %r: %s", ctx.session, key, e)
-        raise JobError(f"data {key!r} cannot be read as a table (CSV or Parquet)") from None
     need = list(spec.qis) + ([spec.sensitive] if spec.sensitive else [])
-    missing = [c for c in need if c not in df.columns]
-    if missing:
-        raise JobError(f"data {key!r} has no column {', '.join(repr(c) for c in missing)}")
+    df = _party_frame(ctx, need)
     codes = np.empty((len(df), len(hs)), dtype=np.int32)
     for j, (c, h) in enumerate(zip(spec.qis, hs)):
         col = df[c]
@@ -204,21 +197,43 @@ async def publish_horizontal_job(ctx: JobContext) -> dict[str, Any]:
     return out
 
 
-def _vertical_table(ctx: JobContext, spec: JointPublishSpec, key_col: str | None):
-    """This party's table restricted to the session's columns it holds (and the key column)."""
+def _party_frame(ctx: JobContext, required: list[str], optional: Sequence[str] = ()):
+    """This party's ``[data] <params.data>`` as a DataFrame with the ``required`` columns (and those
+    of ``optional`` it has): a CSV or Parquet path, or a ``[data.KEY]`` table naming a file, a DuckDB
+    query or a PostgreSQL query (:func:`parties.sources.reader.read_columns`). One-line
+    :class:`JobError` otherwise, never quoting a value."""
     from anonymize.errors import AnonymizeError
     from anonymize.publish.io import read_table
 
     key = ctx.param("data", str, "table")
-    path = ctx.data_path(key)
+    raw = (getattr(ctx.config, "data", None) or {}).get(key)
+    if raw is None:
+        raise JobError(f"party {ctx.name!r} has no [data] {key} in its config")
+    if isinstance(raw, (str, os.PathLike)):
+        path = ctx.data_path(key)
+        try:
+            df = read_table(path)
+        except AnonymizeError as e:
+            ctx.log.warning("session %s cannot read data %r: %s", ctx.session, key, e)
+            raise JobError(f"data {key!r} cannot be read as a table (CSV or Parquet)") from None
+        missing = [c for c in required if c not in df.columns]
+        if missing:
+            raise JobError(f"data {key!r} has no column {', '.join(repr(c) for c in missing)}")
+        return df
+    from parties.sources import SourceError
+    from parties.sources.reader import read_columns
+
     try:
-        df = read_table(path)
-    except AnonymizeError as e:
-        ctx.log.warning("session %s cannot read data %r: %s", ctx.session, key, e)
-        raise JobError(f"data {key!r} cannot be read as a table (CSV or Parquet)") from None
-    if key_col is not None and key_col not in df.columns:
-        raise JobError(f"data {key!r} has no key column {key_col!r}")
-    return df
+        return read_columns(raw, required, optional)
+    except SourceError as e:
+        ctx.log.warning("session %s cannot read data %r: %s", ctx.session, key, e.full())
+        raise JobError(f"party {ctx.name!r}: {e}") from None
+
+
+def _vertical_table(ctx: JobContext, spec: JointPublishSpec, key_col: str | None):
+    """This party's table restricted to the session's columns it holds (and the key column)."""
+    wanted = list(spec.qis) + ([spec.sensitive] if spec.sensitive else [])
+    return _party_frame(ctx, [key_col] if key_col else [], wanted)
 
 
 def _encode_columns(ctx: JobContext, df, cols: list[str], hs: list[Hierarchy]) -> np.ndarray:

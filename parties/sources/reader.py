@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -30,7 +30,15 @@ from anonymize.engines.sql import lit as _lit
 from anonymize.engines.sql import one_line as _one_line
 from parties.sources.spec import SourceError, TableSource
 
-__all__ = ["source_relation", "duckdb_connection", "read_password", "ident", "one_line", "spill_to_parquet"]
+__all__ = [
+    "source_relation",
+    "duckdb_connection",
+    "read_password",
+    "ident",
+    "one_line",
+    "spill_to_parquet",
+    "read_columns",
+]
 
 
 def one_line(e: BaseException) -> str:
@@ -240,3 +248,50 @@ def spill_to_parquet(src: TableSource, path: str, memory_limit: int | None = Non
         except duckdb.Error as e:
             raise SourceError(f"data {src.key!r}: reading it failed", f"{src.describe()}: {_one_line(e)}") from None
     return int(got[0]) if got else 0
+
+
+def read_columns(
+    src: TableSource,
+    required: Sequence[str],
+    optional: Sequence[str] = (),
+    *,
+    memory_limit: int | None = None,
+):
+    """The columns ``required`` (each must exist) and those of ``optional`` that exist, of a CSV or
+    Parquet file, a DuckDB query or a PostgreSQL query, as a pandas DataFrame (what joint publishing
+    reads: a party's quasi-identifiers and sensitive column, not (key, item) lines). One
+    :class:`SourceError` line on any problem, naming a missing column but never a value."""
+    import duckdb
+
+    if src.kind == "legacy":
+        raise SourceError(f"data {src.key!r}: a FIMI/CSR file is not a table with columns", src.location)
+
+    def pick(names: list[str]) -> list[str]:
+        missing = [c for c in required if c not in names]
+        if missing:
+            raise SourceError(f"data {src.key!r}: no column {missing[0]!r}", f"{src.describe()}")
+        want = list(dict.fromkeys([*required, *(c for c in optional if c in names)]))
+        return want
+
+    with duckdb_connection(memory_limit) as con:
+        try:
+            if src.kind == "file":
+                if not _has_files(src.location):
+                    raise SourceError(f"data {src.key!r}: no such file", f"nothing matches {src.location}")
+                rel = _file_scan(src)
+            elif src.kind == "duckdb":
+                if not os.path.isfile(src.location):
+                    raise SourceError(f"data {src.key!r}: its DuckDB database does not exist", src.location)
+                con.execute(f"ATTACH {_lit(src.location)} AS ppdm_wh (READ_ONLY)")
+                con.execute("USE ppdm_wh")
+                rel = f"({src.query}) AS q"
+            else:
+                with _postgresql_stream(src) as reader:
+                    cols = pick(list(reader.schema.names))
+                    con.register("ppdm_pg", reader)
+                    return con.execute(f"SELECT {', '.join(ident(c) for c in cols)} FROM ppdm_pg").df()
+            names = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()]
+            cols = pick(names)
+            return con.execute(f"SELECT {', '.join(ident(c) for c in cols)} FROM {rel}").df()
+        except duckdb.Error as e:
+            raise SourceError(f"data {src.key!r}: reading it failed", f"{src.describe()}: {_one_line(e)}") from None

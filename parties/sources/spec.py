@@ -117,7 +117,8 @@ class TableSource:
         return out
 
     def check_columns(self) -> None:
-        """Keyed sources need both column names (one line naming the data key otherwise)."""
+        """Keyed sources (mining) need both column names (one line naming the data key otherwise); a
+        table naming neither is read by its columns (joint publishing, :func:`.reader.read_columns`)."""
         if self.kind == "legacy":
             return
         missing = [k for k in ("transaction", "item") if not getattr(self, k)]
@@ -219,7 +220,8 @@ def parse_source(key: str, value: Any, base: Path | str, file: str = "party.toml
             url = _strip_password(value["postgresql"], f"{where}postgresql")
             pw = Path(_abs(base, value["password_file"])) if "password_file" in value else None
             src = TableSource(key, "postgresql", url, value.get("transaction"), value.get("item"), value["query"], pw)
-    src.check_columns()
+    if (src.transaction is None) != (src.item is None):  # naming one of the two is a mistake
+        src.check_columns()  # (naming neither: a table of columns, as joint publishing reads it)
     if engine != "memory":
         if src.kind == "legacy":
             raise SourceError(
