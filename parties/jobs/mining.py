@@ -149,6 +149,8 @@ async def _load(ctx: JobContext) -> KeyedTransactions:
     problem, kt = None, None
     try:
         src = ctx.data_source(key)
+        if src.kind != "legacy":
+            src.check_columns()  # a table of columns (joint publishing's) names no key and item
         if getattr(src, "engine", "memory") != "memory":
             return await _load_on_engine(ctx, src, limit)
         if src.kind == "legacy":
