@@ -524,7 +524,7 @@ async def _run_helper(ch, spec, layout, data_parties, grid, hs, say, t0) -> dict
     within = np.zeros(grid.N, dtype=bool)
     ok = np.zeros(grid.N, dtype=bool)
     evaluated = np.zeros(grid.N, dtype=bool)
-    stats: dict[int, _NodeStats] = {}
+    best: tuple[tuple, int, np.ndarray] | None = None  # (key, node, per-position status) of the best so far
     by_height: dict[int, list[int]] = {}
     for i in range(grid.N):
         by_height.setdefault(grid.height[i], []).append(i)
@@ -547,19 +547,18 @@ async def _run_helper(ch, spec, layout, data_parties, grid, hs, say, t0) -> dict
             for i, r in zip(nodes, res):
                 evaluated[i] = True
                 within[i], ok[i] = r.within, r.ok
-                if r.ok:
-                    stats[i] = r
+                if r.ok:  # only the best node's row status is kept (memory: one byte per row)
+                    first = (r.ncp, r.dm) if spec.metric == "ncp" else (r.dm,)
+                    key = (*first, grid.height[i], tuple(int(x) for x in grid.levels[i]))
+                    if best is None or key < best[0]:
+                        assert r.status is not None
+                        best = (key, i, r.status)
         say(f"publish: level {h}: {len(cand)} nodes evaluated, {int(within[by_height[h]].sum())} within the budget")
     sat = [i for i in range(grid.N) if ok[i]]
-    if not sat:
+    if best is None:
         await abort("no full-domain generalization satisfies the privacy models within the suppression budget")
-
-    def key(i: int) -> tuple:
-        r = stats[i]
-        first = (r.ncp, r.dm) if spec.metric == "ncp" else (r.dm,)
-        return (*first, grid.height[i], tuple(int(x) for x in grid.levels[i]))
-
-    chosen = min(sat, key=key)
+    assert best is not None
+    _, chosen, status = best
     levels = [int(x) for x in grid.levels[chosen]]
     say(f"publish: chosen node {tuple(levels)} of {len(sat)} satisfying nodes")
     st = {
@@ -572,8 +571,6 @@ async def _run_helper(ch, spec, layout, data_parties, grid, hs, say, t0) -> dict
     body = json.dumps({"op": "release", "node": chosen, "n": helper.n, "stats": st}).encode()
     await asyncio.gather(*(ch.send(p, "pubv/req", body) for p in data_parties))
     got = await asyncio.gather(*(ch.recv(p, "pubv/cipher") for p in data_parties))
-    status = stats[chosen].status
-    assert status is not None
     kept = np.flatnonzero(status == 0)
     star = np.flatnonzero(status == 1) if spec.suppressed_rows != "drop" else np.zeros(0, np.int64)
     release: dict = {
