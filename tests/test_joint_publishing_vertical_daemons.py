@@ -70,36 +70,37 @@ def _multiset(df, cols):
     return sorted(map(tuple, df[cols].astype(str).itertuples(index=False, name=None)))
 
 
-@pytest.mark.parametrize("align", ["private-id", "psi"])
-def test_keyed_vertical_release_equals_the_pooled_inner_join_and_pycanon_agrees(make_cluster, tmp_path, align):
+def test_keyed_vertical_release_equals_the_pooled_inner_join_and_pycanon_agrees(make_cluster, tmp_path):
     from pycanon import anonymity
 
     data, inner = _keyed(tmp_path)
-    c = make_cluster(NAMES, data=data, policy={"min_parties": 3})
-    params = _params(align=align)
-    out = c.run_job("publish.vertical", params.to_params(), timeout=300)
-    res = assemble(params, out, 0.0)
+    # two releases of the same records (two alignments): allowed by [publish] max_releases here
+    c = make_cluster(NAMES, data=data, policy={"min_parties": 3}, publish={"max_releases": 2})
     pooled = _pooled(inner)
-    assert res.report["metrics"]["rows"] == len(inner)
-    assert res.levels == pooled.levels
-    assert _multiset(res.release, QIS + [SENS]) == _multiset(pooled.df, QIS + [SENS])
-    assert res.report["metrics"]["ncp"] == pytest.approx(pooled.metrics["ncp"]["ncp"], abs=1e-9)
-    rel = res.release.astype(str)
-    assert anonymity.k_anonymity(rel, QIS) >= 5 and anonymity.l_diversity(rel, QIS, [SENS]) >= 2
-    assert res.report["achieved"] == {
-        "k": anonymity.k_anonymity(rel, QIS),
-        "l": anonymity.l_diversity(rel, QIS, [SENS]),
-    }
-    proto = res.report["protocol"]
-    assert proto["mode"] == "vertical" and proto["helper"] == "helper"
-    assert proto["columns"] == {"age": "bank", "race": "bank", "education": "bank", "sex": "insurer",
-                                "marital-status": "insurer", SENS: "insurer"}  # fmt: skip
-    revealed = " ".join(proto["revealed"])
-    assert ("Private-ID" in revealed) == (align == "private-id") and "helper: for every node" in revealed
-    # the helper's reply carries ciphertexts only: no label or value of the release in the clear
-    helper_reply = json.dumps(out["helper"])
-    for value in ("Married-civ-spouse", "Bachelors", "White", "Female", "<=50K"):
-        assert value not in helper_reply
+    for align in ("private-id", "psi"):
+        params = _params(align=align)
+        out = c.run_job("publish.vertical", params.to_params(), timeout=300)
+        res = assemble(params, out, 0.0)
+        assert res.report["metrics"]["rows"] == len(inner)
+        assert res.levels == pooled.levels
+        assert _multiset(res.release, QIS + [SENS]) == _multiset(pooled.df, QIS + [SENS])
+        assert res.report["metrics"]["ncp"] == pytest.approx(pooled.metrics["ncp"]["ncp"], abs=1e-9)
+        rel = res.release.astype(str)
+        assert anonymity.k_anonymity(rel, QIS) >= 5 and anonymity.l_diversity(rel, QIS, [SENS]) >= 2
+        assert res.report["achieved"] == {
+            "k": anonymity.k_anonymity(rel, QIS),
+            "l": anonymity.l_diversity(rel, QIS, [SENS]),
+        }
+        proto = res.report["protocol"]
+        assert proto["mode"] == "vertical" and proto["helper"] == "helper"
+        assert proto["columns"] == {"age": "bank", "race": "bank", "education": "bank", "sex": "insurer",
+                                    "marital-status": "insurer", SENS: "insurer"}  # fmt: skip
+        revealed = " ".join(proto["revealed"])
+        assert ("Private-ID" in revealed) == (align == "private-id") and "helper: for every node" in revealed
+        # the helper's reply carries ciphertexts only: no label or value of the release in the clear
+        helper_reply = json.dumps(out["helper"])
+        for value in ("Married-civ-spouse", "Bachelors", "White", "Female", "<=50K"):
+            assert value not in helper_reply
 
 
 def test_cli_local_vertical_split_equals_the_pooled_release(tmp_path):
@@ -111,7 +112,7 @@ def test_cli_local_vertical_split_equals_the_pooled_release(tmp_path):
     df.to_csv(src, index=False, sep=";")
     r = subprocess.run(
         [sys.executable, "-m", "parties.cli", "anonymize", str(src), "-o", str(out), "--report", str(rep),
-         "--local", "3", "--split", "vertical", "--qi", ",".join(QIS), "--sensitive", SENS,
+         "--local", "2", "--split", "vertical", "--qi", ",".join(QIS), "--sensitive", SENS,
          "--hierarchies", str(DATA), "--k", "5", "--l", "2", "--max-suppression", "0.05", "--algorithm", "flash",
          "--quiet"],
         capture_output=True, text=True, cwd=ROOT, timeout=600,
@@ -123,27 +124,33 @@ def test_cli_local_vertical_split_equals_the_pooled_release(tmp_path):
     joint = read_table(out).astype(str)
     assert _multiset(joint, QIS + [SENS]) == _multiset(pooled.df.astype(str), QIS + [SENS])
     assert anonymity.k_anonymity(joint, QIS) >= 5
-    # QIs in turn over 3 parties, the sensitive column with the last, and the helper --local adds
-    assert report["protocol"]["columns"] == {"age": "p0", "sex": "p1", "race": "p2", "marital-status": "p0",
-                                             "education": "p1", SENS: "p2"}  # fmt: skip
-    assert report["protocol"]["parties"] == ["p0", "p1", "p2", "helper"]
+    # QIs in turn over 2 parties, the sensitive column with the last, and the helper --local adds
+    assert report["protocol"]["columns"] == {"age": "p0", "sex": "p1", "race": "p0", "marital-status": "p1",
+                                             "education": "p0", SENS: "p1"}  # fmt: skip
+    assert report["protocol"]["parties"] == ["p0", "p1", "helper"]
 
 
-def test_cli_refuses_vertical_flags_in_one_line(tmp_path):
+def test_cli_refuses_vertical_flags_in_one_line(tmp_path, capsys):
+    from parties.cli import main
+
     src = tmp_path / "in.csv"
     read_table(DATA / "adult_subset.csv")[QIS + [SENS]].head(50).to_csv(src, index=False)
-    base = [sys.executable, "-m", "parties.cli", "anonymize", str(src), "-o", str(tmp_path / "o.csv"), "--qi",
-            ",".join(QIS), "--hierarchies", str(DATA), "--k", "5", "--algorithm", "flash"]  # fmt: skip
+    base = ["anonymize", "-o", str(tmp_path / "o.csv"), "--qi", ",".join(QIS), "--hierarchies", str(DATA),
+            "--k", "5", "--algorithm", "flash"]  # fmt: skip
     cases = [
-        (["--local", "2", "--split", "horizontal", "--key", "age"], "--key belongs to --split vertical"),
-        (["--local", "2", "--split", "vertical", "--align", "psi"], "--align needs --key"),
+        ([str(src), "--local", "2", "--split", "horizontal", "--key", "age"], "--key belongs to --split vertical"),
+        ([str(src), "--local", "2", "--split", "vertical", "--align", "psi"], "--align needs --key"),
         (["--parties", "a.toml", "--split", "vertical"], "exactly one --compute-only"),
+        ([str(src), "--local", "2", "--split", "vertical", "--owner", "age"], "--owner names daemons of --parties"),
     ]
     for extra, msg in cases:
-        args = [a for a in base if a != str(src)] if "--parties" in extra else base
-        r = subprocess.run([*args, *extra], capture_output=True, text=True, cwd=ROOT, timeout=60)
-        assert r.returncode != 0 and msg in r.stderr, r.stderr
-        assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+        try:
+            code = main([*base, *extra])
+        except SystemExit as e:
+            code = e.code
+        err = capsys.readouterr()[1]
+        assert code == 2 and msg in err, (code, err)
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1
         assert not (tmp_path / "o.csv").exists()
 
 
