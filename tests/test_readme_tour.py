@@ -64,6 +64,10 @@ STEPS = [
         r"wrote joint\.csv: joint horizontal release of 3,016 rows held by "
         r"2 parties and 1 compute-only",
     ),
+    (
+        "ppdm anonymize --local 2 --split vertical",
+        r"wrote joint-v\.csv: joint vertical release of 3,016 rows held by 2 parties and 1 compute-only",
+    ),
     ("ppdm check", r"k-anonymity\s+k = 5"),
     ("ppdm attack", r"linkage\s+\d"),
     ("ppdm perturb", r"-> noisy\.csv"),
@@ -79,7 +83,7 @@ STEPS = [
 PEM_KEY = re.compile(rb"-----BEGIN [A-Z ]*PRIVATE KEY-----")
 #: files the tour leaves in its scratch directory
 OUTPUTS = ["alice.log", "analyst/analyst.toml", "out.csv", "noisy.csv", "budget.json", "sanitized.dat", "tune.png"]
-OUTPUTS += ["release.csv", "itemsets.csv", "mining.html", "sdc.csv", "joint.csv"]
+OUTPUTS += ["release.csv", "itemsets.csv", "mining.html", "sdc.csv", "joint.csv", "joint-v.csv"]
 
 
 def tour_blocks() -> tuple[str, str]:
