@@ -126,32 +126,24 @@ def _hierarchies(ctx: JobContext, qis: list[str]) -> list[Hierarchy]:
 
 def _load_rows(ctx: JobContext, spec: JointPublishSpec, hs: list[Hierarchy]) -> LocalRows:
     """This party's table encoded against the public hierarchies (runs off the event loop)."""
-    from anonymize.errors import AnonymizeError
-    from anonymize.publish.hierarchy import canonical_strings
     from parties.joint.publishing import LocalRows
 
-    key = ctx.param("data", str, "table")
     need = list(spec.qis) + ([spec.sensitive] if spec.sensitive else [])
     df = _party_frame(ctx, need)
-    codes = np.empty((len(df), len(hs)), dtype=np.int32)
-    for j, (c, h) in enumerate(zip(spec.qis, hs)):
-        col = df[c]
-        if col.isna().any():
-            raise JobError(f"data {key!r}: column '{c}' has {int(col.isna().sum())} missing value(s)")
-        try:
-            codes[:, j] = h.encode(col, column=c)
-        except AnonymizeError:
-            # the message would name the value: say only how many are not in the hierarchy
-            known = set(canonical_strings(h.leaves))
-            bad = int((~canonical_strings(col).isin(known)).sum())
-            raise JobError(f"data {key!r}: {bad} value(s) of column '{c}' are not in its hierarchy") from None
-    sens = None
-    if spec.sensitive:
-        col = df[spec.sensitive]
-        if col.isna().any():
-            raise JobError(f"data {key!r}: column '{spec.sensitive}' has {int(col.isna().sum())} missing value(s)")
-        sens = canonical_strings(col).tolist()
+    codes = _encode_columns(ctx, df, list(spec.qis), hs)
+    sens = _sensitive_values(ctx, df, spec.sensitive) if spec.sensitive else None
     return LocalRows(codes, sens)
+
+
+def _sensitive_values(ctx: JobContext, df, column: str) -> list[str]:
+    """The sensitive column as canonical text; missing values are a count, never a value."""
+    from anonymize.publish.hierarchy import canonical_strings
+
+    col = df[column]
+    if col.isna().any():
+        key = ctx.param("data", str, "table")
+        raise JobError(f"data {key!r}: column '{column}' has {int(col.isna().sum())} missing value(s)")
+    return canonical_strings(col).tolist()
 
 
 def _compute_only(ctx: JobContext) -> list[str]:
@@ -249,7 +241,7 @@ def _encode_columns(ctx: JobContext, df, cols: list[str], hs: list[Hierarchy]) -
             raise JobError(f"data {key!r}: column '{c}' has {int(col.isna().sum())} missing value(s)")
         try:
             codes[:, j] = h.encode(col, column=c)
-        except AnonymizeError:
+        except AnonymizeError:  # the message would name the value: say only how many are not in it
             known = set(canonical_strings(h.leaves))
             bad = int((~canonical_strings(col).isin(known)).sum())
             raise JobError(f"data {key!r}: {bad} value(s) of column '{c}' are not in its hierarchy") from None
@@ -366,12 +358,7 @@ async def publish_vertical_job(ctx: JobContext) -> dict[str, Any]:
         codes = await asyncio.to_thread(_encode_columns, ctx, df, [spec.qis[j] for j in mine], [hs[j] for j in mine])
         sens = None
         if spec.sensitive and layout.sensitive_owner == ctx.name:
-            from anonymize.publish.hierarchy import canonical_strings
-
-            col = df[spec.sensitive]
-            if col.isna().any():
-                raise JobError(f"column '{spec.sensitive}' has {int(col.isna().sum())} missing value(s)")
-            sens = np.asarray(canonical_strings(col).tolist(), dtype=object)[order].tolist()
+            sens = np.asarray(_sensitive_values(ctx, df, spec.sensitive), dtype=object)[order].tolist()
         rows = VerticalRows(codes[order], sens, present)
     t0 = time.perf_counter()
     try:
