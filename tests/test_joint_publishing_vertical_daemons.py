@@ -162,6 +162,16 @@ def test_a_party_whose_floor_is_k10_refuses_a_k5_vertical_job(make_cluster, tmp_
         c.run_job("publish.vertical", _params(k=5).to_params(), timeout=60)
     assert ei.value.party == "insurer" and ei.value.kind == "refused"
     assert "k >= 10" in str(ei.value)
+    # sessions a party cannot serve end on every party with one line (before any release is counted)
+    hs = read_hierarchies(DATA, columns={"workclass"})
+    nobody = _params(k=10, qi=(*QIS, "workclass"), hierarchies={**_params().hierarchies, **hs})
+    for params, msg in (
+        (nobody, "no data party holds column 'workclass'"),
+        (_params(k=10, key="account"), "has no column 'account'"),
+    ):
+        with pytest.raises(PartyError) as ei:
+            c.run_job("publish.vertical", params.to_params(), timeout=60)
+        assert msg in str(ei.value) and "\n" not in str(ei.value), str(ei.value)
     out = c.run_job("publish.vertical", _params(k=10).to_params(), timeout=300)
     res = assemble(_params(k=10), out, 0.0)
     assert res.report["metrics"]["min_class_size"] >= 10
