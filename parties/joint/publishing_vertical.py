@@ -283,7 +283,7 @@ class _NodeStats:
 class _Helper:
     """The helper's side: joins the label columns and runs the search."""
 
-    def __init__(self, spec: JointPublishSpec, n_parties: int, n_all: int, q: int):
+    def __init__(self, spec: JointPublishSpec, n_all: int, q: int):
         self.spec = spec
         self.n_all = n_all
         self.q = q
@@ -478,7 +478,7 @@ async def _run_data_party(ch, hs, local: VerticalRows, spec, layout, data_partie
 async def _run_helper(ch, spec, layout, data_parties, grid, hs, say, t0) -> dict:
     sizes = {p: int(json.loads(await ch.recv(p, "pubv/n"))["n"]) for p in data_parties}
     n_all = sizes[data_parties[0]]
-    helper = _Helper(spec, len(data_parties), n_all, len(hs))
+    helper = _Helper(spec, n_all, len(hs))
     has_sens = spec.sensitive is not None
     # a data party's cells count only its own QIs; a party with none sends one label per row
 
