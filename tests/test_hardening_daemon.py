@@ -14,7 +14,7 @@ from parties.analyst.client import run_sync
 def test_sixteen_concurrent_sessions_all_succeed(make_cluster, tmp_path):
     """A burst of 16 secure sums on 3 daemons: every session connects and finishes (a 200 ms minimum
     reconnect backoff also acted as the connect timeout, which loaded TLS handshakes exceeded)."""
-    vecs = {f"p{i}": np.arange(1_000_000, dtype=np.int64) * (i + 1) for i in range(3)}
+    vecs = {f"p{i}": np.arange(250_000, dtype=np.int64) * (i + 1) for i in range(3)}
     data = {}
     for name, v in vecs.items():
         np.save(tmp_path / f"{name}.npy", v)

@@ -45,10 +45,11 @@ STEPS = [
     ("ppdm party analyst", r"wrote analyst/analyst\.toml"),
     ("ppdm party status", r"party alice at 127\.0\.0\.1:\d+: serving"),
     ("ppdm party status", r"carol\s+127\.0\.0\.1:\d+\s+ok"),
-    ("joint mining between the three daemons", r"transactions: 8,124\s+frequent itemsets: 2,735"),
-    ("joint mining between the three daemons", r"parties alice, bob, carol"),
+    # one joint run between the three daemons: its files first (stderr), then the result (stdout)
     ("ppdm mine -o --report", r"ppdm: wrote itemsets\.csv"),
     ("ppdm mine -o --report", r"ppdm: wrote mining\.html"),
+    ("joint mining between the three daemons", r"transactions: 8,124\s+frequent itemsets: 2,735"),
+    ("joint mining between the three daemons", r"parties alice, bob, carol"),
     ("a mistyped log level", r"ppdm: error: --log-level: unknown log level 'VERBOSE'"),
     ("the Python API snippet", r"python api: done"),
     ("ppdm mine FILE (centralized)", r"transactions: 8,124\s+frequent itemsets: 2,735"),
