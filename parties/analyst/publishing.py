@@ -191,15 +191,7 @@ def assemble(params: JointPublishing, replies: Mapping[str, dict[str, Any]], wal
         "algorithm": "flash (joint, horizontal)",
         "levels": dict(zip(params.qi, levels)),
         "parameters": {k: v for k, v in params.to_params().items() if k != "hierarchies"},
-        "metrics": {
-            "rows": n,
-            "suppressed_rows": suppressed,
-            "released_rows": int(len(df)),
-            "classes": int(len(sizes)),
-            "min_class_size": int(sizes.min()) if len(sizes) else 0,
-            "dm": dm,
-            "ncp": ncp,
-        },
+        "metrics": _metrics(n, suppressed, len(df), sizes, dm, ncp),
         "achieved": achieved,
         "protocol": {
             "mode": "horizontal",
@@ -253,15 +245,7 @@ def _assemble_vertical(params: JointPublishing, replies: Mapping[str, dict[str, 
         "algorithm": "flash (joint, vertical)",
         "levels": dict(zip(params.qi, levels)),
         "parameters": {k: v for k, v in params.to_params().items() if k != "hierarchies"},
-        "metrics": {
-            "rows": n,
-            "suppressed_rows": suppressed,
-            "released_rows": int(len(df)),
-            "classes": int(len(sizes)),
-            "min_class_size": int(sizes.min()) if len(sizes) else 0,
-            "dm": dm,
-            "ncp": ncp,
-        },
+        "metrics": _metrics(n, suppressed, len(df), sizes, dm, ncp),
         "achieved": achieved,
         "protocol": {
             "mode": "vertical",
@@ -277,6 +261,19 @@ def _assemble_vertical(params: JointPublishing, replies: Mapping[str, dict[str, 
         },
     }
     return PublishResult(df, dict(zip(params.qi, levels)), report)
+
+
+def _metrics(n: int, suppressed: int, released: int, sizes: np.ndarray, dm: float, ncp: float) -> dict[str, Any]:
+    """The report's ``metrics`` of a joint release (``sizes``: its kept classes' sizes)."""
+    return {
+        "rows": n,
+        "suppressed_rows": suppressed,
+        "released_rows": int(released),
+        "classes": int(len(sizes)),
+        "min_class_size": int(sizes.min()) if len(sizes) else 0,
+        "dm": dm,
+        "ncp": ncp,
+    }
 
 
 def _vertical_revealed(replies: Mapping[str, dict[str, Any]], helper: str) -> list[str]:

@@ -135,6 +135,23 @@ class JointPublishSpec:
         ):
             raise ValueError("give one finite weight >= 0 per quasi-identifier")
 
+    def public(self, hierarchies: Sequence[Hierarchy]) -> dict:
+        """What every party checks it holds the same of (:func:`mpc.channel.agree`): the parameters
+        and the hierarchies' digest."""
+        return {
+            "qis": list(self.qis),
+            "sensitive": self.sensitive,
+            "k": self.k,
+            "l": self.l,
+            "max_suppression": repr(float(self.max_suppression)),
+            "suppressed_rows": self.suppressed_rows,
+            "metric": self.metric,
+            "ncp_categorical": self.ncp_categorical,
+            "weights": None if self.weights is None else [repr(float(w)) for w in self.weights],
+            "domain": None if self.sensitive_values is None else list(self.sensitive_values),
+            "hierarchies": hierarchy_digest(hierarchies),
+        }
+
     def ncp_multipliers(self) -> np.ndarray:
         """Per QI, what its cell losses count in the NCP sum: 1 each (the plain mean, as the pooled
         search sums it), or the weights normalized to sum 1 (the weighted mean,
@@ -443,21 +460,7 @@ async def publish_horizontal(
     hs = list(hierarchies)
     if [h.name for h in hs] != list(spec.qis):
         raise ProtocolError("give one hierarchy per quasi-identifier, in order")
-    await agree(
-        ch,
-        "publish/params",
-        qis=list(spec.qis),
-        sensitive=spec.sensitive,
-        k=spec.k,
-        l=spec.l,
-        max_suppression=repr(float(spec.max_suppression)),
-        suppressed_rows=spec.suppressed_rows,
-        metric=spec.metric,
-        ncp_categorical=spec.ncp_categorical,
-        weights=None if spec.weights is None else [repr(float(w)) for w in spec.weights],
-        domain=None if spec.sensitive_values is None else list(spec.sensitive_values),
-        hierarchies=hierarchy_digest(hs),
-    )
+    await agree(ch, "publish/params", **spec.public(hs))
     domain, domain_line = await _sensitive_domain(ch, spec, local)
     sens_codes = None
     if spec.sensitive is not None:

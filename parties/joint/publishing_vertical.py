@@ -80,7 +80,7 @@ from mpc.channel import Channel, agree, pack_arrays, unpack_arrays
 from mpc.errors import ProtocolError
 from mpc.keys import prg_uint64, subset_channel
 
-from .publishing import JointPublishSpec, _ncp_bits, hierarchy_digest
+from .publishing import JointPublishSpec, _ncp_bits
 
 __all__ = ["VerticalRows", "VerticalLayout", "publish_vertical", "decrypt_release", "MAX_BATCH_ROWS"]
 
@@ -393,17 +393,7 @@ async def publish_vertical(
     await agree(
         ch,
         "pubv/params",
-        qis=list(spec.qis),
-        sensitive=spec.sensitive,
-        k=spec.k,
-        l=spec.l,
-        max_suppression=repr(float(spec.max_suppression)),
-        suppressed_rows=spec.suppressed_rows,
-        metric=spec.metric,
-        ncp_categorical=spec.ncp_categorical,
-        weights=None if spec.weights is None else [repr(float(w)) for w in spec.weights],
-        domain=None if spec.sensitive_values is None else list(spec.sensitive_values),
-        hierarchies=hierarchy_digest(hs),
+        **spec.public(hs),
         owners=list(layout.owners),
         sensitive_owner=layout.sensitive_owner,
         helper=layout.helper,
