@@ -8,7 +8,8 @@ has two values, so l = 3 needs a richer column — and the other seven QIs). For
 run in this process (encode + Flash + release, :func:`anonymize.publish.anonymizer.anonymize_table`),
 then the joint run on 3 local daemons (mTLS on loopback; rows in turn), timed from the analyst's
 StartJob to the assembled release (daemon start-up excluded, reported apart), optionally again over
-an emulated WAN (``--wan``: 50 ms RTT, 100 Mbit/s). Prints both times, the ratio, whether the joint
+an emulated WAN (``--wan``: 50 ms RTT, 100 Mbit/s). The pooled time is the median of three runs, the
+joint one the median of ``--repeat`` runs (on loopback). Prints both times, the ratio, whether the joint
 release equals the pooled one (same DM; same rows when the same node), and bytes per party.
 
 With ``--split vertical`` the QIs go in turn to 2 parties (the sensitive column with the last) and a
@@ -16,7 +17,7 @@ compute-only helper joins; ``--align private-id|psi`` gives every party a custom
 aligns by it privately first (default: by position).
 
     .venv/bin/python benchmarks/bench_joint_publish.py [--adult DIR] [--wan] [--split vertical
-        [--align private-id|psi]] [--json OUT]
+        [--align private-id|psi]] [--repeat N] [--only NAME-PREFIX] [--json OUT]
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -47,7 +49,15 @@ def _multiset(df, cols):
     return sorted(map(tuple, df[cols].astype(str).itertuples(index=False, name=None)))
 
 
-def run(adult: Path, wan: bool, parties: int = 3, split: str = "horizontal", align: str | None = None) -> list[dict]:
+def run(
+    adult: Path,
+    wan: bool,
+    parties: int = 3,
+    split: str = "horizontal",
+    align: str | None = None,
+    repeat: int = 1,
+    only: str | None = None,
+) -> list[dict]:
     df = read_table(adult / "adult.csv")
     key = None
     if split == "vertical" and align is not None:
@@ -55,25 +65,33 @@ def run(adult: Path, wan: bool, parties: int = 3, split: str = "horizontal", ali
         df = df.assign(**{key: [f"c{i:06d}" for i in range(len(df))]})
     rows = []
     for cfg in CONFIGS:
+        if only is not None and not cfg["name"].startswith(only):
+            continue
         sens = cfg["sensitive"]
         qis = [q for q in QIS if q != sens]
         hs = read_hierarchies(adult, columns=set(qis) | {sens})
         models = [KAnonymity(cfg["k"])] + ([DistinctLDiversity(cfg["l"])] if cfg["l"] else [])
-        t = time.perf_counter()
-        pooled = anonymize_table(
-            df[qis + [sens]], Schema(qis, [sens]), hs, algorithm="flash", models=models,
-            max_suppression=cfg["sup"], metric="dm", n_queries=0,
-        )  # fmt: skip
-        pooled_s = time.perf_counter() - t
+        pooled_times = []
+        for _ in range(3):  # the pooled run is short and noisy: its median of three
+            t = time.perf_counter()
+            pooled = anonymize_table(
+                df[qis + [sens]], Schema(qis, [sens]), hs, algorithm="flash", models=models,
+                max_suppression=cfg["sup"], metric="dm", n_queries=0,
+            )  # fmt: skip
+            pooled_times.append(time.perf_counter() - t)
+        pooled_s = statistics.median(pooled_times)
         params = JointPublishing(
             qi=tuple(qis), hierarchies={c: hs[c] for c in qis}, sensitive=sens,
             sensitive_values=tuple(str(v) for v in hs[sens].leaves), k=cfg["k"], l=cfg["l"],
             max_suppression=cfg["sup"], split=split, key=key, align=align or "private-id",
         )  # fmt: skip
         for shape in [None] + ([(50.0, 100.0)] if wan else []):
-            res = publish_local(df, params, parties, link_shape=shape, progress=False)
-            proto = res.report["protocol"]
-            joint_s = proto["wall_seconds"]
+            joint_times = []
+            for _ in range(repeat if shape is None else 1):
+                res = publish_local(df, params, parties, link_shape=shape, progress=False)
+                proto = res.report["protocol"]
+                joint_times.append(proto["wall_seconds"])
+            joint_s = statistics.median(joint_times)
             same_node = tuple(res.levels[c] for c in qis) == tuple(pooled.levels[c] for c in qis)
             same_dm = abs(res.report["metrics"]["dm"] - pooled.search.chosen.dm) < 1e-6
             same_rows = same_node and _multiset(res.release, qis + [sens]) == _multiset(pooled.df, qis + [sens])
@@ -82,7 +100,9 @@ def run(adult: Path, wan: bool, parties: int = 3, split: str = "horizontal", ali
                 "split": split + (f" (align {align})" if align else ""),
                 "link": "loopback" if shape is None else f"{shape[0]:g} ms RTT, {shape[1]:g} Mbit/s",
                 "pooled_seconds": pooled_s,
+                "pooled_runs": pooled_times,
                 "joint_seconds": joint_s,
+                "joint_runs": joint_times,
                 "ratio": joint_s / pooled_s,
                 "same_dm": same_dm,
                 "same_node": same_node,
@@ -95,7 +115,8 @@ def run(adult: Path, wan: bool, parties: int = 3, split: str = "horizontal", ali
             rows.append(row)
             mb = max(v or 0 for v in proto["bytes_sent"].values()) / 2**20
             print(
-                f"{cfg['name']:<44} {row['link']:<26} pooled {pooled_s:6.2f} s  joint {joint_s:7.2f} s  "
+                f"{cfg['name']:<44} {row['link']:<26} pooled {pooled_s:6.2f} s  joint {joint_s:7.2f} s "
+                f"({', '.join(f'{x:.2f}' for x in joint_times)})  "
                 f"×{row['ratio']:5.1f}  {'same rows' if same_rows else ('same DM' if same_dm else 'DIFFERENT')}  "
                 f"{proto['stats'].get('evaluated')} nodes, {proto['stats'].get('cells_evaluated', 0):,} cells, "
                 f"≤ {mb:,.0f} MiB sent per party",
@@ -112,10 +133,12 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--split", choices=("horizontal", "vertical"), default="horizontal")
     ap.add_argument("--align", choices=("private-id", "psi"), default=None, help="with --split vertical")
+    ap.add_argument("--repeat", type=int, default=1, help="joint runs per configuration on loopback (the median)")
+    ap.add_argument("--only", default=None, help="the configurations whose name starts with this")
     a = ap.parse_args(argv)
     if not (a.adult / "adult.csv").exists():
         raise SystemExit(f"no Adult data at {a.adult} (give --adult DIR or PPDM_ADULT)")
-    rows = run(a.adult, a.wan, 2 if a.split == "vertical" else 3, a.split, a.align)
+    rows = run(a.adult, a.wan, 2 if a.split == "vertical" else 3, a.split, a.align, max(1, a.repeat), a.only)
     if a.json:
         a.json.write_text(json.dumps(rows, indent=2, default=float) + "\n")
     return 0

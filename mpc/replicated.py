@@ -92,7 +92,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -241,6 +241,25 @@ def _to_ring(v: Any, dt: np.dtype) -> np.ndarray:
     return u.astype(dt)
 
 
+def _segment_summer(offsets: Any, n: int) -> Callable[[np.ndarray], np.ndarray]:
+    """The function summing an n-element vector over the segments ``[offsets[s], offsets[s+1])``
+    (the last one ends at n; offsets non-decreasing in [0, n], checked; an empty segment sums to 0),
+    in the vector's ring (its dtype wraps)."""
+    off = integer_array(offsets, "segment offsets").reshape(-1).astype(np.int64)
+    if off.size and (off[0] < 0 or off[-1] > n or (np.diff(off) < 0).any()):
+        raise ValueError(f"segment offsets must be non-decreasing within [0, {n}]")
+    ends = np.append(off[1:], n)
+    if off.size and (ends > off).all():  # no empty segment: reduceat (no running-sum array)
+        return lambda v: np.add.reduceat(v, off, dtype=v.dtype)
+
+    def seg(v: np.ndarray) -> np.ndarray:
+        cs = np.zeros(n + 1, v.dtype)
+        np.cumsum(v, dtype=v.dtype, out=cs[1:])
+        return cs[ends] - cs[off]
+
+    return seg
+
+
 def _pad8(nbytes: int) -> int:
     return (nbytes + 7) // 8 * 8
 
@@ -284,6 +303,16 @@ class RSS3:
         peers = [p for p in ch.parties if p != ch.me] if ch.me in comps else list(comps)
         got = await asyncio.gather(*(pairwise_seed(ch, p) for p in peers))
         return cls(ch, (comps[0], comps[1], comps[2]), tag, dict(zip(peers, got)))
+
+    def child(self, name: str) -> RSS3:
+        """An engine over the same parties and seeds in the tag namespace ``tag/name``: its steps
+        are counted apart, so a computation on it may run concurrently with one on this engine (or
+        another child) — every party must make the same children and, within each, the same calls in
+        the same order. Fresh names only (a reused name would reuse mask tags, which
+        :func:`mpc.keys.claim_tag` refuses). Local."""
+        if not name or "/" in name:
+            raise ValueError(f"a child engine's name is one non-empty path segment, got {name!r}")
+        return RSS3(self.ch, self.computers, f"{self.tag}/{name}", self._seeds)
 
     # ----------------------------------------------------------------------- tags, masks, rounds
     def _step(self, session: bool = False) -> str:
@@ -417,17 +446,7 @@ class RSS3:
         ``offsets`` (public) are non-decreasing in [0, len(x)]; an empty
         segment sums to 0 (unlike ``np.add.reduceat``). Local.
         """
-        off = integer_array(offsets, "segment offsets").reshape(-1).astype(np.int64)
-        n = len(x)
-        if off.size and (off[0] < 0 or off[-1] > n or (np.diff(off) < 0).any()):
-            raise ValueError(f"segment offsets must be non-decreasing within [0, {n}]")
-        ends = np.append(off[1:], n)
-
-        def seg(v: np.ndarray) -> np.ndarray:
-            cs = np.zeros(n + 1, v.dtype)
-            np.cumsum(v, dtype=v.dtype, out=cs[1:])
-            return cs[ends] - cs[off]
-
+        seg = _segment_summer(offsets, len(x))
         return Arith(seg(x.a), seg(x.b), x.bits)
 
     def take(self, x: Arith, idx: Any) -> Arith:
@@ -550,6 +569,18 @@ class RSS3:
         self._same(x, y)
         t = self._step()
         ((za, zb),), _ = await self._reshare(t, [self._mul_local(x, y)], xor=False)
+        return Arith(za, zb, x.bits)
+
+    async def segment_dot(self, x: Arith, y: Arith, offsets: Any) -> Arith:
+        """Σ x·y over each contiguous segment ``[offsets[s], offsets[s+1])`` (public offsets, as
+        :meth:`segment_sum`), mod 2^R. One round; R/8 bytes per *segment* sent by each computing
+        party, whatever the segments' lengths: each party sums its local product terms over a
+        segment before the one reshare — the dot product of replicated sharing (Araki et al., CCS
+        2016; ABY3, Mohassel & Rindal, CCS 2018, §5.1). Reveals nothing."""
+        self._same(x, y)
+        part = _segment_summer(offsets, len(x))(self._mul_local(x, y))
+        t = self._step()
+        ((za, zb),), _ = await self._reshare(t, [part], xor=False)
         return Arith(za, zb, x.bits)
 
     async def and_(self, x: Bool, y: Bool) -> Bool:
@@ -701,6 +732,31 @@ class RSS3:
         ((pa, pb),), _ = await self._reshare(f"{t}/mul", [self._mul_local(u, x2)], xor=False)
         two = dt.type(2)
         return Arith(ua + x2a - two * pa, ub + x2b - two * pb, bits)
+
+    async def lift(self, x: Arith, bits: int) -> Arith:
+        """x mod 2^r (read as unsigned, r = x.bits) as a sharing mod 2^bits, for bits ≥ r + 3.
+
+        The three components x_0, x_1, x_2 < 2^r are added over the integers, locally, in the
+        wider ring: X = x + 2^r·w with the wrap count w = [X ≥ 2^r] + [X ≥ 2^(r+1)] ∈ {0, 1, 2}.
+        Both comparisons run in one :meth:`ltz` circuit of r + 3 bits and their bits are injected
+        (:meth:`b2a`), so x = X − 2^(r+1) + 2^r·([X < 2^r] + [X < 2^(r+1)]). This is the
+        comparison-based share conversion of ABY3 (Mohassel, Rindal, CCS 2018, §5) for the
+        three-component case. Rounds: :func:`ltz_rounds` (r + 3) + 2; per element about
+        :func:`ltz_and_count` (r + 3) bits and 2·3·bits/8 bytes per computing party, for two
+        elements. Meant for short vectors (per-node sums), not per cell. Reveals nothing.
+        """
+        self._require_computing()
+        r = x.bits
+        if bits < r + 3 or bits not in RING_DTYPES:
+            raise ValueError(f"lifting a {r}-bit ring needs a ring of at least {r + 3} bits, got {bits}")
+        dt = _ring(bits)
+        wide = Arith(x.a.astype(dt), x.b.astype(dt), bits)  # the components, now summed without wrapping
+        m = len(x)
+        consts = np.concatenate([np.full(m, 1 << r), np.full(m, 1 << (r + 1))]).astype(np.int64)
+        below = await self.less_than(self.concat([wide, wide]), consts, r + 3)
+        inj = await self.b2a(below, bits)
+        both = Arith(inj.a[:m] + inj.a[m:], inj.b[:m] + inj.b[m:], bits)
+        return self.add_const(self.add(wide, self.mul_const(both, 1 << r)), -(1 << (r + 1)))
 
     async def mul_bit(self, x: Bool, a: Arith) -> Arith:
         """x·a for a width-1 Bool x and an arithmetic vector a (same length).

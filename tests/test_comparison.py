@@ -44,7 +44,7 @@ def as_array(vals, bits, signed):
     return np.array(vals, np.int64 if signed else np.uint64) if vals else np.zeros(0, np.uint64)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(st.data(), st.integers(1, 64), st.booleans(), st.integers(0, 40))
 def test_compare_reveal_equals_less_than(data, bits, signed, n):
     pairs = data.draw(st.lists(st.tuples(operand(bits, signed), operand(bits, signed)), min_size=n, max_size=n))

@@ -388,7 +388,7 @@ def test_spark_cluster_worker_loss(adult, tmp_path, spark_cluster):
     schema = Schema(qis=ADULT_QIS, sensitive=["salary-class"])
     spark = spark_cluster.session("worker-loss")
     eng = SparkEngine(spark_cluster.master_url, session=spark)
-    eng.lost_workers_timeout = 8.0
+    eng.lost_workers_timeout = 4.0
     killer = threading.Timer(1.0, spark_cluster.kill_worker, args=(0,))
     killer.start()
     try:
@@ -400,7 +400,7 @@ def test_spark_cluster_worker_loss(adult, tmp_path, spark_cluster):
             spark_cluster.kill_worker(i)
         out = tmp_path / "gone.parquet"
         t = time.monotonic()
-        with pytest.raises(EngineError, match="no live worker for 8 s"):
+        with pytest.raises(EngineError, match="no live worker for 4 s"):
             anonymize_on_engine(
                 eng, TableInput.file(tmp_path / "rel.in.parquet"), schema, hs, out, algorithm="flash",
                 models=[KAnonymity(5)],
@@ -454,7 +454,7 @@ def test_postgresql_table_on_duckdb_engine_equals_memory(adult, tmp_path, pg_ser
 
 
 @needs_spark
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=small_tables())
 def test_spark_engine_equals_memory_on_random_tables(case, tmp_path_factory, spark_local):
     """The Spark engine (``local[2]``) on random tables: the memory engine's node, metrics and per-row release."""

@@ -303,6 +303,73 @@ def test_joint_equals_pooled_on_random_tables(n, k, l, sup, parties, seed, metri
         )
 
 
+@pytest.mark.parametrize(
+    "k,l,sup,rows,parties",
+    [
+        (4, None, 0.05, "star", 3),
+        (3, None, 0.1, "arx", 4),
+        (2, None, 0.0, "star", 3),
+        (3, 2, 0.05, "star", 3),
+        (40, None, 0.1, "star", 4),
+    ],
+)
+def test_every_satisfying_node_s_dm_is_the_pooled_lattice_s(monkeypatch, k, l, sup, rows, parties):
+    """The DM of every satisfying node (opened here by a spy on the arg-min, which the job never
+    opens) equals the pooled lattice's: k-anonymity alone takes the 16-bit path (suppressed rows per
+    cell mod 2^16, per-node sums lifted), l-diversity the 32-bit one."""
+    from mpc.replicated import RSS3
+    from parties.joint.publishing import _Circuit
+
+    hs = _hierarchies()
+    df = _table(np.random.default_rng(11 * k), 260)
+    spec = JointPublishSpec(("age", "zip", "sex"), "disease", k, l, sup, rows)
+    qis = list(spec.qis)
+    hl = [hs[c] for c in qis]
+    opened: dict[str, np.ndarray] = {}
+    lean: dict[str, bool] = {}
+    rings: dict[str, int] = {}
+    orig_argmin, orig_init = RSS3.argmin, _Circuit.__init__
+
+    async def spy(self, keys, bits):
+        if keys is not None:  # the computing parties
+            opened[self.ch.me] = await self.open(keys[0])
+        return await orig_argmin(self, keys, bits)
+
+    def init(self, rss, *a, **kw):
+        orig_init(self, rss, *a, **kw)
+        lean[rss.ch.me] = self.lean
+        rings[rss.ch.me] = self.Rk
+
+    monkeypatch.setattr(RSS3, "argmin", spy)
+    monkeypatch.setattr(_Circuit, "__init__", init)
+
+    async def f(ch, part):
+        return await publish_horizontal(ch, hl, _local_rows(part, hs, qis, "disease"), spec)
+
+    run_parties(parties, f, split_rows(df, parties), timeout=120)
+    assert lean == {f"p{i}": l is None for i in range(parties)}
+    assert rings == {f"p{i}": 8 if k < 16 else 16 for i in range(parties)}  # the capped counts' ring
+    table = EncodedTable.encode(df, Schema(qis, ["disease"]), hs)
+    models = [KAnonymity(k)] + ([DistinctLDiversity(l)] if l else [])
+    lat = Lattice(table, models, sup, suppressed_rows=rows)
+    sat = sorted((lv for lv in lat.grid().levels if lat.evaluate(lv, source=lat.source_for(lv))[0].ok),
+                 key=lambda lv: (sum(lv), tuple(lv)))  # fmt: skip
+    codes = {c: hs[c].encode(df[c], column=c) for c in qis}
+    sens = df["disease"].to_numpy()
+
+    def dm(lv):  # by hand: classes of the generalized rows, failing ones suppressed
+        key = pd.DataFrame({c: (hs[c].maps[x][codes[c]] if x else codes[c]) for c, x in zip(qis, lv)})
+        g = key.assign(s=sens).groupby(qis)
+        size, distinct = g.size(), g["s"].nunique()
+        fail = (size < k) | ((distinct < l) if l else False)
+        return int((size[~fail] ** 2).sum() + size[fail].sum() * len(df))
+
+    want = [dm(lv) for lv in sat]
+    assert len(want) > 3
+    for name in ("p0", "p1", "p2"):
+        assert opened[name].astype(np.int64).tolist() == want
+
+
 def test_what_a_party_receives_holds_no_other_party_s_counts():
     """Every message a party receives, concatenated: no other party's local count vector of any
     evaluated node appears in it, in any integer width (they travel only as masked shares)."""

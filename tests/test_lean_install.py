@@ -81,7 +81,7 @@ def test_the_hook_refuses_the_extras_and_keeps_the_core(lean) -> None:
 
 @pytest.mark.daemons
 def test_joint_mining_between_real_daemons_runs_without_the_extras(lean) -> None:
-    r = lean("mine", "--local", "3", "--split", "horizontal", str(DATA / "mushroom.dat"), "--min-support", "0.3")
+    r = lean("mine", "--local", "2", "--split", "horizontal", str(DATA / "mushroom.dat"), "--min-support", "0.3")
     assert r.returncode == 0, r.stderr
     assert "transactions: 8,124" in r.stdout and "frequent itemsets: 2,735" in r.stdout
 

@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "anonymize" / "data"
 SUBSET = DATA / "adult_subset.csv"
 QIS = ["age", "sex", "race", "marital-status", "education"]
-HYP = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+HYP = settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 
 # ---------------------------------------------------------------- random small tables

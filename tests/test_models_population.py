@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pycanon import anonymity as pycanon
-from scipy import stats
+from scipy import optimize, stats
 
 from anonymize.errors import AnonymizeError
 from anonymize.publish.anonymizer import anonymize_table, build_models
@@ -163,7 +163,7 @@ def test_snb_expectations_are_the_models():
         x = [math.log(a), math.log(b / (1 - b))]
         assert np.allclose(P._snb_residuals(x, K, q, Ef1, Ef2), 0.0, atol=1e-9)
         # and the solver finds (α, β) back from these expectations (K given)
-        r = P.optimize.root(P._snb_residuals, [0.0, 0.0], args=(K, q, Ef1, Ef2), method="hybr")
+        r = optimize.root(P._snb_residuals, [0.0, 0.0], args=(K, q, Ef1, Ef2), method="hybr")
         assert r.success and math.exp(r.x[0]) == pytest.approx(a, rel=1e-6)
 
 

@@ -114,8 +114,9 @@ def test_sigterm_aborts_what_outlives_the_drain_deadline_with_a_clear_error(make
 
     async def scenario():
         job = asyncio.create_task(c.arun_job("sleep", {"seconds": 60}, timeout=90))
-        while (await health(c.party("bob"), c.creds)).running_sessions == 0:
-            await asyncio.sleep(0.05)
+        for name in ("bob", "alice"):  # the session runs on both (under load one may start it later)
+            while (await health(c.party(name), c.creds)).running_sessions == 0:
+                await asyncio.sleep(0.05)
         t0 = time.monotonic()
         c.procs["alice"].send_signal(signal.SIGTERM)
         with pytest.raises(PartyError) as e:

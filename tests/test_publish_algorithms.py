@@ -55,7 +55,7 @@ from anonymize.publish.partition.mondrian import mondrian
 DATA = Path(__file__).resolve().parents[1] / "anonymize" / "data"
 QIS = ["age", "sex", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
 SENS = "salary-class"
-HYP = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+HYP = settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.fixture(scope="module")

@@ -337,6 +337,90 @@ def test_b2a_and_mul_bit_equal_plain(bits, n, seed):
     assert np.array_equal(got_m, ring(v * neg, bits))
 
 
+@SMALL
+@given(
+    pair=st.sampled_from([(8, 16), (8, 32), (16, 32), (16, 64), (32, 64)]),
+    n=st.integers(0, 60),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_lift_equals_the_unsigned_residue_in_the_wider_ring(pair, n, seed):
+    """lift: shares of x mod 2^r become shares of the same unsigned value mod 2^bits, whatever the
+    components (random splits wrap around 2^r up to twice); the ring ends (0, 2^r − 1) always drawn."""
+    r, bits = pair
+    rng = np.random.default_rng(seed)
+    v = np.concatenate([[0, (1 << r) - 1], rng.integers(0, 1 << r, n)]).astype(np.int64)
+    xs = split3(v, rng)
+
+    async def f(rss, x):
+        return await rss.open(await rss.lift(await shared(rss, x, r), bits))
+
+    got = run3(f, xs)["p0"]
+    assert got.dtype == RING_DTYPES[bits] and np.array_equal(got, ring(v, bits))
+
+
+@SMALL
+@given(
+    bits=st.sampled_from([8, 16, 32, 64]), sizes=st.lists(st.integers(0, 9), max_size=8), seed=st.integers(0, 2**32 - 1)
+)
+def test_segment_dot_equals_plain_and_costs_one_element_per_segment(bits, sizes, seed):
+    rng = np.random.default_rng(seed)
+    n = sum(sizes)
+    x, y = rng.integers(-1000, 1000, n), rng.integers(-1000, 1000, n)
+    off = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if sizes else np.zeros(0, np.int64)
+    sent: dict[str, int] = {}
+
+    async def f(rss, xy):
+        a, b = await shared(rss, xy[0], bits), await shared(rss, xy[1], bits)
+        before = rss.ch.bytes_sent
+        d = await rss.segment_dot(a, b, off)
+        sent[rss.ch.me] = rss.ch.bytes_sent - before
+        return await rss.open(d)
+
+    xs, ys = split3(x, rng), split3(y, rng)
+    got = run3(f, list(zip(xs, ys)))["p0"]
+    want = [int(np.dot(x[o : o + s], y[o : o + s])) for o, s in zip(off, sizes)]
+    assert np.array_equal(got, ring(np.array(want, dtype=np.int64), bits))
+    assert len(sent) == 3
+    for v in sent.values():  # one ring element per segment (and the message's framing), not per element
+        assert v <= len(sizes) * bits // 8 + 256
+
+
+def test_child_engines_run_concurrently_and_a_reused_name_is_refused():
+    """Two children compute at once (their steps interleave differently on each party) and both
+    results equal the plain ones; a child's name used twice reuses mask tags, which is refused."""
+    rng = np.random.default_rng(4)
+    v = rng.integers(0, 1000, 50)
+    xs = split3(v, rng)
+
+    async def f(rss, x):
+        a = await shared(rss, x, 32)
+        one, two = rss.child("one"), rss.child("two")
+        got = await asyncio.gather(one.mul(a, a), two.less_than(a, 500, 12), rss.mul(a, a))
+        return await rss.open(got[0]), await rss.open(got[1]), await rss.open(got[2])
+
+    sq, lt, sq2 = run3(f, xs)["p0"]
+    assert np.array_equal(sq, ring(v * v, 32)) and np.array_equal(sq2, sq)
+    assert np.array_equal(lt, (v < 500).astype(lt.dtype))
+
+    async def g(rss, x):
+        a = await shared(rss, x, 32)
+        await rss.child("same").mul(a, a)
+        return await rss.child("same").mul(a, a)
+
+    with pytest.raises(Exception, match="already used"):
+        run3(g, xs)
+    with pytest.raises(ValueError, match="one non-empty path segment"):
+        run3(lambda rss, x: asyncio.sleep(0, rss.child("a/b")), xs)
+
+
+def test_lift_refuses_a_ring_too_narrow():
+    async def f(rss, x):
+        return await rss.lift(await shared(rss, x, 16), 16)
+
+    with pytest.raises(Exception, match="at least 19 bits"):
+        run3(f, [np.zeros(2, np.int64)] * 3)
+
+
 def test_count_pipeline_with_non_computing_party():
     """The k-anonymity shape: sum counts, keep c·[c < k] per cell, sum per segment, compare with budgets."""
     rng = np.random.default_rng(11)

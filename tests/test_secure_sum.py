@@ -201,7 +201,7 @@ def test_each_share_alone_looks_random():
 
 
 # --------------------------------------------------------------------------- threshold
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(st.data(), st.integers(2, 4), st.integers(0, 12))
 def test_threshold_equals_plain_comparison(data, n_parties, m):
     small = st.integers(-(2**58), 2**58)

@@ -26,6 +26,16 @@ Construction
   (Samarati's MaxSup = ⌊max_suppression·n⌋); with ``suppressed_rows='star'`` also whether the
   all-``*`` group passes the models (``S = 0`` or ``S ≥ k`` and ≥ l distinct values); and
   DM = Σ_{kept} c² + S·n (Bayardo & Agrawal, ICDE 2005).
+* **Narrow where the values are small.** ``[c < k]`` is computed on the capped counts
+  c' = Σ_p min(c_p, k) — below k exactly when c is, and at most P·k, so a few bits suffice (6
+  instead of 17 on Adult with k = 5, in an 8-bit ring). With k-anonymity alone and DM a failing
+  cell holds fewer than k rows, so it equals its capped count: ``t = c'·fail`` is exact in the
+  capped counts' ring, S is summed there over chunks of ⌊(2^8 − 1)/(k − 1)⌋ cells whose sums are
+  lifted to DM's ring (:meth:`mpc.replicated.RSS3.lift`), and the full counts are input only for
+  the cells of the nodes that satisfy the models, once their bits are open: DM = Σ c² − Σ t² + S·n
+  (Σ_kept c² = Σ c² − Σ t² as t·(c − t) = 0; Σ t² over chunks the same way), each Σ a dot product
+  (one ring element per node, :meth:`mpc.replicated.RSS3.segment_dot`). None of this changes
+  what is revealed: every party already learns which nodes satisfy the models.
 * **Top-down, a level at a time.** "within" is monotone under generalization (k-anonymity and
   distinct l-diversity are monotone under suppression), so a node with a failing generalization
   fails: the levels of the lattice are evaluated from the top, each level's candidate nodes (all
@@ -59,6 +69,7 @@ Revealed (the job's ``revealed`` list)
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import hashlib
 import json
@@ -272,6 +283,27 @@ async def _or_cells(rss: RSS3, x: Bool, cells: Sequence[int], S: int, levels: in
     return x, sizes
 
 
+@dataclass
+class _Batch:
+    """A batch of nodes as one party holds it: its own counts per cell (plain) and the shares of the
+    pooled ones (None on a party that only contributes, or when not input)."""
+
+    local: np.ndarray
+    counts: Arith | None
+    capped: Arith | None
+    hist: Arith | None
+
+
+def _cells_of(sizes: Sequence[int], keep: np.ndarray) -> np.ndarray:
+    """Positions, in a batch of nodes with ``sizes`` cells, of the cells of the nodes with ``keep``."""
+    sizes_a = np.asarray(sizes, dtype=np.int64)
+    keep = np.asarray(keep, dtype=bool)
+    starts = np.concatenate([[0], np.cumsum(sizes_a)[:-1]]).astype(np.int64)
+    sel = sizes_a[keep]
+    first = np.concatenate([[0], np.cumsum(sel)[:-1]]).astype(np.int64)
+    return np.repeat(starts[keep], sel) + np.arange(int(sel.sum()), dtype=np.int64) - np.repeat(first, sel)
+
+
 def _sum_groups(x: Arith, size: int) -> Arith:
     """Sums of consecutive groups of ``size`` elements (local; the ring wraps)."""
     m = len(x) // size
@@ -314,47 +346,86 @@ class _Circuit:
         self.Rd = 8 if self.ell_d <= 8 else 16 if self.ell_d <= 16 else 32
         self.use_hist = spec.l is not None
         self.star = spec.suppressed_rows == "star" and self.max_sup > 0
+        # [c < k] needs only min(c_p, k) per party: their sum is below k exactly when c is, and lies in
+        # 0..P·k, so the comparison looks at a few bits (6 for k = 5 and 3 parties) instead of log2 n + 2
+        self.ell_k = _cmp_bits(min(n_parties * spec.k, n), spec.k)
+        self.capped = self.ell_k < self.ell
+        self.Rk = 8 if self.ell_k <= 8 else 16 if self.ell_k <= 16 else self.R
+        # k-anonymity alone, by DM: a failing cell's count is below k, so it equals its capped count and
+        # t = c·fail < k is computed on the capped counts, in their ring; sums of G such values fit it,
+        # so S comes from per-chunk sums lifted to ring R (:meth:`mpc.replicated.RSS3.lift`), Σ t² the
+        # same way from chunks of G2; the full counts (ring R) are input only for the satisfying nodes'
+        # cells, for Σ c² (DM = Σ c² − Σ t² + S·n, as t·(c − t) = 0)
+        room = (1 << self.Rk) - 1
+        km1 = max(spec.k - 1, 1)
+        self.G, self.G2 = room // km1, room // (km1 * km1)
+        self.lean = (
+            spec.l is None and spec.metric == "dm" and self.capped and self.Rk <= 16 and self.G2 >= 1 and self.R >= 32
+        )
 
     async def inputs(
-        self, counter: CellCounter, nodes: Sequence, hist: bool, presence: bool = False
-    ) -> tuple[Arith | None, Arith | None]:
-        """Every party's counts for ``nodes`` summed into shares: per cell (ring R) and, with
-        ``hist``, per cell and sensitive value (ring Rh) — or with ``presence`` the number of parties
-        with a row there (each inputs 0/1; ring Rp), all the search's checks need; the two input
-        rounds run concurrently."""
+        self, counter: CellCounter, nodes: Sequence, hist: bool, presence: bool = False, full: bool = True
+    ) -> _Batch:
+        """Every party's counts for ``nodes`` summed into shares: per cell (ring R; not with ``full=False``);
+        the capped counts Σ_p min(c_p, k) per cell (ring Rk, when they make [c < k] narrower); with
+        ``hist`` per cell and sensitive value (ring Rh) — or with ``presence`` the number of parties
+        with a row there (each inputs 0/1; ring Rp), all the search's checks need. The input rounds
+        run concurrently."""
         rss = self.rss
         cvec = counter.counts(nodes)
-        if not hist:
-            return await rss.input_sum(cvec, self.R), None
-        hvec = counter.counts(nodes, hist=True)
-        if presence:
-            hvec = (hvec > 0).astype(np.uint8)
-        c, h = await asyncio.gather(rss.input_sum(cvec, self.R), rss.input_sum(hvec, self.Rp if presence else self.Rh))
-        return c, h
+        jobs = []
+        if full:
+            jobs.append(rss.input_sum(cvec, self.R))
+        if self.capped:
+            jobs.append(rss.input_sum(np.minimum(cvec, np.uint64(self.spec.k)), self.Rk))
+        if hist:
+            hvec = counter.counts(nodes, hist=True)
+            if presence:
+                hvec = (hvec > 0).astype(np.uint8)
+            jobs.append(rss.input_sum(hvec, self.Rp if presence else self.Rh))
+        got = list(await asyncio.gather(*jobs))
+        c = got.pop(0) if full else None
+        capped = got.pop(0) if self.capped else None
+        h = got.pop(0) if hist else None
+        return _Batch(cvec, c, capped, h)
+
+    async def input_kept(self, batch: _Batch, sizes: Sequence[int], keep: np.ndarray) -> Arith | None:
+        """The full counts (ring R) of the cells of the batch's nodes with ``keep``, input by every party
+        (:attr:`lean`: the search itself needed only the capped counts)."""
+        return await self.rss.input_sum(batch.local[_cells_of(sizes, keep)], self.R)
+
+    async def _lt_k(self, counts: Arith | None, capped: Arith | None) -> Bool:
+        """[c < k] per cell, on the capped counts when there are (:attr:`ell_k` bits)."""
+        if capped is not None:
+            return await self.rss.less_than(capped, self.spec.k, self.ell_k)
+        assert counts is not None
+        return await self.rss.less_than(counts, self.spec.k, self.ell)
 
     async def fail_bits(
-        self, counts: Arith, hist: Arith | None, m: int, presence: bool = False
+        self, counts: Arith | None, capped: Arith | None, hist: Arith | None, m: int, presence: bool = False
     ) -> tuple[Bool, Bool | None]:
         """Per cell the shared bit ``fail`` = [c < k] ∨ [distinct values < l], and with l-diversity
         the bit [h ≥ 1] per cell and value (``hist`` counts rows, or with ``presence`` parties)."""
         rss, spec = self.rss, self.spec
         if hist is None or spec.l is None:
-            return await rss.less_than(counts, spec.k, self.ell), None
+            return await self._lt_k(counts, capped), None
         S = self.S
         ell_h = self.ell_p if presence else self.ell
-        lt_k, lt_h = await asyncio.gather(rss.less_than(counts, spec.k, self.ell), rss.less_than(hist, 1, ell_h))
+        lt_k, lt_h = await asyncio.gather(self._lt_k(counts, capped), rss.less_than(hist, 1, ell_h))
         present = rss.not_(lt_h)  # [h ≥ 1]
         distinct = _sum_groups(await rss.b2a(present, self.Rd), S)  # per cell
         lt_l = await rss.less_than(distinct, spec.l, self.ell_d)
         # fail = lt_k ∨ lt_l = ¬(¬lt_k ∧ ¬lt_l)
         return rss.not_(await rss.and_(rss.not_(lt_k), rss.not_(lt_l))), present
 
-    async def evaluate(self, counts: Arith | None, hist: Arith | None, sizes: Sequence[int]):
+    async def evaluate(self, batch: _Batch, sizes: Sequence[int]):
         """``(within, ok)`` bits per node of a batch (opened to every party) and, on computing
-        parties, the shares ``(sup per node, sup per cell)`` the DM of satisfying nodes needs."""
+        parties, the shares ``(sup per node, sup per cell)`` the DM of satisfying nodes needs
+        (per cell in ring Rk when :attr:`lean`)."""
         rss, spec = self.rss, self.spec
         nodes = len(sizes)
-        if counts is None:  # a party that only contributes: it takes part in opening the bits
+        counts, capped, hist = batch.counts, batch.capped, batch.hist
+        if rss.idx is None:  # a party that only contributes: it takes part in opening the bits
             got = await rss.open(None, to="all")
             b = np.asarray(got, dtype=bool).reshape(-1)
             if self.star:
@@ -362,9 +433,15 @@ class _Circuit:
             return b, b.copy(), None
         m = int(sum(sizes))
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        fail, present = await self.fail_bits(counts, hist, m, presence=True)
-        sup_cells = await rss.mul_bit(fail, counts)
-        sup = rss.segment_sum(sup_cells, starts)
+        fail, present = await self.fail_bits(counts, capped, hist, m, presence=True)
+        if self.lean:
+            assert capped is not None
+            sup_cells = await rss.mul_bit(fail, capped)  # t = c·fail < k: exact in ring Rk
+            sup = await self._lifted_sums(sup_cells, sizes, self.G)
+        else:
+            assert counts is not None
+            sup_cells = await rss.mul_bit(fail, counts)
+            sup = rss.segment_sum(sup_cells, starts)
         if not self.star:
             opened = await rss.open(await rss.less_than(sup, self.max_sup + 1, self.ell), to="all")  # [S ≤ MaxSup]
             w = np.asarray(opened, dtype=bool)
@@ -380,8 +457,9 @@ class _Circuit:
             # value s occurs in the '*' group iff some failing cell holds it: OR_cells fail ∧ [h ≥ 1]
             both = await rss.and_(_bool_local(fail, lambda u: np.repeat(u, S)), present)  # cell-major
             red, left = await _or_cells(rss, both, sizes, S, OR_LEVELS)
-            per_value = _sum_cells(await rss.b2a(red, self.R), left, S)  # (node, value)
             ell2 = _cmp_bits(max(left), 1)
+            ring2 = next(b for b in (8, 16, 32, 64) if b >= ell2)  # counts of at most max(left) cells
+            per_value = _sum_cells(await rss.b2a(red, ring2), left, S)  # (node, value)
             occurs = rss.not_(await rss.less_than(per_value, 1, ell2))
             distinct = _sum_groups(await rss.b2a(occurs, self.Rd), S)  # per node
             enough = rss.not_(await rss.less_than(distinct, spec.l, self.ell_d))
@@ -404,12 +482,42 @@ class _Circuit:
         sel_starts = np.concatenate([[0], np.cumsum(sizes_a[sel])[:-1]]).astype(np.int64)
         return c, rss.sub(c, rss.take(sup_cells, idx)), sel, sel_starts
 
-    async def dm(self, counts: Arith, sup: Arith, sup_cells: Arith, sizes: Sequence[int], keep: np.ndarray) -> Arith:
-        """DM = Σ_{kept cells} c² + S·n of the batch's nodes with ``keep`` (one multiplication round)."""
+    async def _lifted_sums(self, x: Arith, sizes: Sequence[int] | np.ndarray, per: int, square: bool = False) -> Arith:
+        """Per node (of ``sizes`` cells) the sum over its cells of x (or, with ``square``, of x²) in ring
+        R: computed in x's ring over chunks of at most ``per`` cells (the caller knows a chunk's sum
+        fits), the chunks' sums lifted to ring R and added."""
         rss = self.rss
+        sizes_a = np.asarray(sizes, dtype=np.int64)
+        per_node = -(-sizes_a // per)  # chunks per node
+        first = np.concatenate([[0], np.cumsum(per_node)[:-1]]).astype(np.int64)  # a node's first chunk
+        starts = np.concatenate([[0], np.cumsum(sizes_a)[:-1]]).astype(np.int64)
+        j = np.arange(int(per_node.sum()), dtype=np.int64) - np.repeat(first, per_node)
+        offsets = np.repeat(starts, per_node) + j * per
+        part = await rss.segment_dot(x, x, offsets) if square else rss.segment_sum(x, offsets)
+        return rss.segment_sum(await rss.lift(part, self.R), first)
+
+    async def dm(
+        self, counts: Arith | None, sup: Arith, sup_cells: Arith, sizes: Sequence[int], keep: np.ndarray
+    ) -> Arith:
+        """DM = Σ_{kept cells} c² + S·n of the batch's nodes with ``keep`` (one dot product per node).
+        When :attr:`lean`, ``counts`` are the full counts of those nodes' cells only
+        (:meth:`input_kept`) and Σ_kept c² = Σ c² − Σ t² (t·(c − t) = 0 for t = c·fail), Σ t² from
+        chunks of :attr:`G2` cells in ring Rk, lifted."""
+        rss = self.rss
+        assert counts is not None
+        if self.lean:
+            sizes_a = np.asarray(sizes, dtype=np.int64)
+            sel = np.flatnonzero(keep)
+            sel_starts = np.concatenate([[0], np.cumsum(sizes_a[sel])[:-1]]).astype(np.int64)
+            t = rss.take(sup_cells, _cells_of(sizes, keep))
+            c2, t2 = await asyncio.gather(
+                rss.segment_dot(counts, counts, sel_starts),
+                self._lifted_sums(t, sizes_a[sel], self.G2, square=True),
+            )
+            return rss.add(rss.sub(c2, t2), rss.mul_const(rss.take(sup, sel), self.n))
         c, kept, sel, sel_starts = self._kept(counts, sup_cells, sizes, keep)
-        sq = await rss.mul(kept, c)  # c² on kept cells
-        return rss.add(rss.segment_sum(sq, sel_starts), rss.mul_const(rss.take(sup, sel), self.n))
+        sq = await rss.segment_dot(kept, c, sel_starts)  # Σ c² over the kept cells, per node
+        return rss.add(sq, rss.mul_const(rss.take(sup, sel), self.n))
 
     def ncp(
         self,
@@ -486,48 +594,74 @@ async def publish_horizontal(
     fbits = _ncp_bits(n, len(hs))
     loss_tables = hierarchy_loss_tables(hs, spec.ncp_categorical) if spec.metric == "ncp" else []
     mult = spec.ncp_multipliers()
-    cells_total = 0
+    cells_total = cells_ok = 0
     by_height: dict[int, list[int]] = {}
     for i in range(grid.N):
         by_height.setdefault(grid.height[i], []).append(i)
     rounds = 0
-    for h in sorted(by_height, reverse=True):
-        cand = [i for i in by_height[h] if all(within[s] for s in grid.succ[i])]
-        if not cand:
-            break
-        sized = []
-        for i in cand:
-            d = domain_size(hs, grid.levels[i])
-            per = circ.S if circ.use_hist else 1  # with l-diversity a cell is counted per sensitive value
-            if d * per > MAX_NODE_CELLS:
-                raise ProtocolError(
-                    f"node {grid.levels[i]} has {d:,} cells{f' × {per} sensitive values' if per > 1 else ''} "
-                    f"(more than {MAX_NODE_CELLS:,}): use coarser hierarchies or fewer quasi-identifiers for "
-                    "joint publishing"
+
+    async def node_metrics(b: int, batch: _Batch, kept_shares, nodes: list[int], sizes: list[int], o: np.ndarray):
+        """DM (and NCP) of the batch's satisfying nodes, on a child engine of its own: it runs while the
+        search goes on to the next level (nothing later in the search depends on it)."""
+        sub = copy.copy(circ)
+        sub.rss = rss.child(f"metrics{b}")
+        counts = batch.counts
+        if sub.lean:  # every party inputs its counts of the satisfying nodes' cells
+            counts = await sub.input_kept(batch, sizes, o)
+        if kept_shares is None:
+            return
+        dm = await sub.dm(counts, kept_shares[0], kept_shares[1], sizes, o)
+        for j, i in enumerate(np.asarray(nodes)[o]):
+            dms[int(i)] = (dm, j)
+        if spec.metric == "ncp":
+            assert counts is not None
+            lv = [grid.levels[i] for i in nodes]
+            nc = sub.ncp(counts, kept_shares[0], kept_shares[1], lv, sizes, o, loss_tables, fbits, mult)
+            for j, i in enumerate(np.asarray(nodes)[o]):
+                ncps[int(i)] = (nc, j)
+
+    pending: list[asyncio.Task] = []
+    try:
+        for h in sorted(by_height, reverse=True):
+            cand = [i for i in by_height[h] if all(within[s] for s in grid.succ[i])]
+            if not cand:
+                break
+            sized = []
+            for i in cand:
+                d = domain_size(hs, grid.levels[i])
+                per = circ.S if circ.use_hist else 1  # with l-diversity a cell is counted per sensitive value
+                if d * per > MAX_NODE_CELLS:
+                    raise ProtocolError(
+                        f"node {grid.levels[i]} has {d:,} cells{f' × {per} sensitive values' if per > 1 else ''} "
+                        f"(more than {MAX_NODE_CELLS:,}): use coarser hierarchies or fewer quasi-identifiers for "
+                        "joint publishing"
+                    )
+                sized.append((i, d))
+            for group in _split(sized, MAX_BATCH_CELLS // (circ.S if circ.use_hist else 1)):
+                nodes = [i for i, _ in group]
+                sizes = [d for _, d in group]
+                batch = await circ.inputs(
+                    counter, [grid.levels[i] for i in nodes], circ.use_hist, presence=True, full=not circ.lean
                 )
-            sized.append((i, d))
-        for batch in _split(sized, MAX_BATCH_CELLS // (circ.S if circ.use_hist else 1)):
-            nodes = [i for i, _ in batch]
-            sizes = [d for _, d in batch]
-            counts, hist = await circ.inputs(counter, [grid.levels[i] for i in nodes], circ.use_hist, presence=True)
-            w, o, kept_shares = await circ.evaluate(counts, hist, sizes)
-            rounds += 1
-            cells_total += int(sum(sizes))
-            for j, i in enumerate(nodes):
-                evaluated[i] = True
-                within[i] = bool(w[j])
-                ok[i] = bool(o[j])
-            if kept_shares is not None and o.any():
-                assert counts is not None
-                dm = await circ.dm(counts, kept_shares[0], kept_shares[1], sizes, o)
-                for j, i in enumerate(np.asarray(nodes)[o]):
-                    dms[int(i)] = (dm, j)
-                if spec.metric == "ncp":
-                    lv = [grid.levels[i] for i in nodes]
-                    nc = circ.ncp(counts, kept_shares[0], kept_shares[1], lv, sizes, o, loss_tables, fbits, mult)
-                    for j, i in enumerate(np.asarray(nodes)[o]):
-                        ncps[int(i)] = (nc, j)
-        say(f"publish: level {h}: {len(cand)} nodes evaluated, {int(within[by_height[h]].sum())} within the budget")
+                w, o, kept_shares = await circ.evaluate(batch, sizes)
+                rounds += 1
+                cells_total += int(sum(sizes))
+                cells_ok += int(np.asarray(sizes, dtype=np.int64)[np.asarray(o, dtype=bool)].sum())
+                for j, i in enumerate(nodes):
+                    evaluated[i] = True
+                    within[i] = bool(w[j])
+                    ok[i] = bool(o[j])
+                if o.any():
+                    pending.append(asyncio.create_task(node_metrics(rounds, batch, kept_shares, nodes, sizes, o)))
+                for t in pending:  # a failed one ends the search now
+                    if t.done() and t.exception() is not None:
+                        raise t.exception()  # type: ignore[misc]
+            say(f"publish: level {h}: {len(cand)} nodes evaluated, {int(within[by_height[h]].sum())} within the budget")
+        await asyncio.gather(*pending)
+    finally:
+        for t in pending:
+            t.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
     sat = sorted((i for i in range(grid.N) if ok[i]), key=lambda i: (grid.height[i], grid.levels[i]))
     if not sat:
         raise ProtocolError("no full-domain generalization satisfies the privacy models within the suppression budget")
@@ -553,6 +687,7 @@ async def publish_horizontal(
             "within_budget": int(within.sum()),
             "satisfying_nodes": len(sat),
             "cells_evaluated": cells_total,
+            "cells_of_satisfying_nodes": cells_ok,
             "batches": rounds,
             "seconds": time.perf_counter() - t0,
         },
@@ -584,10 +719,11 @@ async def _release_shares(rss: RSS3, circ: _Circuit, counter: CellCounter, level
     (kept cell[, sensitive value]) and of the suppressed rows [per sensitive value]."""
     hist = counter.sens is not None
     d = counter.sizes([levels])[0]
-    counts, h = await circ.inputs(counter, [levels], hist)
+    batch = await circ.inputs(counter, [levels], hist)
+    counts, capped, h = batch.counts, batch.capped, batch.hist
     if counts is None:  # a contributing party: it holds no share of the release
         return None
-    fail, _ = await circ.fail_bits(counts, h if circ.use_hist else None, d)
+    fail, _ = await circ.fail_bits(counts, capped, h if circ.use_hist else None, d)
     if h is not None:
         S = circ.S
         kept = await rss.mul_bit(rss.not_(rss.bool_take(fail, np.repeat(np.arange(d, dtype=np.int64), S))), h)

@@ -230,6 +230,7 @@ class CellCounter:
             hk = len(self._sizes[k])
             combo = gen[j][:, None, :] * self._sizes[k][None, :, None] + gen[k][None, :, :]
             self._group_codes.append(combo.reshape(len(self._sizes[j]) * hk, self.rows))
+        self._narrowed: dict[int, np.ndarray] = {}
 
     def sizes(self, nodes: Sequence[Sequence[int]]) -> list[int]:
         """Cells of every node (exact Python ints)."""
@@ -265,15 +266,26 @@ class CellCounter:
         per = max(1, self.chunk // rows)
         for c0 in range(0, len(nodes), per):
             c1 = min(len(nodes), c0 + per)
-            idx = np.repeat((starts[c0:c1] - starts[c0])[:, None], rows, axis=1)
-            for g, table, r in zip(self._groups, self._group_codes, rows_of):
-                idx += table[r[c0:c1]] * strides[c0:c1, g[-1], None]
-            if hist:
-                assert self.sens is not None
-                idx *= v
-                idx += self.sens[None, :]
             span = int(starts[c1] - starts[c0]) * v
             lo = int(starts[c0]) * v
+            # cell numbers in 32 bits when the chunk's cells allow: half the memory traffic of the gathers
+            it = np.int32 if span < (1 << 31) else np.int64
+            idx = np.repeat((starts[c0:c1] - starts[c0]).astype(it)[:, None], rows, axis=1)
+            for g, table, r in zip(self._groups, self._group_codes, rows_of):
+                t = table if it is np.int64 else self._narrow(table)
+                idx += t[r[c0:c1]] * strides[c0:c1, g[-1], None].astype(it)
+            if hist:
+                assert self.sens is not None
+                idx *= it(v)
+                idx += self.sens[None, :].astype(it)
             w = None if self.weights is None else np.tile(self.weights, c1 - c0)
             out[lo : lo + span] = np.bincount(idx.ravel(), weights=w, minlength=span)
         return out
+
+    def _narrow(self, table: np.ndarray) -> np.ndarray:
+        """``table`` as int32 (its codes are below a group's cell count), cached."""
+        key = id(table)
+        got = self._narrowed.get(key)
+        if got is None:
+            got = self._narrowed[key] = table.astype(np.int32)
+        return got

@@ -57,7 +57,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special, stats
 
 from ...errors import AnonymizeError
 
@@ -112,6 +111,8 @@ def _valid(x: float, N: float) -> float | None:
 # ---------------------------------------------------------------------------------------- Zayatz
 def zayatz_uniques(j, f, N: float) -> float | None:
     """Zayatz's estimate of the number of population uniques (module docstring); ``None`` if it fails."""
+    from scipy import stats  # here, not at the top: importing scipy.stats takes 1.2 s
+
     j, f = np.asarray(j, dtype=np.int64), np.asarray(f, dtype=np.float64)
     n, _, f1, _ = _totals(j, f)
     if f1 == 0:
@@ -129,6 +130,8 @@ def zayatz_uniques(j, f, N: float) -> float | None:
 def _pitman_nll(x, j, f, n, u):
     """Negative log-likelihood of Pitman's sampling formula and its gradient in ``(α, s)``,
     ``θ = e^s − α`` (so ``θ + α > 0``)."""
+    from scipy import special
+
     a, s = float(x[0]), float(x[1])
     lam = math.exp(s)
     t = lam - a
@@ -147,6 +150,8 @@ def _pitman_nll(x, j, f, n, u):
 def pitman_fit(j, f) -> tuple[float, float] | None:
     """Maximum-likelihood ``(α, θ)`` of Pitman's sampling formula for the class sizes ``(j, f_j)``, or
     ``None`` when there is nothing to fit (fewer than two classes)."""
+    from scipy import optimize
+
     j, f = np.asarray(j, dtype=np.float64), np.asarray(f, dtype=np.float64)
     n, u, _, _ = _totals(j, f)
     if u < 2 or n < 2:
@@ -178,6 +183,8 @@ def pitman_fit(j, f) -> tuple[float, float] | None:
 
 def pitman_uniques(j, f, N: float) -> float | None:
     """Pitman's estimate (Hoshino 2001) of the number of population uniques; ``None`` if it fails."""
+    from scipy import special
+
     j, f = np.asarray(j, dtype=np.int64), np.asarray(f, dtype=np.int64)
     _, _, f1, _ = _totals(j, f)
     if f1 == 0:
@@ -234,6 +241,8 @@ def _snb_residuals(x, K, q, f1, f2):
 def snb_fit(j, f, pi: float) -> tuple[float, float, float] | None:
     """``(α, β, K)`` of the slide negative binomial for the class sizes at sampling fraction ``pi``,
     or ``None`` when the equations have no solution (or ``f_2 = 0``)."""
+    from scipy import optimize
+
     j, f = np.asarray(j, dtype=np.int64), np.asarray(f, dtype=np.int64)
     _, _, f1, f2 = _totals(j, f)
     if f1 == 0 or f2 == 0 or not 0 < pi < 1:
@@ -375,6 +384,8 @@ def kmap_derived_k(
     ``P(X ≥ m) ≤ significance`` — a sample class of ``k'`` rows or more is unlikely to come from a
     population class of at most ``k`` — capped at ``k``. Returns ``(k', P(X ≥ k'))`` (the type-I
     error; 0 when the cap applies)."""
+    from scipy import stats
+
     if estimator not in ("poisson", "ztp"):
         raise AnonymizeError(f"unknown k-map estimator '{estimator}' (use poisson or ztp)")
     lam = float(sampling_fraction) * int(k)
