@@ -510,6 +510,68 @@ class RSS3:
         return Bool(pack_bits(a), pack_bits(b), int(a.shape[1]))
 
     # ----------------------------------------------------------------------- input
+    async def input_bits(self, x_local: Any) -> Bool | None:
+        """Every session party's 0/1 vector ``x_local`` XOR-shared, one plane per party (session
+        order): computing parties get a Bool of width P, the others ``None``.
+
+        Each party's vector is split 3-out-of-3 among the computing parties: the pieces for the
+        computing parties it shares a seed with are PRG streams, the last piece is the vector XOR them
+        (kept by a computing owner, sent by a non-computing one to ``c_{j mod 3}``); one reshare
+        (XOR, all planes in one message) makes the replicated sharing. Rounds: one agreement, one
+        upload, one reshare. Bits per element: one from each non-computing party, P from each
+        computing party. Reveals nothing: every piece a party receives is masked by a PRG stream it
+        does not know.
+        """
+        x = (np.asarray(x_local).reshape(-1) != 0).astype(np.uint8)
+        n = int(x.size)
+        t = self._step(session=True)
+        await agree(self.ch, t, n=n, bits=1)
+        nc = self._noncomp
+        nbytes = 8 * _words(n)
+
+        def piece(p: str, c: str) -> np.ndarray:  # F(s_{p,c}, τ) as packed words
+            ft = claim_tag(self.ch, f"{t}/bits/{p}>{c}")
+            return prg_bytes(step_key(self._seeds[c if p == self.me else p], ft), nbytes).view(_U64)
+
+        mine = pack_bits(x[None, :])[0]
+        if self.idx is None:
+            j0 = nc.index(self.me) % 3
+            e = mine.copy()
+            for j, c in enumerate(self.computers):
+                if j != j0:
+                    e ^= piece(self.me, c)
+            await self.ch.send(self.computers[j0], f"{t}/bits", pack_arrays(e))
+            return None
+        uploads = [p for j, p in enumerate(nc) if j % 3 == self.idx]
+        got = dict(zip(uploads, await asyncio.gather(*(self.ch.recv(p, f"{t}/bits") for p in uploads))))
+        planes = []
+        for p in self.ch.parties:
+            if p == self.me:
+                s = mine.copy()
+                for c in self.computers:
+                    if c != self.me:
+                        s ^= piece(self.me, c)
+            elif p in got:
+                arrs = unpack_arrays(got[p])
+                if len(arrs) != 1 or arrs[0].dtype != _U64 or arrs[0].shape != (nbytes // 8,):
+                    raise ProtocolError(f"{p} sent a malformed bit input ({n} bits expected)")
+                s = arrs[0]
+            else:
+                s = piece(p, self.me)
+            planes.append(s)
+        ((za, zb),), _ = await self._reshare(f"{t}/conv", [np.stack(planes)], xor=True)
+        return Bool(za, zb, n)
+
+    async def or_planes(self, x: Bool) -> Bool:
+        """Width-1 OR of the planes of x: a tree of ANDs on the negations (⌈log2 width⌉ rounds,
+        width − 1 AND bits per element). Reveals nothing."""
+        while x.width > 1:
+            h = x.width // 2
+            lo, hi = self.planes(x, slice(0, h)), self.planes(x, slice(h, 2 * h))
+            both = self.not_(await self.and_(self.not_(lo), self.not_(hi)))
+            x = self.stack([both, self.planes(x, slice(2 * h, x.width))]) if x.width % 2 else both
+        return x
+
     async def input_sum(self, x_local: Any, bits: int) -> Arith | None:
         """RSS of ``Σ_p x_p mod 2^bits`` over every session party's vector ``x_local``.
 
@@ -590,6 +652,73 @@ class RSS3:
         t = self._step()
         za, zb = await self._and_raw(t, x.a, x.b, y.a, y.b)
         return Bool(za, zb, x.n)
+
+    # ----------------------------------------------------------------------- boolean counting
+    async def popcount(self, x: Bool) -> Bool:
+        """Per element, the number of its planes that are 1, as a Bool of ``w = width.bit_length()``
+        planes (plane j = bit j of the count).
+
+        A carry-save (Wallace/Dadda) reduction: per layer, three bits of one weight go through a full
+        adder (sum a ⊕ b ⊕ c, carry ((a ⊕ c) ∧ (b ⊕ c)) ⊕ c: one AND), two through a half adder, all
+        of a layer's ANDs in one :meth:`and_` (Wallace, "A suggestion for a fast multiplier", IEEE
+        Trans. Electronic Computers, 1964). About ``width`` ANDs per element in O(log width) rounds —
+        one bit each, where injecting every plane into a ring (:meth:`b2a`) to add them would send
+        a ring element per plane. Reveals nothing."""
+        self._require_computing()
+        cols: dict[int, list[Bool]] = {0: [self.planes(x, j) for j in range(x.width)]}
+        while any(len(v) >= 2 for v in cols.values()):
+            xs: list[Bool] = []
+            ys: list[Bool] = []
+            plan: list[tuple[int, Bool | None]] = []
+            nxt: dict[int, list[Bool]] = {}
+            for w in sorted(cols):
+                vs, i = cols[w], 0
+                out = nxt.setdefault(w, [])
+                while len(vs) - i >= 3:
+                    a, b, c = vs[i : i + 3]
+                    i += 3
+                    out.append(self.xor(self.xor(a, b), c))
+                    xs.append(self.xor(a, c))
+                    ys.append(self.xor(b, c))
+                    plan.append((w + 1, c))
+                if len(vs) - i == 2:
+                    a, b = vs[i : i + 2]
+                    i += 2
+                    out.append(self.xor(a, b))
+                    xs.append(a)
+                    ys.append(b)
+                    plan.append((w + 1, None))
+                out.extend(vs[i:])
+            z = await self.and_(self.stack(xs), self.stack(ys))
+            for j, (w, cin) in enumerate(plan):
+                carry = self.planes(z, j)
+                nxt.setdefault(w, []).append(carry if cin is None else self.xor(carry, cin))
+            cols = {w: v for w, v in nxt.items() if v}
+        width = max(int(x.width).bit_length(), 1)
+        zero = Bool(np.zeros((1, _words(x.n)), _U64), np.zeros((1, _words(x.n)), _U64), x.n)
+        return self.stack([cols[w][0] if cols.get(w) else zero for w in range(width)])
+
+    async def ge_public(self, x: Bool, c: int) -> Bool:
+        """Width-1 ``[v ≥ c]`` for the unsigned numbers v of the planes of x (plane j = bit j) and a
+        public c ≥ 0: the carry out of v + (2^w − c), rippled through the w bits (one AND per bit where
+        a carry can occur, so at most w rounds of one AND). Reveals nothing."""
+        self._require_computing()
+        w = x.width
+        ones = self.not_(Bool(np.zeros((1, _words(x.n)), _U64), np.zeros((1, _words(x.n)), _U64), x.n))
+        if c <= 0:
+            return ones
+        if c >= 1 << w:
+            return self.not_(ones)
+        k = (1 << w) - int(c)
+        carry: Bool | None = None  # None: the public 0
+        for j in range(w):
+            xj = self.planes(x, j)
+            if (k >> j) & 1:
+                # x_j + 1 + carry ≥ 2 ⟺ x_j ∨ carry
+                carry = xj if carry is None else self.not_(await self.and_(self.not_(xj), self.not_(carry)))
+            elif carry is not None:
+                carry = await self.and_(xj, carry)
+        return carry if carry is not None else self.not_(ones)
 
     # ----------------------------------------------------------------------- comparison
     async def ltz(self, a: Arith, bits: int) -> Bool:

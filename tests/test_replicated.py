@@ -413,6 +413,49 @@ def test_child_engines_run_concurrently_and_a_reused_name_is_refused():
         run3(lambda rss, x: asyncio.sleep(0, rss.child("a/b")), xs)
 
 
+@SMALL
+@given(width=st.integers(1, 20), n=st.integers(0, 150), c=st.integers(-1, 24), seed=st.integers(0, 2**32 - 1))
+def test_popcount_and_ge_public_equal_plain(width, n, c, seed):
+    """popcount: per element the number of its planes that are 1 (a Bool number); ge_public: [v ≥ c]."""
+    rng = np.random.default_rng(seed)
+    bits = rng.integers(0, 2, (width, n)).astype(np.uint8)
+    want = bits.sum(axis=0)
+
+    async def f(rss, x):
+        b = await shared(rss, x, 8)
+        planes = rss.stack([await rss.less_than(rss.take(b, slice(j * n, (j + 1) * n)), 1, 4) for j in range(width)])
+        count = await rss.popcount(rss.not_(planes))  # [b ≥ 1] per plane
+        return await rss.open(count), await rss.open(await rss.ge_public(count, c))
+
+    xs = split3(bits.reshape(-1).astype(np.int64), rng)
+    got, ge = run3(f, xs)["p0"]
+    w = max(width.bit_length(), 1)
+    got = np.asarray(got).reshape(w, n)
+    assert np.array_equal((got * (1 << np.arange(w))[:, None]).sum(axis=0), want)
+    assert np.array_equal(np.asarray(ge).reshape(-1), (want >= c).astype(np.uint8))
+
+
+@pytest.mark.parametrize("n_parties", [3, 4, 5])
+def test_input_bits_one_plane_per_party_and_their_or(n_parties):
+    """input_bits: every party's 0/1 vector XOR-shared, one plane each (session order), also from
+    parties that do not compute; or_planes: their OR."""
+    rng = np.random.default_rng(n_parties)
+    n = 130
+    bits = [rng.integers(0, 2, n) for _ in range(n_parties)]
+
+    async def f(rss, x):
+        planes = await rss.input_bits(x)
+        if planes is None:  # a party that only contributes
+            return None
+        return await rss.open(planes), await rss.open(await rss.or_planes(planes))
+
+    got = run3(f, bits, n_parties=n_parties)
+    planes, ored = got["p0"]
+    assert np.array_equal(np.asarray(planes).reshape(n_parties, n), np.stack(bits))
+    assert np.array_equal(np.asarray(ored).reshape(-1), np.stack(bits).max(axis=0))
+    assert all(got[f"p{i}"] is None for i in range(3, n_parties))
+
+
 def test_lift_refuses_a_ring_too_narrow():
     async def f(rss, x):
         return await rss.lift(await shared(rss, x, 16), 16)

@@ -36,6 +36,10 @@ Construction
   (Σ_kept c² = Σ c² − Σ t² as t·(c − t) = 0; Σ t² over chunks the same way), each Σ a dot product
   (one ring element per node, :meth:`mpc.replicated.RSS3.segment_dot`). None of this changes
   what is revealed: every party already learns which nodes satisfy the models.
+* **Distinct values without rings.** With l-diversity each party's presence bit per (cell,
+  sensitive value) is XOR-shared and ORed; the distinct values per cell are a boolean popcount
+  over the value planes (a carry-save adder tree) compared with l
+  (:meth:`mpc.replicated.RSS3.popcount`, :meth:`mpc.replicated.RSS3.ge_public`).
 * **Top-down, a level at a time.** "within" is monotone under generalization (k-anonymity and
   distinct l-diversity are monotone under suppression), so a node with a failing generalization
   fails: the levels of the lattice are evaluated from the top, each level's candidate nodes (all
@@ -75,8 +79,9 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -291,7 +296,7 @@ class _Batch:
     local: np.ndarray
     counts: Arith | None
     capped: Arith | None
-    hist: Arith | None
+    hist: Arith | Bool | None
 
 
 def _cells_of(sizes: Sequence[int], keep: np.ndarray) -> np.ndarray:
@@ -302,6 +307,17 @@ def _cells_of(sizes: Sequence[int], keep: np.ndarray) -> np.ndarray:
     sel = sizes_a[keep]
     first = np.concatenate([[0], np.cumsum(sel)[:-1]]).astype(np.int64)
     return np.repeat(starts[keep], sel) + np.arange(int(sel.sum()), dtype=np.int64) - np.repeat(first, sel)
+
+
+def _value_planes(x: Bool, S: int) -> Bool:
+    """Cell-major bits (cell·S + value) of a one-plane Bool as S planes (one per value) over the cells
+    (local: both components rearranged the same way)."""
+    m = x.n // S
+
+    def planes(words: np.ndarray) -> np.ndarray:
+        return pack_bits(np.ascontiguousarray(unpack_bits(words[0], x.n).reshape(m, S).T))
+
+    return Bool(planes(x.a), planes(x.b), m)
 
 
 def _sum_groups(x: Arith, size: int) -> Arith:
@@ -335,9 +351,7 @@ class _Circuit:
     def __init__(self, rss: RSS3, spec: JointPublishSpec, n: int, n_sens: int, n_parties: int = 3):
         self.rss, self.spec, self.n, self.S = rss, spec, n, n_sens
         # during the search a (cell, value) needs only whether some party has a row there: each party
-        # inputs its own 0/1 presence, summed in a small ring and compared with 1 on a few bits
-        self.ell_p = _cmp_bits(n_parties, 1)
-        self.Rp = 8 if self.ell_p <= 8 else 16
+        # inputs its own presence bit, XOR-shared, and the bits are ORed
         self.max_sup = int(math.floor(spec.max_suppression * n + 1e-9))
         self.R = _ring_bits(n, spec.metric)
         self.ell = _cmp_bits(n, spec.k, spec.l or 0, self.max_sup + 1, n_sens + 1)
@@ -368,25 +382,25 @@ class _Circuit:
     ) -> _Batch:
         """Every party's counts for ``nodes`` summed into shares: per cell (ring R; not with ``full=False``);
         the capped counts Σ_p min(c_p, k) per cell (ring Rk, when they make [c < k] narrower); with
-        ``hist`` per cell and sensitive value (ring Rh) — or with ``presence`` the number of parties
-        with a row there (each inputs 0/1; ring Rp), all the search's checks need. The input rounds
-        run concurrently."""
+        ``hist`` per cell and sensitive value (ring Rh) — or with ``presence`` each party's bit "I
+        have a row there", XOR-shared (a Bool with one plane per party), all the search's checks
+        need. The input rounds run concurrently."""
         rss = self.rss
         cvec = counter.counts(nodes)
-        jobs = []
+        jobs: list[Coroutine[Any, Any, Arith | Bool | None]] = []
         if full:
             jobs.append(rss.input_sum(cvec, self.R))
         if self.capped:
             jobs.append(rss.input_sum(np.minimum(cvec, np.uint64(self.spec.k)), self.Rk))
         if hist:
             hvec = counter.counts(nodes, hist=True)
-            if presence:
-                hvec = (hvec > 0).astype(np.uint8)
-            jobs.append(rss.input_sum(hvec, self.Rp if presence else self.Rh))
+            # with presence each party's 0/1 "I have a row there" bits, XOR-shared, one plane per party
+            jobs.append(rss.input_bits(hvec > 0) if presence else rss.input_sum(hvec, self.Rh))
         got = list(await asyncio.gather(*jobs))
         c = got.pop(0) if full else None
         capped = got.pop(0) if self.capped else None
         h = got.pop(0) if hist else None
+        assert not isinstance(c, Bool) and not isinstance(capped, Bool)
         return _Batch(cvec, c, capped, h)
 
     async def input_kept(self, batch: _Batch, sizes: Sequence[int], keep: np.ndarray) -> Arith | None:
@@ -402,19 +416,23 @@ class _Circuit:
         return await self.rss.less_than(counts, self.spec.k, self.ell)
 
     async def fail_bits(
-        self, counts: Arith | None, capped: Arith | None, hist: Arith | None, m: int, presence: bool = False
+        self, counts: Arith | None, capped: Arith | None, hist: Arith | Bool | None, m: int
     ) -> tuple[Bool, Bool | None]:
         """Per cell the shared bit ``fail`` = [c < k] ∨ [distinct values < l], and with l-diversity
-        the bit [h ≥ 1] per cell and value (``hist`` counts rows, or with ``presence`` parties)."""
+        the bit [h ≥ 1] per cell and value (``hist`` counts rows, an :class:`Arith`; or it holds each
+        party's presence bits, a :class:`Bool`, whose OR it is)."""
         rss, spec = self.rss, self.spec
         if hist is None or spec.l is None:
             return await self._lt_k(counts, capped), None
         S = self.S
-        ell_h = self.ell_p if presence else self.ell
-        lt_k, lt_h = await asyncio.gather(self._lt_k(counts, capped), rss.less_than(hist, 1, ell_h))
-        present = rss.not_(lt_h)  # [h ≥ 1]
-        distinct = _sum_groups(await rss.b2a(present, self.Rd), S)  # per cell
-        lt_l = await rss.less_than(distinct, spec.l, self.ell_d)
+        if isinstance(hist, Bool):
+            lt_k, present = await asyncio.gather(self._lt_k(counts, capped), rss.or_planes(hist))
+        else:
+            lt_k, lt_h = await asyncio.gather(self._lt_k(counts, capped), rss.less_than(hist, 1, self.ell))
+            present = rss.not_(lt_h)  # [h ≥ 1]
+        # distinct values per cell: a boolean popcount over the S value planes (about one AND bit per
+        # plane), compared with l — not a ring element per (cell, value) as injecting the bits would cost
+        lt_l = rss.not_(await rss.ge_public(await rss.popcount(_value_planes(present, S)), spec.l))
         # fail = lt_k ∨ lt_l = ¬(¬lt_k ∧ ¬lt_l)
         return rss.not_(await rss.and_(rss.not_(lt_k), rss.not_(lt_l))), present
 
@@ -433,7 +451,7 @@ class _Circuit:
             return b, b.copy(), None
         m = int(sum(sizes))
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        fail, present = await self.fail_bits(counts, capped, hist, m, presence=True)
+        fail, present = await self.fail_bits(counts, capped, hist, m)
         if self.lean:
             assert capped is not None
             sup_cells = await rss.mul_bit(fail, capped)  # t = c·fail < k: exact in ring Rk
@@ -725,6 +743,7 @@ async def _release_shares(rss: RSS3, circ: _Circuit, counter: CellCounter, level
         return None
     fail, _ = await circ.fail_bits(counts, capped, h if circ.use_hist else None, d)
     if h is not None:
+        assert isinstance(h, Arith)  # the per-value counts (no presence bits at the release)
         S = circ.S
         kept = await rss.mul_bit(rss.not_(rss.bool_take(fail, np.repeat(np.arange(d, dtype=np.int64), S))), h)
         star = rss.sub(h, kept)
