@@ -96,12 +96,22 @@ from mpc.set_union import secure_set_union
 
 from .named import name_chunks, names_from_chunks
 
-__all__ = ["JointPublishSpec", "publish_horizontal", "combine_release", "MAX_BATCH_CELLS", "SUPPRESSED_ROWS"]
+__all__ = [
+    "JointPublishSpec",
+    "publish_horizontal",
+    "combine_release",
+    "MAX_BATCH_CELLS",
+    "MAX_BATCH_ELEMENTS",
+    "SUPPRESSED_ROWS",
+]
 
 SUPPRESSED_ROWS = ("star", "drop", "arx")
 METRICS = ("dm", "ncp")
 MAX_BATCH_CELLS = 1 << 23
 """Cells evaluated in one protocol batch (a level of the lattice is split into batches of whole nodes)."""
+MAX_BATCH_ELEMENTS = 1 << 24
+"""With l-diversity, (cell, sensitive value) pairs in one batch: fewer, larger batches mean fewer
+rounds (every batch costs about 45), which dominate over a WAN."""
 OR_LEVELS = 3
 """Pairwise OR levels before the bit injection that counts the values of a node's '*' group."""
 MAX_NODE_CELLS = 1 << 26
@@ -358,6 +368,7 @@ class _Circuit:
         self.Rh = 16 if self.ell <= 16 else self.R
         self.ell_d = _cmp_bits(n_sens, spec.l or 0)
         self.Rd = 8 if self.ell_d <= 8 else 16 if self.ell_d <= 16 else 32
+        self._branches = 0  # child engines made for concurrent branches (the same sequence on every party)
         self.use_hist = spec.l is not None
         self.star = spec.suppressed_rows == "star" and self.max_sup > 0
         # [c < k] needs only min(c_p, k) per party: their sum is below k exactly when c is, and lies in
@@ -425,14 +436,19 @@ class _Circuit:
         if hist is None or spec.l is None:
             return await self._lt_k(counts, capped), None
         S = self.S
-        if isinstance(hist, Bool):
-            lt_k, present = await asyncio.gather(self._lt_k(counts, capped), rss.or_planes(hist))
-        else:
-            lt_k, lt_h = await asyncio.gather(self._lt_k(counts, capped), rss.less_than(hist, 1, self.ell))
-            present = rss.not_(lt_h)  # [h ≥ 1]
-        # distinct values per cell: a boolean popcount over the S value planes (about one AND bit per
-        # plane), compared with l — not a ring element per (cell, value) as injecting the bits would cost
-        lt_l = rss.not_(await rss.ge_public(await rss.popcount(_value_planes(present, S)), spec.l))
+
+        async def diversity() -> tuple[Bool, Bool]:
+            if isinstance(hist, Bool):
+                present = await rss.or_planes(hist)
+            else:
+                present = rss.not_(await rss.less_than(hist, 1, self.ell))  # [h ≥ 1]
+            # distinct values per cell: a boolean popcount over the S value planes (about one AND bit
+            # per plane), compared with l — not a ring element per (cell, value) as injecting would cost
+            ge = await rss.ge_public(await rss.popcount(_value_planes(present, S)), int(spec.l or 0))
+            return rss.not_(ge), present
+
+        # [c < k] (one step, then its own sub-rounds) runs beside the whole diversity chain
+        lt_k, (lt_l, present) = await asyncio.gather(self._lt_k(counts, capped), diversity())
         # fail = lt_k ∨ lt_l = ¬(¬lt_k ∧ ¬lt_l)
         return rss.not_(await rss.and_(rss.not_(lt_k), rss.not_(lt_l))), present
 
@@ -452,14 +468,28 @@ class _Circuit:
         m = int(sum(sizes))
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         fail, present = await self.fail_bits(counts, capped, hist, m)
-        if self.lean:
-            assert capped is not None
-            sup_cells = await rss.mul_bit(fail, capped)  # t = c·fail < k: exact in ring Rk
-            sup = await self._lifted_sums(sup_cells, sizes, self.G)
-        else:
+
+        async def suppressed() -> tuple[Arith, Arith]:
+            if self.lean:
+                assert capped is not None
+                t = await rss.mul_bit(fail, capped)  # t = c·fail < k: exact in ring Rk
+                return t, await self._lifted_sums(t, sizes, self.G)
             assert counts is not None
-            sup_cells = await rss.mul_bit(fail, counts)
-            sup = rss.segment_sum(sup_cells, starts)
+            t = await rss.mul_bit(fail, counts)
+            return t, rss.segment_sum(t, starts)
+
+        enough: Bool | None = None
+        if self.star and spec.l is not None:
+            # the '*' group's distinct values need only fail and present: on a child engine of their own,
+            # beside the suppressed rows' chain (rounds: the longer of the two, not their sum)
+            assert present is not None
+            self._branches += 1
+            star_rss = rss.child(f"star{self._branches}")
+            (sup_cells, sup), enough = await asyncio.gather(
+                suppressed(), self._star_diversity(star_rss, fail, present, sizes)
+            )
+        else:
+            sup_cells, sup = await suppressed()
         if not self.star:
             opened = await rss.open(await rss.less_than(sup, self.max_sup + 1, self.ell), to="all")  # [S ≤ MaxSup]
             w = np.asarray(opened, dtype=bool)
@@ -469,24 +499,27 @@ class _Circuit:
         within = rss.bool_take(lt, np.arange(nodes))  # [S < MaxSup + 1]
         empty = rss.bool_take(lt, np.arange(nodes, 2 * nodes))
         big = rss.not_(rss.bool_take(lt, np.arange(2 * nodes, 3 * nodes)))
-        if spec.l is not None:
-            assert present is not None
-            S = self.S
-            # value s occurs in the '*' group iff some failing cell holds it: OR_cells fail ∧ [h ≥ 1]
-            both = await rss.and_(_bool_local(fail, lambda u: np.repeat(u, S)), present)  # cell-major
-            red, left = await _or_cells(rss, both, sizes, S, OR_LEVELS)
-            ell2 = _cmp_bits(max(left), 1)
-            ring2 = next(b for b in (8, 16, 32, 64) if b >= ell2)  # counts of at most max(left) cells
-            per_value = _sum_cells(await rss.b2a(red, ring2), left, S)  # (node, value)
-            occurs = rss.not_(await rss.less_than(per_value, 1, ell2))
-            distinct = _sum_groups(await rss.b2a(occurs, self.Rd), S)  # per node
-            enough = rss.not_(await rss.less_than(distinct, spec.l, self.ell_d))
+        if enough is not None:
             big = await rss.and_(big, enough)
         star_ok = rss.not_(await rss.and_(rss.not_(empty), rss.not_(big)))  # empty ∨ big
         ok = await rss.and_(within, star_ok)
         bits = await rss.open(rss.bool_concat([within, ok]), to="all")
         b = np.asarray(bits, dtype=bool)
         return b[:nodes], b[nodes:], (sup, sup_cells)
+
+    async def _star_diversity(self, rss: RSS3, fail: Bool, present: Bool, sizes: Sequence[int]) -> Bool:
+        """Per node, whether its '*' group (the rows of its failing cells) holds at least l distinct
+        sensitive values: value s occurs there iff some failing cell holds it (OR over cells of
+        fail ∧ [h ≥ 1])."""
+        S = self.S
+        both = await rss.and_(_bool_local(fail, lambda u: np.repeat(u, S)), present)  # cell-major
+        red, left = await _or_cells(rss, both, sizes, S, OR_LEVELS)
+        ell2 = _cmp_bits(max(left), 1)
+        ring2 = next(b for b in (8, 16, 32, 64) if b >= ell2)  # counts of at most max(left) cells
+        per_value = _sum_cells(await rss.b2a(red, ring2), left, S)  # (node, value)
+        occurs = rss.not_(await rss.less_than(per_value, 1, ell2))
+        distinct = _sum_groups(await rss.b2a(occurs, self.Rd), S)  # per node
+        return rss.not_(await rss.less_than(distinct, self.spec.l, self.ell_d))
 
     def _kept(self, counts: Arith, sup_cells: Arith, sizes: Sequence[int], keep: np.ndarray):
         """The cells of the batch's nodes with ``keep``: ``(their counts, their kept counts, the kept
@@ -655,7 +688,7 @@ async def publish_horizontal(
                         "joint publishing"
                     )
                 sized.append((i, d))
-            for group in _split(sized, MAX_BATCH_CELLS // (circ.S if circ.use_hist else 1)):
+            for group in _split(sized, MAX_BATCH_ELEMENTS // circ.S if circ.use_hist else MAX_BATCH_CELLS):
                 nodes = [i for i, _ in group]
                 sizes = [d for _, d in group]
                 batch = await circ.inputs(
