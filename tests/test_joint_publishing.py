@@ -147,6 +147,7 @@ def test_the_batch_counter_equals_the_plain_count(n, chunk, seed):
     assert np.array_equal(cc.counts(nodes), plain.astype(np.uint64))
     per_value = np.concatenate([cell_counts(hl, codes, lv, sens, 4) for lv in nodes])
     assert np.array_equal(cc.counts(nodes, hist=True), per_value.astype(np.uint64))
+    assert np.array_equal(cc.presence(nodes), (per_value > 0).astype(np.uint8))
     assert cc.sizes(nodes) == [len(cell_counts(hl, codes, lv)) for lv in nodes]
 
 
@@ -455,3 +456,27 @@ def test_the_analyst_refuses_shares_that_do_not_add_up():
     bad["p1"]["share"] = {**bad["p1"]["share"], "kept": share}
     with pytest.raises(ValueError, match="do not add up"):
         assemble(params, bad, 0.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cells=st.lists(st.integers(1, 9), max_size=6), S=st.integers(1, 5), seed=st.integers(0, 2**32 - 1))
+def test_cell_major_halves_and_sums_equal_a_loop_over_nodes(cells, S, seed):
+    """The vectorized rearrangements of the '*' group's per-value check equal a plain loop per node."""
+    from mpc.replicated import Arith
+    from parties.joint.publishing import _halves, _sum_cells
+
+    rng = np.random.default_rng(seed)
+    u = rng.integers(0, 2, sum(cells) * S).astype(np.uint8)
+    off, left, right, sums = 0, [], [], []
+    for d in cells:
+        blk = u[off * S : (off + d) * S].reshape(d, S)
+        off += d
+        left.append(blk[0::2])
+        right.append(np.vstack([blk[1::2]] + ([np.zeros((1, S), np.uint8)] if d % 2 else [])))
+        sums.append(blk.astype(np.uint32).sum(axis=0))
+    flat = lambda xs: np.concatenate([x.reshape(-1) for x in xs]) if xs else u[:0]  # noqa: E731
+    assert np.array_equal(_halves(u, cells, S, right=False), flat(left))
+    assert np.array_equal(_halves(u, cells, S, right=True), flat(right))
+    v = u.astype(np.uint32)
+    got = _sum_cells(Arith(v, v.copy(), 32), cells, S)
+    assert np.array_equal(got.a, flat(sums).astype(np.uint32)) and np.array_equal(got.b, got.a)

@@ -269,16 +269,19 @@ def _bool_local(x: Bool, f: Callable[[np.ndarray], np.ndarray]) -> Bool:
 
 def _halves(u: np.ndarray, cells: Sequence[int], S: int, right: bool) -> np.ndarray:
     """Cell-major (cell·S + value) bits of nodes with ``cells`` cells each: per node the even (or,
-    with ``right``, the odd) cells' rows, an odd node's last even cell paired with a 0 row."""
-    out, off = [], 0
+    with ``right``, the odd) cells' rows, an odd node's last even cell paired with a 0 row. (Strided
+    views per node and one concatenation: faster here than a gather or an insert over the batch.)"""
+    total = int(sum(cells))
+    grid = u[: total * S].reshape(total, S)
+    zero = np.zeros((1, S), u.dtype)
+    parts, off = [], 0
     for d in cells:
-        blk = u[off * S : (off + d) * S].reshape(d, S)
+        blk = grid[off : off + d]
         off += d
-        part = blk[1::2] if right else blk[0::2]
+        parts.append(blk[1::2] if right else blk[0::2])
         if right and d % 2:
-            part = np.vstack([part, np.zeros((1, S), u.dtype)])
-        out.append(part.reshape(-1))
-    return np.concatenate(out) if out else u[:0]
+            parts.append(zero)
+    return np.concatenate(parts).reshape(-1) if parts else u[:0]
 
 
 async def _or_cells(rss: RSS3, x: Bool, cells: Sequence[int], S: int, levels: int) -> tuple[Bool, list[int]]:
@@ -340,13 +343,13 @@ def _sum_groups(x: Arith, size: int) -> Arith:
 
 def _sum_cells(x: Arith, cells: Sequence[int], S: int) -> Arith:
     """Per node and value, the sum over the node's cells of cell-major ``x`` (local; the ring wraps)."""
+    d = np.asarray(cells, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(d)[:-1]]).astype(np.int64)
 
     def f(v: np.ndarray) -> np.ndarray:
-        out, off = [], 0
-        for d in cells:
-            out.append(v[off * S : (off + d) * S].reshape(d, S).sum(axis=0, dtype=v.dtype))
-            off += d
-        return np.concatenate(out) if out else v[:0]
+        if not d.size:
+            return v[:0]
+        return np.add.reduceat(v.reshape(-1, S), starts, axis=0, dtype=v.dtype).reshape(-1)
 
     return Arith(f(x.a), f(x.b), x.bits)
 
@@ -404,9 +407,11 @@ class _Circuit:
         if self.capped:
             jobs.append(rss.input_sum(np.minimum(cvec, np.uint64(self.spec.k)), self.Rk))
         if hist:
-            hvec = counter.counts(nodes, hist=True)
             # with presence each party's 0/1 "I have a row there" bits, XOR-shared, one plane per party
-            jobs.append(rss.input_bits(hvec > 0) if presence else rss.input_sum(hvec, self.Rh))
+            if presence:
+                jobs.append(rss.input_bits(counter.presence(nodes)))
+            else:
+                jobs.append(rss.input_sum(counter.counts(nodes, hist=True), self.Rh))
         got = list(await asyncio.gather(*jobs))
         c = got.pop(0) if full else None
         capped = got.pop(0) if self.capped else None

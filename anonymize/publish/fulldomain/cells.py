@@ -242,7 +242,14 @@ class CellCounter:
             out.append(d)
         return out
 
-    def counts(self, nodes: Sequence[Sequence[int]], hist: bool = False, dtype=np.uint64) -> np.ndarray:
+    def presence(self, nodes: Sequence[Sequence[int]]) -> np.ndarray:
+        """Per (cell, sensitive value) of ``nodes``, 1 where this party has a row, else 0 (uint8):
+        ``counts(nodes, hist=True) > 0``, written directly — a byte per pair, no per-pair count."""
+        return self.counts(nodes, hist=True, dtype=np.uint8, present=True)
+
+    def counts(
+        self, nodes: Sequence[Sequence[int]], hist: bool = False, dtype=np.uint64, present: bool = False
+    ) -> np.ndarray:
         if hist and self.sens is None:
             raise AnonymizeError("no sensitive codes to count per value")
         sizes = self.sizes(nodes)
@@ -278,6 +285,9 @@ class CellCounter:
                 assert self.sens is not None
                 idx *= it(v)
                 idx += self.sens[None, :].astype(it)
+            if present:  # only whether a row lands there: a scatter, not a count
+                out[lo : lo + span][idx.ravel()] = 1
+                continue
             w = None if self.weights is None else np.tile(self.weights, c1 - c0)
             out[lo : lo + span] = np.bincount(idx.ravel(), weights=w, minlength=span)
         return out
