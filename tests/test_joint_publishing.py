@@ -373,7 +373,8 @@ def test_every_satisfying_node_s_dm_is_the_pooled_lattice_s(monkeypatch, k, l, s
 
 def test_what_a_party_receives_holds_no_other_party_s_counts():
     """Every message a party receives, concatenated: no other party's local count vector of any
-    evaluated node appears in it, in any integer width (they travel only as masked shares)."""
+    evaluated node appears in it, in any integer width, nor its presence bits per (cell, value) as a
+    run of bits at any offset (they travel only as masked shares; a clear send of them fails this)."""
     hs = _hierarchies()
     df = _table(np.random.default_rng(3), 150)
     spec = JointPublishSpec(("age", "zip", "sex"), "disease", 3, 2, 0.05, "star")
@@ -401,7 +402,12 @@ def test_what_a_party_receives_holds_no_other_party_s_counts():
         codes = rows.qi_codes
         sens = np.searchsorted(out["p0"]["sensitive_values"], rows.sensitive)
         vectors = [cell_counts(hl, codes, lv) for lv in [chosen, (1, 1, 0), (2, 2, 1)]]
-        vectors.append(cell_counts(hl, codes, chosen, sens, len(out["p0"]["sensitive_values"])))
+        n_sens = len(out["p0"]["sensitive_values"])
+        vectors.append(cell_counts(hl, codes, chosen, sens, n_sens))
+        # the presence bits per (cell, value) the search inputs: their run of bits, at any bit offset
+        presence = [(cell_counts(hl, codes, lv, sens, n_sens) > 0) for lv in [chosen, (1, 1, 0), (2, 2, 1)]]
+        patterns = [p.astype(np.uint8).tobytes() for p in presence if p.sum() >= 3 and p.size >= 64]
+        assert patterns
         for name in ("p0", "p1", "p2"):
             if name == f"p{q}":
                 continue
@@ -411,6 +417,9 @@ def test_what_a_party_receives_holds_no_other_party_s_counts():
                     continue
                 for dt in (np.uint16, np.uint32, np.uint64):
                     assert v.astype(dt).tobytes() not in blob, (name, q, dt)
+            bitstream = np.unpackbits(np.frombuffer(blob, np.uint8), bitorder="little").tobytes()
+            for bits in patterns:
+                assert bits not in bitstream, (name, q)
 
 
 def test_the_job_refuses_a_release_that_would_be_the_pooled_table():
