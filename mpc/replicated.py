@@ -69,6 +69,17 @@ Constructions
   injection of ABY3 §5.4: with ``x = x_0 ⊕ x_1 ⊕ x_2``, party c0 knows
   ``u = x_0 ⊕ x_1`` and shares it (one message to c2), and
   ``x = u + x_2 − 2·u·x_2``; ``x·a = w + u·(a − 2w)`` with ``w = x_2·a``.
+* Dot products per segment (:meth:`RSS3.segment_dot`): the local product
+  terms summed over a segment before the one reshare — one ring element per
+  segment. Lifting to a wider ring (:meth:`RSS3.lift`): the three components,
+  added over the integers, wrap at most twice; two comparisons count the wraps.
+* Boolean inputs and counting: every party's bit vector XOR-shared
+  (:meth:`RSS3.input_bits`, one plane per party; :meth:`RSS3.or_planes`), a
+  carry-save popcount of planes (:meth:`RSS3.popcount`, C. S. Wallace, "A
+  suggestion for a fast multiplier", IEEE Trans. Electronic Computers, 1964)
+  and a ripple comparison with a public constant (:meth:`RSS3.ge_public`).
+* Child engines (:meth:`RSS3.child`): the same parties and seeds in their own
+  tag namespace, so two multi-round computations may run concurrently.
 * Lexicographic arg-min (:meth:`RSS3.argmin`): a tournament of ⌈log₂ n⌉
   levels, each comparing adjacent pairs and selecting the winner's keys and
   index obliviously (``L + b·(R − L)``); only the winning index is opened.
@@ -80,7 +91,7 @@ the computing parties, every vector length, ring sizes, segment offsets and
 comparison widths.
 
 Calling convention: every session party calls :meth:`RSS3.create`,
-:meth:`RSS3.input_sum`, :meth:`RSS3.open` with ``to="all"`` and
+:meth:`RSS3.input_sum`, :meth:`RSS3.input_bits`, :meth:`RSS3.open` with ``to="all"`` and
 :meth:`RSS3.argmin` (non-computing parties pass ``None`` for shares); the
 other operations are called by the computing parties only. Each public call
 reserves its tag when it starts, so several calls may run concurrently
@@ -638,7 +649,7 @@ class RSS3:
         :meth:`segment_sum`), mod 2^R. One round; R/8 bytes per *segment* sent by each computing
         party, whatever the segments' lengths: each party sums its local product terms over a
         segment before the one reshare — the dot product of replicated sharing (Araki et al., CCS
-        2016; ABY3, Mohassel & Rindal, CCS 2018, §5.1). Reveals nothing."""
+        2016; ABY3, Mohassel & Rindal, CCS 2018). Reveals nothing."""
         self._same(x, y)
         part = _segment_summer(offsets, len(x))(self._mul_local(x, y))
         t = self._step()
@@ -869,7 +880,7 @@ class RSS3:
         wider ring: X = x + 2^r·w with the wrap count w = [X ≥ 2^r] + [X ≥ 2^(r+1)] ∈ {0, 1, 2}.
         Both comparisons run in one :meth:`ltz` circuit of r + 3 bits and their bits are injected
         (:meth:`b2a`), so x = X − 2^(r+1) + 2^r·([X < 2^r] + [X < 2^(r+1)]). This is the
-        comparison-based share conversion of ABY3 (Mohassel, Rindal, CCS 2018, §5) for the
+        comparison-based share conversion of ABY3 (Mohassel, Rindal, CCS 2018) for the
         three-component case. Rounds: :func:`ltz_rounds` (r + 3) + 2; per element about
         :func:`ltz_and_count` (r + 3) bits and 2·3·bits/8 bytes per computing party, for two
         elements. Meant for short vectors (per-node sums), not per cell. Reveals nothing.

@@ -357,9 +357,12 @@ def _sum_cells(x: Arith, cells: Sequence[int], S: int) -> Arith:
 class _Circuit:
     """The per-batch computation on shares (one instance per job).
 
-    Rings: counts and DM in Z_2^R (R = 32 while n² < 2^30, else 64); per-value counts in Z_2^16
-    when the comparisons fit (they never exceed n); distinct-value counts in Z_2^8 (or 16).
-    Comparisons look at the low ``ell`` bits only (:meth:`mpc.replicated.RSS3.ltz`)."""
+    Rings: counts and DM in Z_2^R (R = 32 while n² < 2^30, else 64); capped counts (and, when
+    :attr:`lean`, the suppressed rows per cell) in Z_2^Rk (8 or 16 bits); the release's per-value
+    counts in Z_2^16 when the comparisons fit (they never exceed n); the '*' group's distinct-value
+    counts in Z_2^8 (or 16). During the search the presence bits are boolean and distinct values per
+    cell a boolean popcount. Comparisons look at the low ``ell`` bits only
+    (:meth:`mpc.replicated.RSS3.ltz`)."""
 
     def __init__(self, rss: RSS3, spec: JointPublishSpec, n: int, n_sens: int, n_parties: int = 3):
         self.rss, self.spec, self.n, self.S = rss, spec, n, n_sens
