@@ -706,7 +706,7 @@ class RSS3:
                 nxt.setdefault(w, []).append(carry if cin is None else self.xor(carry, cin))
             cols = {w: v for w, v in nxt.items() if v}
         width = max(int(x.width).bit_length(), 1)
-        zero = Bool(np.zeros((1, _words(x.n)), _U64), np.zeros((1, _words(x.n)), _U64), x.n)
+        zero = self.public_bool(np.zeros(x.n, np.uint8))
         return self.stack([cols[w][0] if cols.get(w) else zero for w in range(width)])
 
     async def ge_public(self, x: Bool, c: int) -> Bool:
@@ -715,7 +715,7 @@ class RSS3:
         a carry can occur, so at most w rounds of one AND). Reveals nothing."""
         self._require_computing()
         w = x.width
-        ones = self.not_(Bool(np.zeros((1, _words(x.n)), _U64), np.zeros((1, _words(x.n)), _U64), x.n))
+        ones = self.public_bool(np.ones(x.n, np.uint8))
         if c <= 0:
             return ones
         if c >= 1 << w:

@@ -312,14 +312,22 @@ class _Batch:
     hist: Arith | Bool | None
 
 
+def _starts(sizes: Sequence[int] | np.ndarray) -> np.ndarray:
+    """Where each of consecutive groups of ``sizes`` elements starts (int64)."""
+    return np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64))[:-1]]).astype(np.int64)
+
+
+def _rank_in_group(sizes: np.ndarray) -> np.ndarray:
+    """0, 1, ..., size − 1 for each of consecutive groups of ``sizes`` elements, concatenated."""
+    return np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(_starts(sizes), sizes)
+
+
 def _cells_of(sizes: Sequence[int], keep: np.ndarray) -> np.ndarray:
     """Positions, in a batch of nodes with ``sizes`` cells, of the cells of the nodes with ``keep``."""
     sizes_a = np.asarray(sizes, dtype=np.int64)
     keep = np.asarray(keep, dtype=bool)
-    starts = np.concatenate([[0], np.cumsum(sizes_a)[:-1]]).astype(np.int64)
     sel = sizes_a[keep]
-    first = np.concatenate([[0], np.cumsum(sel)[:-1]]).astype(np.int64)
-    return np.repeat(starts[keep], sel) + np.arange(int(sel.sum()), dtype=np.int64) - np.repeat(first, sel)
+    return np.repeat(_starts(sizes_a)[keep], sel) + _rank_in_group(sel)
 
 
 def _value_planes(x: Bool, S: int) -> Bool:
@@ -344,7 +352,7 @@ def _sum_groups(x: Arith, size: int) -> Arith:
 def _sum_cells(x: Arith, cells: Sequence[int], S: int) -> Arith:
     """Per node and value, the sum over the node's cells of cell-major ``x`` (local; the ring wraps)."""
     d = np.asarray(cells, dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(d)[:-1]]).astype(np.int64)
+    starts = _starts(d)
 
     def f(v: np.ndarray) -> np.ndarray:
         if not d.size:
@@ -435,7 +443,7 @@ class _Circuit:
         return await self.rss.less_than(counts, self.spec.k, self.ell)
 
     async def fail_bits(
-        self, counts: Arith | None, capped: Arith | None, hist: Arith | Bool | None, m: int
+        self, counts: Arith | None, capped: Arith | None, hist: Arith | Bool | None
     ) -> tuple[Bool, Bool | None]:
         """Per cell the shared bit ``fail`` = [c < k] ∨ [distinct values < l], and with l-diversity
         the bit [h ≥ 1] per cell and value (``hist`` counts rows, an :class:`Arith`; or it holds each
@@ -473,9 +481,8 @@ class _Circuit:
             if self.star:
                 return b[:nodes], b[nodes:], None
             return b, b.copy(), None
-        m = int(sum(sizes))
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        fail, present = await self.fail_bits(counts, capped, hist, m)
+        starts = _starts(sizes)
+        fail, present = await self.fail_bits(counts, capped, hist)
 
         async def suppressed() -> tuple[Arith, Arith]:
             if self.lean:
@@ -533,13 +540,10 @@ class _Circuit:
         """The cells of the batch's nodes with ``keep``: ``(their counts, their kept counts, the kept
         nodes' indices, their segment offsets)`` — what DM and NCP sum over."""
         rss = self.rss
-        sizes_a = np.asarray(sizes, dtype=np.int64)
-        starts = np.concatenate([[0], np.cumsum(sizes_a)[:-1]]).astype(np.int64)
         sel = np.flatnonzero(keep)
-        idx = np.concatenate([np.arange(starts[i], starts[i] + sizes_a[i], dtype=np.int64) for i in sel])
+        idx = _cells_of(sizes, keep)
         c = rss.take(counts, idx)
-        sel_starts = np.concatenate([[0], np.cumsum(sizes_a[sel])[:-1]]).astype(np.int64)
-        return c, rss.sub(c, rss.take(sup_cells, idx)), sel, sel_starts
+        return c, rss.sub(c, rss.take(sup_cells, idx)), sel, _starts(np.asarray(sizes, dtype=np.int64)[sel])
 
     async def _lifted_sums(self, x: Arith, sizes: Sequence[int] | np.ndarray, per: int, square: bool = False) -> Arith:
         """Per node (of ``sizes`` cells) the sum over its cells of x (or, with ``square``, of x²) in ring
@@ -548,10 +552,8 @@ class _Circuit:
         rss = self.rss
         sizes_a = np.asarray(sizes, dtype=np.int64)
         per_node = -(-sizes_a // per)  # chunks per node
-        first = np.concatenate([[0], np.cumsum(per_node)[:-1]]).astype(np.int64)  # a node's first chunk
-        starts = np.concatenate([[0], np.cumsum(sizes_a)[:-1]]).astype(np.int64)
-        j = np.arange(int(per_node.sum()), dtype=np.int64) - np.repeat(first, per_node)
-        offsets = np.repeat(starts, per_node) + j * per
+        first = _starts(per_node)  # a node's first chunk
+        offsets = np.repeat(_starts(sizes_a), per_node) + _rank_in_group(per_node) * per
         part = await rss.segment_dot(x, x, offsets) if square else rss.segment_sum(x, offsets)
         return rss.segment_sum(await rss.lift(part, self.R), first)
 
@@ -567,7 +569,7 @@ class _Circuit:
         if self.lean:
             sizes_a = np.asarray(sizes, dtype=np.int64)
             sel = np.flatnonzero(keep)
-            sel_starts = np.concatenate([[0], np.cumsum(sizes_a[sel])[:-1]]).astype(np.int64)
+            sel_starts = _starts(sizes_a[sel])
             t = rss.take(sup_cells, _cells_of(sizes, keep))
             c2, t2 = await asyncio.gather(
                 rss.segment_dot(counts, counts, sel_starts),
@@ -782,7 +784,7 @@ async def _release_shares(rss: RSS3, circ: _Circuit, counter: CellCounter, level
     counts, capped, h = batch.counts, batch.capped, batch.hist
     if counts is None:  # a contributing party: it holds no share of the release
         return None
-    fail, _ = await circ.fail_bits(counts, capped, h if circ.use_hist else None, d)
+    fail, _ = await circ.fail_bits(counts, capped, h if circ.use_hist else None)
     if h is not None:
         assert isinstance(h, Arith)  # the per-value counts (no presence bits at the release)
         S = circ.S
