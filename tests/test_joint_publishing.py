@@ -467,28 +467,70 @@ def test_the_analyst_refuses_shares_that_do_not_add_up():
         assemble(params, bad, 0.0)
 
 
-@settings(max_examples=60, deadline=None)
-@given(cells=st.lists(st.integers(1, 9), max_size=6), S=st.integers(1, 5), seed=st.integers(0, 2**32 - 1))
-def test_cell_major_halves_and_sums_equal_a_loop_over_nodes(cells, S, seed):
-    """The vectorized rearrangements of the '*' group's per-value check equal a plain loop per node."""
-    from mpc.replicated import Arith
-    from parties.joint.publishing import _halves, _sum_cells
+@settings(max_examples=25, deadline=None)
+@given(
+    cells=st.lists(st.integers(1, 40), min_size=1, max_size=6),
+    S=st.integers(1, 5),
+    levels=st.integers(0, 4),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_or_over_groups_of_cells_and_per_value_sums_equal_a_loop_over_nodes(cells, S, levels, seed):
+    """The '*' group's per-value OR (:func:`_or_cells` on shares between three parties, nodes padded
+    with empty cells to a multiple of the group width) and the per-node sums equal a plain loop per
+    node: the OR of each value over a node's cells, once its groups are ORed again."""
+    from mpc.replicated import RSS3, Arith
+    from parties.joint.publishing import _or_cells, _or_width, _padded, _sum_cells
 
     rng = np.random.default_rng(seed)
-    u = rng.integers(0, 2, sum(cells) * S).astype(np.uint8)
-    off, left, right, sums = 0, [], [], []
-    for d in cells:
-        blk = u[off * S : (off + d) * S].reshape(d, S)
-        off += d
-        left.append(blk[0::2])
-        right.append(np.vstack([blk[1::2]] + ([np.zeros((1, S), np.uint8)] if d % 2 else [])))
-        sums.append(blk.astype(np.uint32).sum(axis=0))
-    flat = lambda xs: np.concatenate([x.reshape(-1) for x in xs]) if xs else u[:0]  # noqa: E731
-    assert np.array_equal(_halves(u, cells, S, right=False), flat(left))
-    assert np.array_equal(_halves(u, cells, S, right=True), flat(right))
-    v = u.astype(np.uint32)
-    got = _sum_cells(Arith(v, v.copy(), 32), cells, S)
-    assert np.array_equal(got.a, flat(sums).astype(np.uint32)) and np.array_equal(got.b, got.a)
+    width = _or_width(cells, levels)
+    assert width <= 1 << levels and (width == 1 or width < 2 * max(cells))
+    sizes = _padded(cells, width)
+    assert all(p % width == 0 and d <= p < d + width for d, p in zip(cells, sizes))
+    u = np.zeros(sum(sizes) * S, np.uint8)
+    off, want = 0, []
+    for d, p in zip(cells, sizes):  # a node's own cells random, its padding empty
+        blk = rng.integers(0, 2, (d, S)).astype(np.uint8)
+        u[off * S : (off + d) * S] = blk.reshape(-1)
+        off += p
+        want.append(blk.max(axis=0))
+
+    async def f(ch, _):
+        rss = await RSS3.create(ch, ch.parties[:3])
+        x = await rss.input_bits(u if ch.me == "p0" else np.zeros_like(u))  # p0's bits, one plane each
+        x = rss.planes(x, slice(0, 1))
+        red, groups = await _or_cells(rss, x, sizes, S, width)
+        return await rss.open(red, to="all"), groups
+
+    out = run_parties(3, f, [None] * 3, timeout=60)
+    opened, groups = out["p0"]
+    assert groups == [p // width for p in sizes]
+    v = np.asarray(opened, dtype=np.uint32).reshape(-1)
+    got = _sum_cells(Arith(v, v.copy(), 32), groups, S)  # per node and value: groups where it occurs
+    assert np.array_equal(got.a.reshape(len(cells), S) > 0, np.stack(want) > 0)
+
+
+def test_the_counter_pads_every_node_with_empty_cells():
+    """``CellCounter`` with a layout: each node's own counts first, then zeros up to its positions."""
+    hs = _hierarchies()
+    df = _table(np.random.default_rng(3), 90)
+    qis = ["age", "zip", "sex"]
+    hl = [hs[c] for c in qis]
+    codes = np.stack([hs[c].encode(df[c], column=c) for c in qis], axis=1)
+    sens = pd.factorize(df["disease"], sort=True)[0]
+    counter = CellCounter(hl, codes, sens, 4)
+    nodes = [(0, 0, 0), (1, 2, 1), (3, 3, 1)]
+    real = counter.sizes(nodes)
+    layout = [d + e for d, e in zip(real, (5, 0, 64))]
+    plain, pres = counter.counts(nodes), counter.presence(nodes)
+    cnt, both = counter.counts_and_presence(nodes, layout)
+    off = poff = 0
+    for d, p in zip(real, layout):
+        assert np.array_equal(cnt[off : off + d], plain[poff : poff + d]) and not cnt[off + d : off + p].any()
+        assert np.array_equal(both[off * 4 : (off + d) * 4], pres[poff * 4 : (poff + d) * 4])
+        assert not both[(off + d) * 4 : (off + p) * 4].any()
+        off, poff = off + p, poff + d
+    with pytest.raises(Exception, match="at least as many positions"):
+        counter.counts(nodes, sizes=[1, 1, 1])
 
 
 @settings(max_examples=30, deadline=None)

@@ -275,38 +275,39 @@ def _bool_local(x: Bool, f: Callable[[np.ndarray], np.ndarray]) -> Bool:
     return Bool(pack_bits(fa[None, :]), pack_bits(fb[None, :]), int(fa.shape[0]))
 
 
-def _halves(u: np.ndarray, cells: Sequence[int], S: int, right: bool) -> np.ndarray:
-    """Cell-major (cell·S + value) bits of nodes with ``cells`` cells each: per node the even (or,
-    with ``right``, the odd) cells' rows, an odd node's last even cell paired with a 0 row. (Strided
-    views per node and one concatenation: faster here than a gather or an insert over the batch.)"""
-    total = int(sum(cells))
-    grid = u[: total * S].reshape(total, S)
-    zero = np.zeros((1, S), u.dtype)
-    parts, off = [], 0
-    for d in cells:
-        blk = grid[off : off + d]
-        off += d
-        parts.append(blk[1::2] if right else blk[0::2])
-        if right and d % 2:
-            parts.append(zero)
-    return np.concatenate(parts).reshape(-1) if parts else u[:0]
+def _or_width(cells: Sequence[int], levels: int) -> int:
+    """The groups of cells :func:`_or_cells` ORs by a tree: 2^levels cells, fewer when every node is
+    smaller."""
+    top = max((int(d) for d in cells), default=1)
+    return 1 << max(0, min(levels, (top - 1).bit_length()))
 
 
-async def _or_cells(rss: RSS3, x: Bool, cells: Sequence[int], S: int, levels: int) -> tuple[Bool, list[int]]:
-    """OR over each node's cells, per value, of cell-major bits ``x`` (nodes with ``cells`` cells):
-    ``levels`` times the two halves of every node are ORed (one AND round, one bit per pair), so the
-    per-(node, value) ORs are then the ORs over the fewer cells returned. Cuts what a later bit
-    injection (B2A) costs by 2^levels; every rearrangement is local."""
-    sizes = [int(d) for d in cells]
-    for _ in range(levels):
-        if max(sizes, default=0) <= 1:
-            break
-        sz = list(sizes)
-        a = _bool_local(x, functools.partial(_halves, cells=sz, S=S, right=False))
-        b = _bool_local(x, functools.partial(_halves, cells=sz, S=S, right=True))
+def _padded(cells: Sequence[int], width: int) -> list[int]:
+    """Node sizes rounded up to a multiple of ``width``: the batch's layout, every node's cells
+    followed by empty cells (no row is counted there)."""
+    return [-(-int(d) // width) * width for d in cells]
+
+
+async def _or_cells(rss: RSS3, x: Bool, cells: Sequence[int], S: int, width: int) -> tuple[Bool, list[int]]:
+    """OR over each group of ``width`` consecutive cells, per value, of cell-major bits ``x`` (nodes
+    of ``cells`` cells, each a multiple of ``width``, so no group spans two nodes): a tree of
+    log2(width) levels, one AND round each and one bit per pair, the halves of every group
+    contiguous, so every rearrangement is a local reshape. Returns the per-(group, value) ORs and
+    the groups per node. Cuts what a later bit injection (B2A) costs by ``width``."""
+    if any(int(d) % width for d in cells):
+        raise ValueError("every node's cells must be a multiple of the OR width")
+    groups = [int(d) // width for d in cells]
+    while width > 1:
+
+        def half(u: np.ndarray, w: int = width, lo: bool = True) -> np.ndarray:
+            g = u.reshape(-1, w, S)
+            return (g[:, : w // 2] if lo else g[:, w // 2 :]).reshape(-1)
+
+        a = _bool_local(x, half)
+        b = _bool_local(x, functools.partial(half, lo=False))
         x = rss.not_(await rss.and_(rss.not_(a), rss.not_(b)))  # a ∨ b
-        sizes = [(d + 1) // 2 for d in sizes]
-    return x, sizes
+        width //= 2
+    return x, groups
 
 
 @dataclass
@@ -318,6 +319,7 @@ class _Batch:
     counts: Arith | None
     capped: Arith | None
     hist: Arith | Bool | None
+    or_width: int = 1
 
 
 def _starts(sizes: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -411,15 +413,27 @@ class _Circuit:
         )
 
     async def inputs(
-        self, counter: CellCounter, nodes: Sequence, hist: bool, presence: bool = False, full: bool = True
+        self,
+        counter: CellCounter,
+        nodes: Sequence,
+        hist: bool,
+        presence: bool = False,
+        full: bool = True,
+        sizes: Sequence[int] | None = None,
+        or_width: int = 1,
     ) -> _Batch:
         """Every party's counts for ``nodes`` summed into shares: per cell (ring R; not with ``full=False``);
         the capped counts Σ_p min(c_p, k) per cell (ring Rk, when they make [c < k] narrower); with
         ``hist`` per cell and sensitive value (ring Rh) — or with ``presence`` each party's bit "I
         have a row there", XOR-shared (a Bool with one plane per party), all the search's checks
-        need. The input rounds run concurrently."""
+        need. The input rounds run concurrently. With ``sizes`` node j takes ``sizes[j]`` cells, its
+        own first and then empty ones (a multiple of ``or_width``, for :func:`_or_cells`)."""
         rss = self.rss
-        cvec = counter.counts(nodes)
+        pres = None
+        if hist and presence:  # the cell numbers computed once for both
+            cvec, pres = counter.counts_and_presence(nodes, sizes)
+        else:
+            cvec = counter.counts(nodes, sizes=sizes)
         jobs: list[Coroutine[Any, Any, Arith | Bool | None]] = []
         if full:
             jobs.append(rss.input_sum(cvec, self.R))
@@ -428,7 +442,7 @@ class _Circuit:
         if hist:
             # with presence each party's 0/1 "I have a row there" bits, XOR-shared, one plane per party
             if presence:
-                jobs.append(rss.input_bits(counter.presence(nodes)))
+                jobs.append(rss.input_bits(pres))
             else:
                 jobs.append(rss.input_sum(counter.counts(nodes, hist=True), self.Rh))
         got = list(await asyncio.gather(*jobs))
@@ -436,7 +450,7 @@ class _Circuit:
         capped = got.pop(0) if self.capped else None
         h = got.pop(0) if hist else None
         assert not isinstance(c, Bool) and not isinstance(capped, Bool)
-        return _Batch(cvec, c, capped, h)
+        return _Batch(cvec, c, capped, h, or_width)
 
     async def input_kept(self, batch: _Batch, sizes: Sequence[int], keep: np.ndarray) -> Arith | None:
         """The full counts (ring R) of the cells of the batch's nodes with ``keep``, input by every party
@@ -509,7 +523,7 @@ class _Circuit:
             self._branches += 1
             star_rss = rss.child(f"star{self._branches}")
             (sup_cells, sup), enough = await asyncio.gather(
-                suppressed(), self._star_diversity(star_rss, fail, present, sizes)
+                suppressed(), self._star_diversity(star_rss, fail, present, sizes, batch.or_width)
             )
         else:
             sup_cells, sup = await suppressed()
@@ -530,13 +544,13 @@ class _Circuit:
         b = np.asarray(bits, dtype=bool)
         return b[:nodes], b[nodes:], (sup, sup_cells)
 
-    async def _star_diversity(self, rss: RSS3, fail: Bool, present: Bool, sizes: Sequence[int]) -> Bool:
+    async def _star_diversity(self, rss: RSS3, fail: Bool, present: Bool, sizes: Sequence[int], width: int) -> Bool:
         """Per node, whether its '*' group (the rows of its failing cells) holds at least l distinct
         sensitive values: value s occurs there iff some failing cell holds it (OR over cells of
-        fail ∧ [h ≥ 1])."""
+        fail ∧ [h ≥ 1]; first over groups of ``width`` cells by :func:`_or_cells`)."""
         S = self.S
         both = await rss.and_(_bool_local(fail, lambda u: np.repeat(u, S)), present)  # cell-major
-        red, left = await _or_cells(rss, both, sizes, S, OR_LEVELS)
+        red, left = await _or_cells(rss, both, sizes, S, width)
         ell2 = _cmp_bits(max(left), 1)
         ring2 = next(b for b in (8, 16, 32, 64) if b >= ell2)  # counts of at most max(left) cells
         per_value = _sum_cells(await rss.b2a(red, ring2), left, S)  # (node, value)
@@ -607,7 +621,10 @@ class _Circuit:
         rss = self.rss
         _c, kept, sel, sel_starts = self._kept(counts, sup_cells, sizes, keep)
         scale = float(1 << fbits)
-        weights = [np.rint(cell_losses_of_node(tables, nodes[int(i)], mult) * scale).astype(np.uint64) for i in sel]
+        weights = []
+        for i in sel:  # a node's cells, then the empty cells that pad it to sizes[i] (weight 0)
+            w = np.rint(cell_losses_of_node(tables, nodes[int(i)], mult) * scale).astype(np.uint64)
+            weights.append(np.concatenate([w, np.zeros(int(sizes[int(i)]) - len(w), np.uint64)]))
         weighted = rss.mul_const(kept, np.concatenate(weights))
         sup_weight = int(round(float(mult.sum()) * scale))
         return rss.add(rss.segment_sum(weighted, sel_starts), rss.mul_const(rss.take(sup, sel), sup_weight))
@@ -718,14 +735,24 @@ async def publish_horizontal(
             sized = [(i, _cells(i)) for _h, cand in layers for i in cand]
             for group in _split(sized, cap):
                 nodes = [i for i, _ in group]
-                sizes = [d for _, d in group]
+                real = [d for _, d in group]
+                # the '*' group's per-value OR runs over groups of cells: every node padded with empty
+                # cells to a multiple of the group width (about 1 % more cells on Adult)
+                width = _or_width(real, OR_LEVELS) if circ.star and circ.use_hist else 1
+                sizes = _padded(real, width)
                 batch = await circ.inputs(
-                    counter, [grid.levels[i] for i in nodes], circ.use_hist, presence=True, full=not circ.lean
+                    counter,
+                    [grid.levels[i] for i in nodes],
+                    circ.use_hist,
+                    presence=True,
+                    full=not circ.lean,
+                    sizes=sizes,
+                    or_width=width,
                 )
                 w, o, kept_shares = await circ.evaluate(batch, sizes)
                 rounds += 1
-                cells_total += int(sum(sizes))
-                cells_ok += int(np.asarray(sizes, dtype=np.int64)[np.asarray(o, dtype=bool)].sum())
+                cells_total += int(sum(real))
+                cells_ok += int(np.asarray(real, dtype=np.int64)[np.asarray(o, dtype=bool)].sum())
                 for j, i in enumerate(nodes):
                     evaluated[i] = True
                     within[i] = bool(w[j])

@@ -242,22 +242,78 @@ class CellCounter:
             out.append(d)
         return out
 
-    def presence(self, nodes: Sequence[Sequence[int]]) -> np.ndarray:
+    def presence(self, nodes: Sequence[Sequence[int]], sizes: Sequence[int] | None = None) -> np.ndarray:
         """Per (cell, sensitive value) of ``nodes``, 1 where this party has a row, else 0 (uint8):
         ``counts(nodes, hist=True) > 0``, written directly — a byte per pair, no per-pair count."""
-        return self.counts(nodes, hist=True, dtype=np.uint8, present=True)
+        return self.counts(nodes, hist=True, dtype=np.uint8, present=True, sizes=sizes)
 
     def counts(
-        self, nodes: Sequence[Sequence[int]], hist: bool = False, dtype=np.uint64, present: bool = False
+        self,
+        nodes: Sequence[Sequence[int]],
+        hist: bool = False,
+        dtype=np.uint64,
+        present: bool = False,
+        sizes: Sequence[int] | None = None,
     ) -> np.ndarray:
+        """The cell counts of ``nodes``, concatenated (class docstring); with ``sizes`` (at least each
+        node's cells) node j takes ``sizes[j]`` positions, its cells first, the rest left empty."""
         if hist and self.sens is None:
             raise AnonymizeError("no sensitive codes to count per value")
-        sizes = self.sizes(nodes)
         v = self.n_sens if hist else 1
-        out = np.zeros(int(sum(sizes)) * v, dtype=dtype)
+        out = np.zeros(int(sum(self._layout(nodes, sizes))) * v, dtype=dtype)
+        for lo, span, idx, reps in self._cell_numbers(nodes, sizes):
+            if hist:
+                idx = self._with_values(idx)
+                lo, span = lo * v, span * v
+            if present:  # only whether a row lands there: a scatter, not a count
+                out[lo : lo + span][idx.ravel()] = 1
+                continue
+            w = None if self.weights is None else np.tile(self.weights, reps)
+            out[lo : lo + span] = np.bincount(idx.ravel(), weights=w, minlength=span)
+        return out
+
+    def counts_and_presence(
+        self, nodes: Sequence[Sequence[int]], sizes: Sequence[int] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(counts(nodes, sizes=sizes), presence(nodes, sizes=sizes))`` with the cell numbers computed once."""
+        if self.sens is None:
+            raise AnonymizeError("no sensitive codes to count per value")
+        v = self.n_sens
+        total = int(sum(self._layout(nodes, sizes)))
+        cnt = np.zeros(total, dtype=np.uint64)
+        pres = np.zeros(total * v, dtype=np.uint8)
+        for lo, span, idx, reps in self._cell_numbers(nodes, sizes):
+            w = None if self.weights is None else np.tile(self.weights, reps)
+            cnt[lo : lo + span] = np.bincount(idx.ravel(), weights=w, minlength=span)
+            pres[lo * v : (lo + span) * v][self._with_values(idx).ravel()] = 1
+        return cnt, pres
+
+    def _with_values(self, idx: np.ndarray) -> np.ndarray:
+        """Cell numbers ``idx`` (nodes × rows) as (cell, sensitive value) numbers cell·S + value."""
+        assert self.sens is not None
+        it = idx.dtype.type
+        out = idx * it(self.n_sens)
+        out += self.sens[None, :].astype(idx.dtype)
+        return out
+
+    def _layout(self, nodes: Sequence[Sequence[int]], sizes: Sequence[int] | None) -> list[int]:
+        """Positions per node: its cells, or ``sizes`` (checked to hold them)."""
+        real = self.sizes(nodes)
+        if sizes is None:
+            return real
+        out = [int(x) for x in sizes]
+        if len(out) != len(real) or any(a < b for a, b in zip(out, real)):
+            raise AnonymizeError("give every node at least as many positions as it has cells")
+        return out
+
+    def _cell_numbers(self, nodes: Sequence[Sequence[int]], layout: Sequence[int] | None = None):
+        """Per chunk of nodes: ``(first position, positions, cell number of every row for every node of
+        the chunk (nodes × rows, relative to the first position), nodes in the chunk)``; node j takes
+        ``layout[j]`` positions (default: its cells)."""
+        sizes = self._layout(nodes, layout)
         rows = self.rows
         if not rows or not len(nodes):
-            return out
+            return
         q = len(self.hs)
         lv_all = np.asarray(nodes, dtype=np.int64).reshape(len(nodes), q)
         dims = np.stack([self._sizes[j][lv_all[:, j]] for j in range(q)], axis=1)
@@ -271,26 +327,17 @@ class CellCounter:
         ]
         starts = np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64))]).astype(np.int64)
         per = max(1, self.chunk // rows)
+        wide = (int(starts[-1]) * max(self.n_sens, 1)) >= (1 << 31)
         for c0 in range(0, len(nodes), per):
             c1 = min(len(nodes), c0 + per)
-            span = int(starts[c1] - starts[c0]) * v
-            lo = int(starts[c0]) * v
-            # cell numbers in 32 bits when the chunk's cells allow: half the memory traffic of the gathers
-            it = np.int32 if span < (1 << 31) else np.int64
+            span = int(starts[c1] - starts[c0])
+            # cell numbers in 32 bits when the chunk's (cell, value) pairs allow: half the memory traffic
+            it = np.int64 if wide else np.int32
             idx = np.repeat((starts[c0:c1] - starts[c0]).astype(it)[:, None], rows, axis=1)
             for g, table, r in zip(self._groups, self._group_codes, rows_of):
                 t = table if it is np.int64 else self._narrow(table)
                 idx += t[r[c0:c1]] * strides[c0:c1, g[-1], None].astype(it)
-            if hist:
-                assert self.sens is not None
-                idx *= it(v)
-                idx += self.sens[None, :].astype(it)
-            if present:  # only whether a row lands there: a scatter, not a count
-                out[lo : lo + span][idx.ravel()] = 1
-                continue
-            w = None if self.weights is None else np.tile(self.weights, c1 - c0)
-            out[lo : lo + span] = np.bincount(idx.ravel(), weights=w, minlength=span)
-        return out
+            yield int(starts[c0]), span, idx, c1 - c0
 
     def _narrow(self, table: np.ndarray) -> np.ndarray:
         """``table`` as int32 (its codes are below a group's cell count), cached."""
