@@ -74,7 +74,10 @@ Constructions
   segment. Lifting to a wider ring (:meth:`RSS3.lift`): the three components,
   added over the integers, wrap at most twice; two comparisons count the wraps.
 * Boolean inputs and counting: every party's bit vector XOR-shared
-  (:meth:`RSS3.input_bits`, one plane per party; :meth:`RSS3.or_planes`), a
+  (:meth:`RSS3.input_bits`, one plane per party; a computing party's own
+  vector costs one bit per element, sent by it to one party, its shares
+  (x ⊕ r, r, 0) with r from the seed it shares with the next party;
+  :meth:`RSS3.or_planes`), a
   carry-save popcount of planes (:meth:`RSS3.popcount`, C. S. Wallace, "A
   suggestion for a fast multiplier", IEEE Trans. Electronic Computers, 1964)
   and a ripple comparison with a public constant (:meth:`RSS3.ge_public`).
@@ -525,13 +528,18 @@ class RSS3:
         """Every session party's 0/1 vector ``x_local`` XOR-shared, one plane per party (session
         order): computing parties get a Bool of width P, the others ``None``.
 
-        Each party's vector is split 3-out-of-3 among the computing parties: the pieces for the
-        computing parties it shares a seed with are PRG streams, the last piece is the vector XOR them
-        (kept by a computing owner, sent by a non-computing one to ``c_{j mod 3}``); one reshare
-        (XOR, all planes in one message) makes the replicated sharing. Rounds: one agreement, one
-        upload, one reshare. Bits per element: one from each non-computing party, P from each
-        computing party. Reveals nothing: every piece a party receives is masked by a PRG stream it
-        does not know.
+        A computing party c_i's own vector x is shared as x_{i+1} = F(s_{i,i+1}, τ), x_{i+2} = 0,
+        x_i = x ⊕ x_{i+1}: c_i holds (x_i, x_{i+1}), c_{i+1} holds (x_{i+1}, 0) from the seed alone,
+        c_{i+2} holds (0, x_i) and receives x_i — one bit per element, from the owner to one party.
+        Each view is independent of x: c_{i+1} sees a PRG stream and 0, c_{i+2} sees 0 and x masked by
+        a stream it does not know. (Any later step reshares with fresh zero-sharings, so the fixed 0
+        component is never sent.) A non-computing party's vector is split 3-out-of-3 among the
+        computing parties — the pieces for the computing parties it shares a seed with are PRG
+        streams, the last piece is the vector XOR them, sent to ``c_{j mod 3}`` — and one reshare
+        (fresh zero-sharing) makes it replicated. Rounds: one agreement, one upload (non-computing
+        parties only), one exchange among the computing parties (their own vectors and the reshares
+        in one message). Bits per element: one from each non-computing party; from each computing
+        party one, plus one per non-computing party.
         """
         x = (np.asarray(x_local).reshape(-1) != 0).astype(np.uint8)
         n = int(x.size)
@@ -555,23 +563,34 @@ class RSS3:
             return None
         uploads = [p for j, p in enumerate(nc) if j % 3 == self.idx]
         got = dict(zip(uploads, await asyncio.gather(*(self.ch.recv(p, f"{t}/bits") for p in uploads))))
-        planes = []
-        for p in self.ch.parties:
-            if p == self.me:
-                s = mine.copy()
-                for c in self.computers:
-                    if c != self.me:
-                        s ^= piece(self.me, c)
-            elif p in got:
+        pieces = []  # this party's 3-out-of-3 piece of each non-computing party's vector
+        for p in nc:
+            if p in got:
                 arrs = unpack_arrays(got[p])
                 if len(arrs) != 1 or arrs[0].dtype != _U64 or arrs[0].shape != (nbytes // 8,):
                     raise ProtocolError(f"{p} sent a malformed bit input ({n} bits expected)")
-                s = arrs[0]
+                pieces.append(arrs[0])
             else:
-                s = piece(p, self.me)
-            planes.append(s)
-        ((za, zb),), _ = await self._reshare(f"{t}/conv", [np.stack(planes)], xor=True)
-        return Bool(za, zb, n)
+                pieces.append(piece(p, self.me))
+        ft_own = claim_tag(self.ch, f"{t}/own/{self.me}")
+        r_own = prg_bytes(step_key(self._seeds[self._next], ft_own), nbytes).view(_U64)
+        ft_prev = claim_tag(self.ch, f"{t}/own/{self._prev}")
+        r_prev = prg_bytes(step_key(self._seeds[self._prev], ft_prev), nbytes).view(_U64)
+        x_own = mine ^ r_own  # x_i of this party's own vector, for c_{i+2} = c_{i−1}
+        alphas = self._zero_shares(f"{t}/conv", pieces, xor=True) if pieces else []
+        z = [s ^ al for s, al in zip(pieces, alphas)]
+        got_next = await self._round(f"{t}/conv", [x_own, *z], [x_own, *z])
+        zero = np.zeros_like(mine)
+        share: dict[str, tuple[np.ndarray, np.ndarray]] = {
+            self.me: (x_own, r_own),
+            self._next: (zero, got_next[0]),  # (x_{j+2}, x_j) of the next party's vector
+            self._prev: (r_prev, zero),  # (x_{j+1}, x_{j+2}) of the previous party's vector
+        }
+        for p, zi, zn in zip(nc, z, got_next[1:]):
+            share[p] = (zi, zn)
+        a = np.stack([share[p][0] for p in self.ch.parties])
+        b = np.stack([share[p][1] for p in self.ch.parties])
+        return Bool(a, b, n)
 
     async def or_planes(self, x: Bool) -> Bool:
         """Width-1 OR of the planes of x: a tree of ANDs on the negations (⌈log2 width⌉ rounds,

@@ -456,6 +456,45 @@ def test_input_bits_one_plane_per_party_and_their_or(n_parties):
     assert all(got[f"p{i}"] is None for i in range(3, n_parties))
 
 
+def test_input_bits_each_view_of_a_computing_party_s_vector_is_independent_of_it():
+    """A computing party's own vector costs one message (x ⊕ a stream, to the party before it). What
+    each other party receives, and each share it holds, of that vector is the same whether the
+    vector is all ones or all zeros: balanced bits, never the vector (an attack that sent x, or a
+    share equal to x, fails here)."""
+    n = 4096
+    seen: dict[tuple[str, int], list[np.ndarray]] = {}
+    current = [0]  # the bit p0's vector holds in this run
+
+    async def f(ch, x):
+        orig = ch.recv
+
+        async def recv(frm, tag):
+            payload = await orig(frm, tag)
+            if "/conv" in tag:
+                seen.setdefault((ch.me, current[0]), []).append(unpack_bits(unpack_arrays(payload)[0], n))
+            return payload
+
+        ch.recv = recv
+        rss = await RSS3.create(ch, ch.parties[:3])
+        planes = await rss.input_bits(x)
+        own = ch.parties.index("p0")
+        return unpack_bits(planes.a[own], n), unpack_bits(planes.b[own], n), await rss.open(planes, to="all")
+
+    for bit in (0, 1):
+        current[0] = bit
+        x0 = np.full(n, bit, np.uint8)
+        zeros = np.zeros(n, np.uint8)
+        out = run_parties(3, f, [x0, zeros, zeros], timeout=20)
+        assert np.array_equal(np.asarray(out["p1"][2]).reshape(3, n)[0], x0)  # the sharing is right
+        for p in ("p1", "p2"):  # p0's vector as p1 and p2 hold it: a stream and 0, or 0 and x ⊕ a stream
+            a, b = out[p][0], out[p][1]
+            assert (not a.any()) or 0.45 < a.mean() < 0.55
+            assert (not b.any()) or 0.45 < b.mean() < 0.55
+            assert a.any() != b.any()  # exactly one component is the masked one
+        got = seen[("p2", bit)][0]  # p0 → p2 (its predecessor): x ⊕ F(s_{0,1}), never x
+        assert 0.45 < got.mean() < 0.55 and not np.array_equal(got, x0)
+
+
 def test_lift_refuses_a_ring_too_narrow():
     async def f(rss, x):
         return await rss.lift(await shared(rss, x, 16), 16)
