@@ -485,3 +485,21 @@ def test_errors(adult):
         flash(Lattice(adult, [RecursiveCLDiversity(1.01, 2)], 0.0))
     with pytest.raises(AnonymizeError):
         build_models(k=2, l=2, l_variant="recursive")  # needs c
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 300), max_size=200),
+    st.sampled_from([np.int16, np.int32, np.int64, np.uint8]),
+)
+def test_compact_codes_equal_numpy_unique(values, dtype):
+    """The frequency sets' compact codes (by counting, not sorting) are ``np.unique``'s, values and
+    inverse, for any integer dtype; a code range far wider than the column falls back to sorting."""
+    from anonymize.publish.fulldomain.frequency import _compact
+
+    col = np.asarray(values, dtype=np.int64).clip(0, np.iinfo(dtype).max).astype(dtype)
+    for c in (col, np.concatenate([col, np.array([10**6], np.int64)]) if dtype is np.int64 else col):
+        present, inv = _compact(c)
+        want_p, want_inv = np.unique(c, return_inverse=True)
+        assert present.dtype == c.dtype and np.array_equal(present, want_p)
+        assert np.array_equal(inv, want_inv.reshape(-1))

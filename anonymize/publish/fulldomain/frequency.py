@@ -82,6 +82,21 @@ class FrequencySet:
         return len(self.counts)
 
 
+def _compact(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(col, return_inverse=True)`` for non-negative integer codes, by counting instead of
+    sorting when their range is small (hierarchy codes are): the values present, ascending, and each
+    element's position among them."""
+    col = np.asarray(col)
+    if col.size == 0 or col.dtype.kind not in "iu" or int(col.min()) < 0 or int(col.max()) >= 8 * col.size + 4096:
+        present, inv = np.unique(col, return_inverse=True)
+        return present, inv.reshape(-1)
+    seen = np.bincount(col, minlength=int(col.max()) + 1)
+    present = np.flatnonzero(seen)
+    lookup = np.zeros(len(seen), dtype=np.int64)
+    lookup[present] = np.arange(len(present), dtype=np.int64)
+    return present.astype(col.dtype), lookup[col]
+
+
 class FrequencySets:
     """The frequency sets of one :class:`EncodedTable`'s lattice: the compact encoding of its QIs,
     the bottom node's set (:attr:`base`), roll-ups (:meth:`rollup`) and the cache of sets kept as
@@ -111,7 +126,7 @@ class FrequencySets:
         self.leaf_compact = np.empty((self.n_tuples, self.q), dtype=np.int64)
         for j, h in enumerate(table.hierarchies):
             col = table.qi_codes[:, j]
-            present, inv = np.unique(col, return_inverse=True)
+            present, inv = _compact(col)
             self.leaf_compact[:, j] = inv
             self.R.append(len(present))
             lm, no = [], []
