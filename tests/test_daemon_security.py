@@ -242,3 +242,115 @@ def test_daemons_survive_everything_and_serve_the_next_job(cluster):
     logs = "".join(cluster.log(n) for n in ("alice", "bob", "carol"))
     assert "Traceback" not in logs
     assert "garbage" not in logs and "secret" not in logs
+
+
+# --------------------------------------------------------------------------- DeliverOne (one-call messages)
+def one(session: str, tag: str, data: bytes, total: int | None = None) -> pb.Chunk:
+    return pb.Chunk(
+        header=pb.MessageHeader(session=session, tag=tag, total_length=len(data) if total is None else total), data=data
+    )
+
+
+def test_deliver_one_refuses_strangers_and_the_analyst(cluster, tmp_path):
+    """The one-call path identifies the sender exactly as Deliver does."""
+    ca = cluster.workdir / "ca"
+    cert, key = issue_cert(ca / "ca.pem", ca / "ca.key", "mallory", tmp_path)
+    mallory = load_credentials(cert, key, ca / "ca.pem")
+    msg = one("analyst/o1", "t", b"x")
+    assert code_of(cluster, mallory, "alice", "DeliverOne", msg)[0] == grpc.StatusCode.PERMISSION_DENIED
+    assert code_of(cluster, cluster.creds, "alice", "DeliverOne", msg)[0] == grpc.StatusCode.PERMISSION_DENIED
+    assert call(cluster, bob(cluster), "alice", "DeliverOne", msg).received == 1  # a peer: buffered, pending
+    assert_still_serving(cluster)
+
+
+@pytest.mark.parametrize(
+    "msg, code, text",
+    [
+        (pb.Chunk(data=b"abc"), grpc.StatusCode.INVALID_ARGUMENT, "header"),
+        (one("analyst/o2", "t", b"12345", total=10), grpc.StatusCode.INVALID_ARGUMENT, "announces 10"),
+        (one("analyst/o3", "t", b"12345", total=3), grpc.StatusCode.INVALID_ARGUMENT, "announces 3"),
+        (one("bad id/..", "t", b"1"), grpc.StatusCode.INVALID_ARGUMENT, "invalid session key"),
+        (one("analyst/o4", "", b"1"), grpc.StatusCode.INVALID_ARGUMENT, "invalid tag"),
+        (one("nobody/o5", "t", b"1"), grpc.StatusCode.PERMISSION_DENIED, "not an analyst"),
+        (one("analyst/o6", "t", bytes(2 * CHUNK_BYTES)), grpc.StatusCode.RESOURCE_EXHAUSTED, ""),
+    ],
+    ids=["no-header", "short", "long", "bad-session", "bad-tag", "foreign-analyst", "over-one-chunk"],
+)
+def test_deliver_one_refuses_malformed_messages(cluster, msg, code, text):
+    got, details = code_of(cluster, bob(cluster), "alice", "DeliverOne", msg)
+    assert got == code and text in details
+    assert_still_serving(cluster)
+
+
+def test_deliver_one_fills_the_same_session_buffer(cluster):
+    """One-call messages count against the session's buffer like streamed ones: a peer cannot
+    bypass max_session_buffer_bytes by sending many small messages."""
+    data = bytes(CHUNK_BYTES)
+    sent = 0
+    for i in range(MAX_BUF // CHUNK_BYTES):
+        assert call(cluster, bob(cluster), "alice", "DeliverOne", one("analyst/ob1", f"t{i}", data)).received == len(
+            data
+        )
+        sent += len(data)
+    code, details = code_of(cluster, bob(cluster), "alice", "DeliverOne", one("analyst/ob1", "last", data))
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "session buffer full" in details
+    assert sent == MAX_BUF
+    assert_still_serving(cluster)
+
+
+def test_a_peer_without_deliver_one_gets_its_messages_by_stream(cluster):
+    """Against a daemon that predates DeliverOne (a real gRPC server with only Deliver: UNIMPLEMENTED
+    for the rest), ``GrpcChannel.send`` falls back to the stream once and remembers it; every message
+    arrives whole and in order."""
+
+    from parties.config import Limits
+    from parties.runtime.grpc_channel import GrpcChannel
+    from parties.runtime.sessions import Session
+
+    got: list[tuple[str, bytes]] = []
+    calls = {"one": 0}
+
+    class OldParty(pb_grpc.PartyServicer):
+        async def Deliver(self, request_iterator, context):
+            parts, tag = [], None
+            async for c in request_iterator:
+                if c.HasField("header"):
+                    tag = c.header.tag
+                parts.append(c.data)
+            got.append((tag, b"".join(parts)))
+            return pb.DeliverAck(received=sum(map(len, parts)))
+
+    async def go():
+        server = grpc.aio.server()
+        pb_grpc.add_PartyServicer_to_server(OldParty(), server)
+        port = server.add_secure_port("127.0.0.1:0", cluster.credentials("carol").server_credentials())
+        await server.start()
+        pool = PeerPool(cluster.credentials("alice"), {"carol": PeerInfo("carol", f"127.0.0.1:{port}")})
+        orig = pool.stub
+
+        def stub(name):
+            s = orig(name)
+            real = s.DeliverOne
+
+            def counted(*a, **kw):
+                calls["one"] += 1
+                return real(*a, **kw)
+
+            s.DeliverOne = counted
+            return s
+
+        pool.stub = stub
+        s = Session("analyst/old1", "alice", Limits(), parties=("alice", "carol"))
+        ch = GrpcChannel(s, pool, max_message_bytes=8 << 20)
+        try:
+            for i, n in enumerate((10, 1000, 3 * CHUNK_BYTES, 5)):
+                await ch.send("carol", f"m{i}", bytes([i]) * n)
+        finally:
+            await pool.close()
+            await server.stop(None)
+        return pool.stream_only, ch.bytes_sent
+
+    stream_only, sent = run_sync(go())
+    assert stream_only == {"carol"} and calls["one"] == 1  # tried once, then the stream every time
+    assert got == [(f"m{i}", bytes([i]) * n) for i, n in enumerate((10, 1000, 3 * CHUNK_BYTES, 5))]
+    assert sent == 10 + 1000 + 3 * CHUNK_BYTES + 5

@@ -1,7 +1,7 @@
 """The daemon runtime: one party's process and what it runs sessions with.
 
 * :mod:`.daemon` — the process (server, signals, housekeeping, aborts sent to peers);
-* :mod:`.service` — the gRPC handlers (``Deliver``, ``StartJob``, ``Abort``, ``Health``);
+* :mod:`.service` — the gRPC handlers (``Deliver``, ``DeliverOne``, ``StartJob``, ``Abort``, ``Health``);
 * :mod:`.sessions` and :mod:`.mailbox` — session state, per-peer buffers and their caps;
 * :mod:`.watchdog` — peer liveness during a session; :mod:`.streams` — reading message streams
   (deadlines, idle cuts, draining a refused message); :mod:`.host` — what the servicer needs of its daemon;

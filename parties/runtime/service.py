@@ -1,7 +1,7 @@
-"""The gRPC servicer of a party daemon: ``Deliver``, ``StartJob``, ``Abort``, ``Health``.
+"""The gRPC servicer of a party daemon: ``Deliver``, ``DeliverOne``, ``StartJob``, ``Abort``, ``Health``.
 
 Each handler identifies the caller by its TLS certificate's common name
-(``Deliver`` and ``Abort``: configured peers; ``StartJob``: configured
+(``Deliver``, ``DeliverOne`` and ``Abort``: configured peers; ``StartJob``: configured
 analysts; ``Health``: either), checks the request against the daemon's
 :class:`~parties.config.Limits`, and acts on the daemon's
 :class:`~parties.runtime.sessions.SessionManager`:
@@ -9,6 +9,7 @@ analysts; ``Health``: either), checks the request against the daemon's
 * ``Deliver`` streams one protocol message in chunks into the session's
   mailbox, its bytes reserved before they arrive (bounded in size, time and
   count; a malformed, oversized or truncated stream is refused whole);
+  ``DeliverOne`` does the same for a message of one chunk in a single call;
 * ``StartJob`` runs a registered job (:mod:`parties.jobs`) on a
   :class:`~parties.runtime.grpc_channel.GrpcChannel` under the session deadline, with a
   :class:`~parties.runtime.watchdog.Watchdog` on the peers; any failure fails the
@@ -36,6 +37,7 @@ is :class:`parties.runtime.daemon.Daemon`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
@@ -164,23 +166,109 @@ class PartyService(pb_grpc.PartyServicer):
     # ------------------------------------------------------------------ Deliver
     async def Deliver(self, request_iterator, context):
         sender = await self._identify(context, peers=True, analysts=False, what="Deliver")
+        async with self._stream_slot(sender, "Deliver", context):
+            return await self._deliver(sender, request_iterator, context)
+
+    async def DeliverOne(self, request, context):
+        """One message in one call (its only chunk carries the header and every byte)."""
+        sender = await self._identify(context, peers=True, analysts=False, what="DeliverOne")
+        async with self._stream_slot(sender, "DeliverOne", context):
+            return await self._deliver_one(sender, request, context)
+
+    @contextlib.asynccontextmanager
+    async def _stream_slot(self, sender: str, what: str, context):
+        """One of the ``max_peer_streams`` messages ``sender`` may have in flight here (refused before
+        anything is read: one peer cannot take every RPC slot of this server)."""
         open_now = self._streams.get(sender, 0)
         if open_now >= self.limits.max_peer_streams:
-            # refused before reading anything: one peer cannot take every RPC slot of this server
-            self.log.warning("Deliver from %s refused: %d message streams already open", sender, open_now)
+            self.log.warning("%s from %s refused: %d message streams already open", what, sender, open_now)
             await context.abort(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 f"too many message streams open from {sender} (max_peer_streams {self.limits.max_peer_streams})",
             )
         self._streams[sender] = open_now + 1
         try:
-            return await self._deliver(sender, request_iterator, context)
+            yield
         finally:
             left = self._streams[sender] - 1
             if left:
                 self._streams[sender] = left
             else:
                 del self._streams[sender]
+
+    async def _admit_message(self, sender: str, first, context, what: str, it=None) -> Session | None:
+        """Check a message's header (``first`` chunk) and reserve its bytes in the session's mailbox:
+        the session, or None for a late message of a session already done. A refusal aborts the call;
+        on a stream (``it``) the rest of the announced message is read and dropped first
+        (:func:`~parties.runtime.streams.drain`)."""
+        if not first.HasField("header"):
+            self.log.warning("%s from %s refused: first chunk has no header", what, sender)
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "first chunk must carry the message header")
+        h = first.header
+        total = h.total_length
+
+        async def drop(limit: int) -> None:
+            if it is not None:
+                await drain(it, limit - len(first.data))
+
+        s: Session | None = None
+        try:
+            check_tag(h.tag)
+            key = self._peer_key(h.session)
+            if total > self.limits.max_message_bytes:
+                raise BufferFull(
+                    f"message of {total} bytes exceeds max_message_bytes ({self.limits.max_message_bytes})"
+                )
+            s = self.sessions.for_delivery(sender, key)
+            if s is not None:
+                s.mailbox.reserve(total, sender)
+        except SessionGone as e:
+            await drop(total)
+            await context.abort(grpc.StatusCode.ABORTED, e.reason[:300])
+        except Busy as e:
+            self.log.warning("session %r: message %r from %s refused: %s", h.session[:140], h.tag[:80], sender, e)
+            if s is not None:
+                self.sessions.discard_if_empty(s)
+            await drop(min(total, self.limits.max_message_bytes))
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
+        except InvalidRequest as e:
+            self.log.warning("%s from %s refused: %s", what, sender, e)
+            await drop(min(total, self.limits.max_message_bytes))
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        except Refused as e:
+            self.log.warning("%s from %s refused: %s", what, sender, e)
+            await drop(min(total, self.limits.max_message_bytes))
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, str(e))
+        return s
+
+    def _put(self, s: Session | None, sender: str, h, payload, total: int) -> None:
+        """Hand a whole message to its session's mailbox (or drop a late one)."""
+        if s is None:
+            self.log.debug("session %s: late message %r from %s dropped (session done)", h.session, h.tag, sender)
+            return
+        s.mailbox.put(sender, h.tag, payload, reserved=total)
+        self.d.metrics.received(sender, total)
+        self.log.debug("session %s: %r from %s, %d bytes", h.session, h.tag, sender, total)
+
+    async def _deliver_one(self, sender: str, request, context):
+        total, got = request.header.total_length, len(request.data)
+        if request.HasField("header") and got != total:
+            self.log.warning("DeliverOne from %s refused: %d bytes where %d were announced", sender, got, total)
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, f"message of {got} bytes where its header announces {total}"
+            )
+        s = await self._admit_message(sender, request, context, "DeliverOne")
+        ok = False
+        try:
+            if s is not None and s.error is not None:
+                await context.abort(grpc.StatusCode.ABORTED, str(s.error)[:300])
+            self._put(s, sender, request.header, request.data, total)
+            ok = s is not None
+        finally:
+            if s is not None and not ok:
+                s.mailbox.release(total, sender)
+                self.sessions.discard_if_empty(s)
+        return pb.DeliverAck(received=got)
 
     async def _deliver(self, sender: str, request_iterator, context):
         it = request_iterator.__aiter__()
@@ -196,39 +284,9 @@ class PartyService(pb_grpc.PartyServicer):
         except DecodeError:
             self.log.warning("Deliver from %s refused: malformed chunk", sender)
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "malformed chunk")
-        if not first.HasField("header"):
-            self.log.warning("Deliver from %s refused: first chunk has no header", sender)
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "first chunk must carry the message header")
+        s = await self._admit_message(sender, first, context, "Deliver", it)
         h = first.header
         total = h.total_length
-        s: Session | None = None
-        try:
-            check_tag(h.tag)
-            key = self._peer_key(h.session)
-            if total > self.limits.max_message_bytes:
-                raise BufferFull(
-                    f"message of {total} bytes exceeds max_message_bytes ({self.limits.max_message_bytes})"
-                )
-            s = self.sessions.for_delivery(sender, key)
-            if s is not None:
-                s.mailbox.reserve(total, sender)
-        except SessionGone as e:
-            await drain(it, total - len(first.data))
-            await context.abort(grpc.StatusCode.ABORTED, e.reason[:300])
-        except Busy as e:
-            self.log.warning("session %r: message %r from %s refused: %s", h.session[:140], h.tag[:80], sender, e)
-            if s is not None:
-                self.sessions.discard_if_empty(s)
-            await drain(it, min(total, self.limits.max_message_bytes) - len(first.data))
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(e))
-        except InvalidRequest as e:
-            self.log.warning("Deliver from %s refused: %s", sender, e)
-            await drain(it, min(total, self.limits.max_message_bytes) - len(first.data))
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
-        except Refused as e:
-            self.log.warning("Deliver from %s refused: %s", sender, e)
-            await drain(it, min(total, self.limits.max_message_bytes) - len(first.data))
-            await context.abort(grpc.StatusCode.PERMISSION_DENIED, str(e))
         got = len(first.data)
         # a message of several chunks is assembled in place: its peak is the message plus one chunk,
         # not twice the message (the parts and their join) — a peer's buffer cap costs what it says
@@ -274,13 +332,8 @@ class PartyService(pb_grpc.PartyServicer):
                     total,
                 )
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"message ended after {got} of {total} bytes")
-            if s is None:
-                self.log.debug("session %s: late message %r from %s dropped (session done)", h.session, h.tag, sender)
-            else:
-                s.mailbox.put(sender, h.tag, first.data if buf is None else buf, reserved=total)
-                ok = True
-                self.d.metrics.received(sender, total)
-                self.log.debug("session %s: %r from %s, %d bytes", h.session, h.tag, sender, total)
+            self._put(s, sender, h, first.data if buf is None else buf, total)
+            ok = s is not None
         finally:
             if s is not None and not ok:
                 s.mailbox.release(total, sender)

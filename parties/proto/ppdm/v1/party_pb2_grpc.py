@@ -40,6 +40,11 @@ class PartyStub:
                 request_serializer=parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.Chunk.SerializeToString,
                 response_deserializer=parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.DeliverAck.FromString,
                 _registered_method=True)
+        self.DeliverOne = channel.unary_unary(
+                '/ppdm.v1.Party/DeliverOne',
+                request_serializer=parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.Chunk.SerializeToString,
+                response_deserializer=parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.DeliverAck.FromString,
+                _registered_method=True)
         self.StartJob = channel.unary_unary(
                 '/ppdm.v1.Party/StartJob',
                 request_serializer=parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.StartJobRequest.SerializeToString,
@@ -66,6 +71,17 @@ class PartyServicer:
         most 1 MiB. The first chunk carries the header; the call completes once the
         whole message sits in the receiver's mailbox (so messages with the same
         (sender, tag) arrive in the order they were sent).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeliverOne(self, request, context):
+        """Peer to peer: one protocol message of at most 1 MiB in a single call (one
+        Chunk carrying the header and the whole payload). The same checks and the
+        same delivery as Deliver, without a stream's per-call cost (most protocol
+        messages are small). A sender whose peer answers UNIMPLEMENTED (a daemon
+        that predates it) sends by Deliver instead.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -100,6 +116,11 @@ def add_PartyServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Deliver': grpc.stream_unary_rpc_method_handler(
                     servicer.Deliver,
+                    request_deserializer=parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.Chunk.FromString,
+                    response_serializer=parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.DeliverAck.SerializeToString,
+            ),
+            'DeliverOne': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeliverOne,
                     request_deserializer=parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.Chunk.FromString,
                     response_serializer=parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.DeliverAck.SerializeToString,
             ),
@@ -145,6 +166,33 @@ class Party:
             request_iterator,
             target,
             '/ppdm.v1.Party/Deliver',
+            parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.Chunk.SerializeToString,
+            parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.DeliverAck.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeliverOne(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ppdm.v1.Party/DeliverOne',
             parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.Chunk.SerializeToString,
             parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.DeliverAck.FromString,
             options,
