@@ -68,7 +68,9 @@ def small_tables(draw):
     sup = draw(st.sampled_from([0.1, 0.25, 0.4]))
     mode = draw(st.sampled_from(["star", "drop"]))
     algorithm = draw(st.sampled_from(["flash", "incognito", "samarati"]))
-    budget = draw(st.sampled_from(["fraction", "all"]))
+    budget = draw(st.sampled_from(["fraction", "records", "all"]))
+    if budget == "records":  # ARX's optimizeIterativeFast: each step releases this share of all rows
+        budget = ("records", draw(st.sampled_from([0.02, 0.1, 0.5, 1.0])))
     return pd.DataFrame(rows), nvals, fans, kind, k, sup, mode, algorithm, budget
 
 
@@ -114,7 +116,12 @@ def test_local_recoding_never_worse_than_global_and_private(case):
         with pytest.raises(AnonymizeError):
             local_recoding(table, models, sup, algorithm=algorithm, suppressed_rows=mode)
         return
-    res = local_recoding(table, models, sup, algorithm=algorithm, budget=budget, suppressed_rows=mode)
+    budget, records = budget if isinstance(budget, tuple) else (budget, None)
+    res = local_recoding(table, models, sup, algorithm=algorithm, budget=budget, suppressed_rows=mode, records=records)
+    if records is not None:  # every kept step released at least records·n rows (or all it was given)
+        for run in res.iterations:
+            if run["recovered"] and not run.get("discarded"):
+                assert run["recovered"] >= min(run["rows"], records * len(df)) - 1e-9
     # the global search is the one anonymize_table runs, and its node is iteration 0
     assert res.nodes[0] == tuple(glob.levels.values())
     assert res.suppressed_before == glob.metrics["suppressed_rows"]
@@ -253,6 +260,44 @@ def test_errors():
         )
 
 
+@pytest.mark.parametrize("records", [0.002, 0.01, 0.05])
+def test_records_budget_is_arx_s_optimize_iterative_fast(records):
+    """budget='records' (ARX's optimizeIterativeFast): each step's suppression limit is
+    1 − min(1, records·n / rows left), ARX's ``1 − relativeRecords``; each kept step releases at least
+    records·n rows; the written release stays 5-anonymous (pycanon) and never loses to the global one."""
+    df = read_table(SUBSET)
+    hs = read_hierarchies(DATA, columns=set(QIS))
+    table = EncodedTable.encode(df, Schema(QIS, []), hs)
+    models = build_models(k=5)
+    res = local_recoding(table, models, 0.05, budget="records", records=records)
+    n = len(df)
+    assert res.iterations and res.recovered_rows > 0
+    for run in res.iterations:
+        assert run["suppression_limit"] == pytest.approx(1.0 - min(1.0, records * n / run["rows"]))
+        if run["recovered"] and not run.get("discarded"):
+            assert run["recovered"] >= min(run["rows"], records * n)
+    assert res.report(QIS)["records"] == records and res.report(QIS)["budget"] == "records"
+    rl = res.row_levels(table.heights)
+    written = release_local(table, rl, res.suppressed, suppressed_rows="star").astype(str).reset_index(drop=True)
+    assert pycanon.k_anonymity(written, QIS) >= 5
+    glob = anonymize_table(table, algorithm="flash", models=models, max_suppression=0.05)
+    lo, hi = boxes_from_row_levels(table, rl)
+    assert M.ncp(table, lo, hi, res.suppressed)["ncp"] <= glob.metrics["ncp"]["ncp"] + 1e-12
+
+
+def test_records_budget_errors():
+    df = read_table(SUBSET)
+    hs = read_hierarchies(DATA, columns=set(QIS))
+    table = EncodedTable.encode(df, Schema(QIS, []), hs)
+    for bad in (None, 0.0, 1.5):
+        with pytest.raises(AnonymizeError, match="share of records"):
+            local_recoding(table, build_models(k=5), 0.05, budget="records", records=bad)
+    with pytest.raises(AnonymizeError, match="needs the budget 'records'"):
+        local_recoding(table, build_models(k=5), 0.05, records=0.1)
+    with pytest.raises(AnonymizeError, match="give local recoding too"):
+        anonymize_table(df, Schema(QIS, []), hs, "flash", build_models(k=5), 0.05, local_records=0.1)
+
+
 def test_iteration_limit():
     df = read_table(SUBSET)
     hs = read_hierarchies(DATA, columns=set(QIS))
@@ -338,6 +383,9 @@ def test_adult_written_release_is_private_and_recovers_rows(capsys, tmp_path, al
             "--local-recoding needs the rows in memory",
         ),
         (["--algorithm", "flash", "--local-recoding", "--local-iterations", "0"], None),
+        (["--algorithm", "flash", "--local-records", "0.1"], "--local-records needs --local-recoding"),
+        (["--algorithm", "flash", "--local-recoding", "--local-records", "0"], "--local-records must be a fraction"),
+        (["--algorithm", "flash", "--local-recoding", "--local-records", "1.5"], "--local-records must be a fraction"),
     ],
 )
 def test_cli_refusals(capsys, tmp_path, argv, message):
@@ -361,3 +409,15 @@ def test_cli_iteration_limit_in_report(capsys, tmp_path):
     lr = json.loads(rep.read_text())["local_recoding"]
     assert lr["iterations"] <= 1 and lr["max_iterations"] == 1
     assert {"iterations", "recovered_rows", "suppressed_before", "suppressed_after", "nodes"} <= set(lr)
+
+
+def test_cli_local_records_written_release(capsys, tmp_path):
+    """``--local-records`` on the CLI: the report names the budget and share, pycanon measures k ≥ 5 on
+    the written file, and rows are recovered."""
+    out, rep = tmp_path / "o.csv", tmp_path / "r.json"
+    code, err = _cli(capsys, out, rep, "--algorithm", "flash", "--local-recoding", "--local-records", "0.005")
+    assert code == 0, err
+    lr = json.loads(rep.read_text())["local_recoding"]
+    assert lr["budget"] == "records" and lr["records"] == 0.005 and lr["recovered_rows"] > 0
+    written = pd.read_csv(out, sep=";", dtype=str).reset_index(drop=True)
+    assert pycanon.k_anonymity(written, QIS) >= 5

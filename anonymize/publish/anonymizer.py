@@ -288,6 +288,7 @@ def anonymize_table(
     query_seed: int = 0,
     local_recoding: bool = False,
     local_iterations: int | None = None,
+    local_records: float | None = None,
     options: Mapping | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> AnonymizationResult:
@@ -310,7 +311,8 @@ def anonymize_table(
     searches and Mondrian's choice of cut (other algorithms refuse it); ``n_queries`` random COUNT
     queries for the query-error metric (0 skips it; None = :func:`auto_queries`);
     ``local_recoding`` — after the global search, re-anonymize the suppressed rows on their own at
-    most ``local_iterations`` times (default 100; flash, incognito, samarati;
+    most ``local_iterations`` times (default 100; with ``local_records`` each re-search must release at
+    least that fraction of all rows, ARX's ``optimizeIterativeFast``; flash, incognito, samarati;
     :mod:`.fulldomain.local_recoding`): the release then has one node per row and its "achieved" is
     measured on the written tuples.
 
@@ -345,9 +347,15 @@ def anonymize_table(
             raise AnonymizeError("local recoding publishes hierarchy labels: use numeric output 'range', not 'mean'")
         if local_iterations is not None and int(local_iterations) < 1:
             raise AnonymizeError(f"local recoding needs at least one iteration, got {local_iterations}")
+        if local_records is not None and not 0.0 < float(local_records) <= 1.0:
+            raise AnonymizeError(
+                f"the share of records each local recoding step releases must be in (0, 1], got {local_records}"
+            )
         check_local_models(models)
     elif local_iterations is not None:
         raise AnonymizeError("local iterations are the iterations of local recoding: give local recoding too")
+    elif local_records is not None:
+        raise AnonymizeError("a share of records per step is a setting of local recoding: give local recoding too")
     if not 0.0 <= float(max_suppression) <= 1.0:
         raise AnonymizeError(f"max suppression must be a fraction in [0, 1], got {max_suppression}")
     t = time.perf_counter()
@@ -389,6 +397,8 @@ def anonymize_table(
                     progress=progress,
                     lattice=lat,
                     lattice_options={"ncp_categorical": ncp_categorical, "weights": qi_weights},
+                    budget="fraction" if local_records is None else "records",
+                    records=local_records,
                 )
                 search = local.search
             else:

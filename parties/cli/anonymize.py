@@ -11,7 +11,7 @@
         [--max-suppression FRACTION] [--seed N] [--condensation static|dynamic] [--report REPORT.json|.html]
         [--metric ncp|dm|cdm|height|suppressed|avg-class-size|loss] [--ncp-categorical height|leaves|span]
         [--weights COL=W,...] [--suppressed-rows star|drop|arx]
-        [--local-recoding [--local-iterations N]]   (flash, incognito, samarati)
+        [--local-recoding [--local-iterations N] [--local-records FRACTION]]   (flash, incognito, samarati)
 
 A thin layer over :func:`anonymize.publish.anonymizer.anonymize_table`; the algorithm choices come
 from the registry. What OUT holds depends on the algorithm's kind:
@@ -151,6 +151,15 @@ def register(subparsers) -> argparse.ArgumentParser:
         default=None,
         metavar="N",
         help="with --local-recoding: at most N re-searches (default 100, ARX's default)",
+    )
+    p.add_argument(
+        "--local-records",
+        type=float,
+        default=None,
+        metavar="FRACTION",
+        help="with --local-recoding: every re-search must release at least FRACTION (0 < FRACTION <= 1) of all "
+        "rows (ARX's optimizeIterativeFast); default: each re-search may keep --max-suppression of its rows "
+        "suppressed (ARX's optimizeIterative)",
     )
     p.add_argument(
         "--keep-order",
@@ -300,6 +309,7 @@ def run_anonymize(args, progress=None, frame=None):
         n_queries=None if args.queries is None else max(0, args.queries),
         local_recoding=getattr(args, "local_recoding", False),
         local_iterations=getattr(args, "local_iterations", None),
+        local_records=getattr(args, "local_records", None),
         options=options,
         progress=progress,
     )
@@ -417,6 +427,11 @@ def _check_local_args(args) -> None:
         raise AnonymizeError(
             f"--local-recoding runs on the full-domain searches {', '.join(LOCAL_ALGORITHMS)}, not '{args.algorithm}'"
         )
+    if getattr(args, "local_records", None) is not None:
+        if not args.local_recoding:
+            raise AnonymizeError("--local-records needs --local-recoding")
+        if not 0.0 < args.local_records <= 1.0:
+            raise AnonymizeError(f"--local-records must be a fraction in (0, 1], got {args.local_records:g}")
     if args.local_iterations is not None and not args.local_recoding:
         raise AnonymizeError("--local-iterations needs --local-recoding")
 

@@ -16,6 +16,13 @@ The suppression budget of a sub-search (``budget``):
   its suppression limit, a fraction, and applied to the subset) — the run's ``max_suppression``
   fraction of the sub-table: each iteration must release all but ``⌊f·|sub-table|⌋`` of the rows it
   is given, so the rows left suppressed always stay within the global budget too;
+* ``'records'`` (ARX's ``optimizeIterativeFast(handle, records)``) — every sub-search must release at
+  least a fraction ``records`` of **all** the table's rows: its suppression limit is
+  ``1 − min(1, records·n / |sub-table|)`` (ARX: ``1 − relativeRecords`` with ``relativeRecords =
+  records·baselineRecords / rowset.size()``, clamped to [0, 1]). A small ``records`` lets each step
+  keep most of its rows suppressed and pick a finer node for the rest; the steps then need more
+  iterations. (ARX's quality models also carry a "gs-factor" weighting generalization against
+  suppression; ppdm's metrics have none, so each sub-search keeps the run's metric.)
 * ``'all'`` — every row of the sub-table may stay suppressed (the whole remaining budget): the
   sub-search then picks the node with the best metric over the sub-table, suppressed rows costing
   what the metric charges them (NCP 1 per cell, DM n per row). Metrics that do not charge for
@@ -94,7 +101,7 @@ __all__ = [
 #: one-node heuristic and refused, as in the CLI)
 LOCAL_ALGORITHMS = ("flash", "incognito", "samarati")
 #: suppression budget of each sub-search (module docstring)
-BUDGETS = ("fraction", "all")
+BUDGETS = ("fraction", "records", "all")
 #: metrics that charge suppressed rows; the others are replaced by NCP in sub-searches with budget 'all'
 _CHARGES_SUPPRESSION = ("ncp", "dm", "suppressed", "loss")
 #: ``suppressed_rows='arx'`` (:mod:`.privacy`): written as ``*`` like ``'star'``, but the ``*`` group is
@@ -243,6 +250,7 @@ class LocalRecodingResult:
     max_iterations: int = 100
     seconds: float = 0.0
     suppressed_rows: str = "star"
+    records: float | None = None
 
     @property
     def suppressed(self) -> np.ndarray:
@@ -275,6 +283,7 @@ class LocalRecodingResult:
             "suppressed_after": int(self.suppressed_after),
             "stopped": self.stopped,
             "budget": self.budget,
+            **({"records": self.records} if self.records is not None else {}),
             "sub_metric": self.sub_metric,
             "reference_distribution": "the rows the file keeps (the union is re-checked against them)"
             if self.suppressed_rows == "drop"
@@ -306,6 +315,7 @@ def local_recoding(
     progress: Callable[[str], None] | None = None,
     lattice: Lattice | None = None,
     lattice_options: Mapping | None = None,
+    records: float | None = None,
 ) -> LocalRecodingResult:
     """Global full-domain search, then iterative re-searches of the suppressed rows (module docstring).
 
@@ -317,7 +327,8 @@ def local_recoding(
     ``'drop'`` or ``'arx'`` (:func:`release_ok`); ``lattice`` — a lattice of ``table`` already built with
     these models and budget (the global search runs on it); ``lattice_options`` — further keyword
     arguments of :class:`.engine.Lattice` (e.g. the NCP flavour, QI weights), the same for the global
-    lattice and every sub-search's.
+    lattice and every sub-search's; ``records`` — with ``budget='records'``, the fraction in (0, 1] of
+    all rows each sub-search must release (ARX's ``optimizeIterativeFast``).
 
     Errors (:class:`AnonymizeError`, one line): another algorithm, a refused model
     (:func:`check_local_models`), a bad budget or iteration count, or no global node.
@@ -333,6 +344,13 @@ def local_recoding(
         raise AnonymizeError(f"unknown handling of suppressed rows '{suppressed_rows}' (use {', '.join(_MODES)})")
     if int(max_iterations) < 1:
         raise AnonymizeError(f"local recoding needs at least one iteration, got {max_iterations}")
+    if budget == "records":
+        if records is None or not (0.0 < float(records) <= 1.0):
+            raise AnonymizeError(
+                f"the share of records each local recoding step releases must be in (0, 1], got {records}"
+            )
+    elif records is not None:
+        raise AnonymizeError(f"a share of records per step needs the budget 'records' (budget: {budget})")
     models = bind_models(list(models), table.n)
     check_local_models(models)
     alg = registry.get(algorithm)
@@ -347,8 +365,8 @@ def local_recoding(
     node_of_row = np.where(sup, -1, 0).astype(np.int64)
     nodes: list[tuple[int, ...]] = [tuple(int(x) for x in search.levels)]
     before = int(w[sup].sum())
-    sub_metric = metric if budget == "fraction" or metric in _CHARGES_SUPPRESSION else "ncp"
-    sub_fraction = float(max_suppression) if budget == "fraction" else 1.0
+    sub_metric = metric if budget != "all" or metric in _CHARGES_SUPPRESSION else "ncp"
+    sub_fraction = float(max_suppression) if budget == "fraction" else 1.0  # 'records': set per iteration
     min_size = max((m.minimal_class_size for m in models), default=1)
     labels = _Labels(table)
     heights = table.heights
@@ -365,6 +383,7 @@ def local_recoding(
         int(max_iterations),
         0.0,
         suppressed_rows,
+        None if records is None else float(records),
     )
     while True:
         rows = np.flatnonzero(node_of_row < 0)
@@ -382,6 +401,9 @@ def local_recoding(
         t = time.perf_counter()
         sub = SubTable(table, rows)
         sub_progress = None if progress is None else (lambda msg, it=it: progress(f"local recoding {it}: {msg}"))
+        if budget == "records":  # ARX's optimizeIterativeFast: release at least records·n rows of the sub-table
+            assert records is not None
+            sub_fraction = 1.0 - min(1.0, float(records) * float(table.n) / float(n_sub))
         try:
             slat = Lattice(sub, models, sub_fraction, suppressed_rows=suppressed_rows, **opts)
             sres = alg.run(slat, metric=sub_metric, progress=sub_progress)
@@ -396,6 +418,7 @@ def local_recoding(
         run = {
             "iteration": it,
             "rows": n_sub,
+            "suppression_limit": sub_fraction,
             "recovered": int(w[released].sum()),
             "levels": [int(x) for x in sres.levels],
             "checked": int(sres.stats.get("checked", 0) or 0),
