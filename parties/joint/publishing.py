@@ -48,7 +48,8 @@ Construction
   join it, each with the nodes whose generalizations are all within or in the batch; such a node
   whose generalization then fails comes out failing — the bit its generalization implies, so
   evaluating it early reveals nothing new (:func:`_next_layers`). This yields "within" for every
-  node (the rest are implied failing) and ``ok`` for every node within. The satisfying nodes are exactly those Flash's optimum search ranges over
+  node (the rest are implied failing) and ``ok`` for every node within. The satisfying nodes are
+  exactly those Flash's optimum search ranges over
   (:func:`anonymize.publish.fulldomain.optimum.best_node`: every satisfying node).
 * **Optimum.** The satisfying node of least DM — or, with ``metric='ncp'``, of least NCP then DM — by
   a secure arg-min (ties: the lower node, then the level vector — deterministic; the pooled search
@@ -65,9 +66,9 @@ Revealed (the job's ``revealed`` list)
 * everyone: n (the pooled row count); the sensitive values that occur (a secure set union, unless
   the analyst gave the domain); per node of the lattice whether it is *within* the suppression
   budget (one bit; the bits of nodes below a failing node are implied, and when such a node is
-  evaluated in the same batch as its failing generalization its opened bit is that implied 0) and, for nodes within,
-  whether it satisfies the models with its ``*`` group (a second bit, only with ``'star'``); the
-  chosen node;
+  evaluated in the same batch as its failing generalization its opened bit is that implied 0)
+  and, for nodes within, whether it satisfies the models with its ``*`` group (a second bit, only
+  with ``'star'``); the chosen node;
 * the analyst: the release (its classes and their sensitive values, the suppressed rows'
   sensitive values);
 * nothing else — no party's rows, counts or row count — provided no two of the three computing
