@@ -158,6 +158,7 @@ class PeerPool:
         self._retired.extend(self._channels.values())
         self._channels.clear()
         self._stubs.clear()
+        self.stream_only.clear()  # peers are asked again: one may have been upgraded meanwhile
 
     async def close_retired(self) -> None:
         """Close the channels of earlier credentials (no session uses them any more)."""
