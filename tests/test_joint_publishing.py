@@ -475,24 +475,28 @@ def test_the_analyst_refuses_shares_that_do_not_add_up():
     seed=st.integers(0, 2**32 - 1),
 )
 def test_or_over_groups_of_cells_and_per_value_sums_equal_a_loop_over_nodes(cells, S, levels, seed):
-    """The '*' group's per-value OR (:func:`_or_cells` on shares between three parties, nodes padded
-    with empty cells to a multiple of the group width) and the per-node sums equal a plain loop per
-    node: the OR of each value over a node's cells, once its groups are ORed again."""
+    """The '*' group's per-value OR (:func:`_or_cells` on shares between three parties, value-major
+    bits, nodes padded with empty cells to a multiple of the group width and the batch to whole
+    words) and the per-node sums equal a plain loop per node: the OR of each value over a node's
+    cells, once its groups are ORed again."""
     from mpc.replicated import RSS3, Arith
-    from parties.joint.publishing import _or_cells, _or_width, _padded, _sum_cells
+    from parties.joint.publishing import _or_cells, _or_width, _padded, _sum_value_major
 
     rng = np.random.default_rng(seed)
     width = _or_width(cells, levels)
     assert width <= 1 << levels and (width == 1 or width < 2 * max(cells))
-    sizes = _padded(cells, width)
-    assert all(p % width == 0 and d <= p < d + width for d, p in zip(cells, sizes))
-    u = np.zeros(sum(sizes) * S, np.uint8)
+    sizes = _padded(cells, width, 64)
+    assert all(p % width == 0 and d <= p for d, p in zip(cells, sizes)) and sum(sizes) % 64 == 0
+    assert all(p < d + width for d, p in zip(cells[:-1], sizes[:-1]))  # only the last node takes the tail
+    total = sum(sizes)
+    grid = np.zeros((S, total), np.uint8)  # value-major: value·total + cell
     off, want = 0, []
     for d, p in zip(cells, sizes):  # a node's own cells random, its padding empty
-        blk = rng.integers(0, 2, (d, S)).astype(np.uint8)
-        u[off * S : (off + d) * S] = blk.reshape(-1)
+        blk = rng.integers(0, 2, (S, d)).astype(np.uint8)
+        grid[:, off : off + d] = blk
         off += p
-        want.append(blk.max(axis=0))
+        want.append(blk.max(axis=1))
+    u = grid.reshape(-1)
 
     async def f(ch, _):
         rss = await RSS3.create(ch, ch.parties[:3])
@@ -505,8 +509,45 @@ def test_or_over_groups_of_cells_and_per_value_sums_equal_a_loop_over_nodes(cell
     opened, groups = out["p0"]
     assert groups == [p // width for p in sizes]
     v = np.asarray(opened, dtype=np.uint32).reshape(-1)
-    got = _sum_cells(Arith(v, v.copy(), 32), groups, S)  # per node and value: groups where it occurs
+    got = _sum_value_major(Arith(v, v.copy(), 32), groups, S)  # per node and value: groups where it occurs
     assert np.array_equal(got.a.reshape(len(cells), S) > 0, np.stack(want) > 0)
+
+
+@pytest.mark.parametrize("w", [64, 32, 16])
+@pytest.mark.parametrize("fields", [1, 2, 3, 7, 64])
+def test_field_halves_by_views_equal_the_halves_of_the_unpacked_bits(w, fields):
+    """:func:`_field_halves` (word views, no unpacking) against the plain rearrangement of the bits."""
+    from mpc.replicated import Bool, pack_bits, unpack_bits
+    from parties.joint.publishing import _field_halves
+
+    rng = np.random.default_rng(w * fields)
+    a = rng.integers(0, 2, fields * w).astype(np.uint8)
+    b = rng.integers(0, 2, fields * w).astype(np.uint8)
+    lo, hi = _field_halves(Bool(pack_bits(a[None, :]), pack_bits(b[None, :]), fields * w), w)
+    for x, part in ((a, 0), (b, 1)):
+        g = x.reshape(fields, w)
+        for half, want in ((lo, g[:, : w // 2]), (hi, g[:, w // 2 :])):
+            words = half.a if part == 0 else half.b
+            assert half.n == fields * w // 2
+            assert np.array_equal(unpack_bits(words, half.n).reshape(-1), want.reshape(-1))
+
+
+def test_value_major_planes_and_tiles_are_the_plain_rearrangements():
+    """The zero-copy views of value-major bits equal the plain reshapes of the unpacked bits."""
+    from mpc.replicated import Bool, pack_bits, unpack_bits
+    from parties.joint.publishing import _planes_of, _tiled
+
+    rng = np.random.default_rng(1)
+    S, m = 5, 128
+    bits = rng.integers(0, 2, S * m).astype(np.uint8)
+    x = Bool(pack_bits(bits[None, :]), pack_bits(bits[None, :]), S * m)
+    p = _planes_of(x, S)
+    assert p.width == S and np.array_equal(unpack_bits(p.a, m), bits.reshape(S, m))
+    f = rng.integers(0, 2, m).astype(np.uint8)
+    t = _tiled(Bool(pack_bits(f[None, :]), pack_bits(f[None, :]), m), S)
+    assert np.array_equal(unpack_bits(t.a, S * m).reshape(-1), np.tile(f, S))
+    with pytest.raises(ValueError):
+        _planes_of(Bool(pack_bits(bits[None, :-S]), pack_bits(bits[None, :-S]), S * (m - 1)), S)
 
 
 def test_the_counter_pads_every_node_with_empty_cells():
@@ -523,6 +564,9 @@ def test_the_counter_pads_every_node_with_empty_cells():
     layout = [d + e for d, e in zip(real, (5, 0, 64))]
     plain, pres = counter.counts(nodes), counter.presence(nodes)
     cnt, both = counter.counts_and_presence(nodes, layout)
+    _, vm = counter.counts_and_presence(nodes, layout, value_major=True)
+    vm = vm.reshape(4, sum(layout)).T.reshape(-1)  # value-major back to cell-major
+    assert np.array_equal(vm, both)
     off = poff = 0
     for d, p in zip(real, layout):
         assert np.array_equal(cnt[off : off + d], plain[poff : poff + d]) and not cnt[off + d : off + p].any()

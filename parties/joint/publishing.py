@@ -39,7 +39,11 @@ Construction
 * **Distinct values without rings.** With l-diversity each party's presence bit per (cell,
   sensitive value) is XOR-shared and ORed; the distinct values per cell are a boolean popcount
   over the value planes (a carry-save adder tree) compared with l
-  (:meth:`mpc.replicated.RSS3.popcount`, :meth:`mpc.replicated.RSS3.ge_public`).
+  (:meth:`mpc.replicated.RSS3.popcount`, :meth:`mpc.replicated.RSS3.ge_public`). The bits are laid
+  out value-major (each value's cells together, the batch padded with empty cells to whole 64-bit
+  words), so the value planes are the words themselves, and the ``*`` group's OR over a node's cells
+  (groups of up to 64 cells, each node padded to a multiple of its group) halves each group by
+  reading its word as two 32-bit (then 16-, 8-bit) integers — local, with no bit unpacking.
 * **Top-down, several levels a batch.** "within" is monotone under generalization (k-anonymity and
   distinct l-diversity are monotone under suppression), so a node with a failing generalization
   fails: the levels of the lattice are evaluated from the top, a level's candidate nodes (all
@@ -283,32 +287,73 @@ def _or_width(cells: Sequence[int], levels: int) -> int:
     return 1 << max(0, min(levels, (top - 1).bit_length()))
 
 
-def _padded(cells: Sequence[int], width: int) -> list[int]:
-    """Node sizes rounded up to a multiple of ``width``: the batch's layout, every node's cells
+def _padded(cells: Sequence[int], width: int, align: int = 1) -> list[int]:
+    """Node sizes rounded up to a multiple of ``width``, the last node's further so that the batch's
+    total is a multiple of ``align`` (a multiple of ``width``): the batch's layout, every node's cells
     followed by empty cells (no row is counted there)."""
-    return [-(-int(d) // width) * width for d in cells]
+    out = [-(-int(d) // width) * width for d in cells]
+    if out and align > 1:
+        out[-1] += -sum(out) % align
+    return out
 
 
 async def _or_cells(rss: RSS3, x: Bool, cells: Sequence[int], S: int, width: int) -> tuple[Bool, list[int]]:
-    """OR over each group of ``width`` consecutive cells, per value, of cell-major bits ``x`` (nodes
-    of ``cells`` cells, each a multiple of ``width``, so no group spans two nodes): a tree of
-    log2(width) levels, one AND round each and one bit per pair, the halves of every group
-    contiguous, so every rearrangement is a local reshape. Returns the per-(group, value) ORs and
-    the groups per node. Cuts what a later bit injection (B2A) costs by ``width``."""
+    """OR over each group of ``width`` consecutive cells, per value, of value-major bits ``x``
+    (value·total + cell; nodes of ``cells`` cells, each a multiple of ``width``, so no group spans two
+    nodes or two values): a tree of log2(width) levels, one AND round each and one bit per pair, the
+    halves of every group contiguous, so every rearrangement is a local reshape. Returns the
+    per-(value, group) ORs (value-major) and the groups per node. Cuts what a later bit injection
+    (B2A) costs by ``width``."""
     if any(int(d) % width for d in cells):
         raise ValueError("every node's cells must be a multiple of the OR width")
+    if x.n != S * int(sum(int(d) for d in cells)):
+        raise ValueError("expected one bit per (sensitive value, cell)")
     groups = [int(d) // width for d in cells]
     while width > 1:
+        if width in _FIELD_TYPES:  # each group a 64-, 32- or 16-bit field of the words: halves by views
+            a, b = _field_halves(x, width)
+        else:
 
-        def half(u: np.ndarray, w: int = width, lo: bool = True) -> np.ndarray:
-            g = u.reshape(-1, w, S)
-            return (g[:, : w // 2] if lo else g[:, w // 2 :]).reshape(-1)
+            def half(u: np.ndarray, w: int = width, lo: bool = True) -> np.ndarray:
+                g = u.reshape(-1, w)  # rows: (value, group); each w consecutive cells of one value
+                return (g[:, : w // 2] if lo else g[:, w // 2 :]).reshape(-1)
 
-        a = _bool_local(x, half)
-        b = _bool_local(x, functools.partial(half, lo=False))
+            a = _bool_local(x, half)
+            b = _bool_local(x, functools.partial(half, lo=False))
         x = rss.not_(await rss.and_(rss.not_(a), rss.not_(b)))  # a ∨ b
         width //= 2
     return x, groups
+
+
+#: a field of w bits and its halves, as the unsigned types numpy views the words with
+_FIELD_TYPES = {64: (np.uint64, np.uint32), 32: (np.uint32, np.uint16), 16: (np.uint16, np.uint8)}
+
+
+def _field_halves(x: Bool, w: int) -> tuple[Bool, Bool]:
+    """A one-plane Bool of consecutive w-bit fields (w = 64, 32 or 16; element j at bit j % 64 of word
+    j // 64) split into the fields' low and high halves, each packed again: on a little-endian machine
+    a w-bit field is one unsigned integer and its halves the two w/2-bit integers it consists of, so
+    this is two strided views and a copy — no bit unpacking (local: both components alike)."""
+    full, half = _FIELD_TYPES[w]
+    fields = x.n // w
+    if x.width != 1 or x.n % w:
+        raise ValueError(f"expected one plane of whole {w}-bit fields")
+
+    def split(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        parts = words[0].view(np.uint8)[: fields * w // 8].view(full).view(half)
+        return _packed(parts[0::2]), _packed(parts[1::2])
+
+    (alo, ahi), (blo, bhi) = split(x.a), split(x.b)
+    n = fields * (w // 2)
+    return Bool(alo, blo, n), Bool(ahi, bhi, n)
+
+
+def _packed(v: np.ndarray) -> np.ndarray:
+    """Unsigned integers' bytes as one plane of uint64 words (zero-padded to whole words)."""
+    v = np.ascontiguousarray(v)
+    out = np.zeros(-(-v.nbytes // 8) * 8, np.uint8)
+    out[: v.nbytes] = v.view(np.uint8)
+    return out.view(np.uint64)[None, :]
 
 
 @dataclass
@@ -341,6 +386,37 @@ def _cells_of(sizes: Sequence[int], keep: np.ndarray) -> np.ndarray:
     return np.repeat(_starts(sizes_a)[keep], sel) + _rank_in_group(sel)
 
 
+def _planes_of(x: Bool, S: int) -> Bool:
+    """Value-major bits (value·m + cell, m a multiple of 64) of a one-plane Bool as S planes over the
+    cells: the same words, reshaped (no copy)."""
+    m = x.n // S
+    if m % 64 or x.width != 1:
+        raise ValueError("value-major planes need one plane of a multiple of 64 cells per value")
+    return Bool(x.a.reshape(S, -1), x.b.reshape(S, -1), m)
+
+
+def _tiled(x: Bool, S: int) -> Bool:
+    """A one-plane Bool over cells (a multiple of 64) repeated for each of S values, value-major
+    (local: the words, tiled)."""
+    if x.n % 64 or x.width != 1:
+        raise ValueError("tiling needs one plane of a multiple of 64 cells")
+    return Bool(np.tile(x.a, (1, S)), np.tile(x.b, (1, S)), x.n * S)
+
+
+def _sum_value_major(x: Arith, groups: Sequence[int], S: int) -> Arith:
+    """Per node and value (node-major: node·S + value), the sum over the node's ``groups`` of
+    value-major ``x`` (value·G + group; local, the ring wraps)."""
+    g = np.asarray(groups, dtype=np.int64)
+    starts = _starts(g)
+
+    def f(v: np.ndarray) -> np.ndarray:
+        if not g.size:
+            return v[:0]
+        return np.ascontiguousarray(np.add.reduceat(v.reshape(S, -1), starts, axis=1, dtype=v.dtype).T).reshape(-1)
+
+    return Arith(f(x.a), f(x.b), x.bits)
+
+
 def _value_planes(x: Bool, S: int) -> Bool:
     """Cell-major bits (cell·S + value) of a one-plane Bool as S planes (one per value) over the cells
     (local: both components rearranged the same way)."""
@@ -358,19 +434,6 @@ def _sum_groups(x: Arith, size: int) -> Arith:
     return Arith(
         x.a.reshape(m, size).sum(axis=1, dtype=x.a.dtype), x.b.reshape(m, size).sum(axis=1, dtype=x.b.dtype), x.bits
     )
-
-
-def _sum_cells(x: Arith, cells: Sequence[int], S: int) -> Arith:
-    """Per node and value, the sum over the node's cells of cell-major ``x`` (local; the ring wraps)."""
-    d = np.asarray(cells, dtype=np.int64)
-    starts = _starts(d)
-
-    def f(v: np.ndarray) -> np.ndarray:
-        if not d.size:
-            return v[:0]
-        return np.add.reduceat(v.reshape(-1, S), starts, axis=0, dtype=v.dtype).reshape(-1)
-
-    return Arith(f(x.a), f(x.b), x.bits)
 
 
 class _Circuit:
@@ -426,13 +489,13 @@ class _Circuit:
         """Every party's counts for ``nodes`` summed into shares: per cell (ring R; not with ``full=False``);
         the capped counts Σ_p min(c_p, k) per cell (ring Rk, when they make [c < k] narrower); with
         ``hist`` per cell and sensitive value (ring Rh) — or with ``presence`` each party's bit "I
-        have a row there", XOR-shared (a Bool with one plane per party), all the search's checks
-        need. The input rounds run concurrently. With ``sizes`` node j takes ``sizes[j]`` cells, its
+        have a row there", XOR-shared (a Bool with one plane per party, value-major: value·cells +
+        cell, the batch's cells a multiple of 64), all the search's checks need. The input rounds run concurrently. With ``sizes`` node j takes ``sizes[j]`` cells, its
         own first and then empty ones (a multiple of ``or_width``, for :func:`_or_cells`)."""
         rss = self.rss
         pres = None
-        if hist and presence:  # the cell numbers computed once for both
-            cvec, pres = counter.counts_and_presence(nodes, sizes)
+        if hist and presence:  # the cell numbers computed once for both; presence value-major
+            cvec, pres = counter.counts_and_presence(nodes, sizes, value_major=True)
         else:
             cvec = counter.counts(nodes, sizes=sizes)
         jobs: list[Coroutine[Any, Any, Arith | Bool | None]] = []
@@ -477,13 +540,15 @@ class _Circuit:
         S = self.S
 
         async def diversity() -> tuple[Bool, Bool]:
-            if isinstance(hist, Bool):
+            if isinstance(hist, Bool):  # presence bits, value-major (value·cells + cell)
                 present = await rss.or_planes(hist)
-            else:
+                planes = _planes_of(present, S)
+            else:  # counts, cell-major (cell·S + value)
                 present = rss.not_(await rss.less_than(hist, 1, self.ell))  # [h ≥ 1]
+                planes = _value_planes(present, S)
             # distinct values per cell: a boolean popcount over the S value planes (about one AND bit
             # per plane), compared with l — not a ring element per (cell, value) as injecting would cost
-            ge = await rss.ge_public(await rss.popcount(_value_planes(present, S)), int(spec.l or 0))
+            ge = await rss.ge_public(await rss.popcount(planes), int(spec.l or 0))
             return rss.not_(ge), present
 
         # [c < k] (one step, then its own sub-rounds) runs beside the whole diversity chain
@@ -550,11 +615,11 @@ class _Circuit:
         sensitive values: value s occurs there iff some failing cell holds it (OR over cells of
         fail ∧ [h ≥ 1]; first over groups of ``width`` cells by :func:`_or_cells`)."""
         S = self.S
-        both = await rss.and_(_bool_local(fail, lambda u: np.repeat(u, S)), present)  # cell-major
+        both = await rss.and_(_tiled(fail, S), present)  # value-major
         red, left = await _or_cells(rss, both, sizes, S, width)
         ell2 = _cmp_bits(max(left), 1)
         ring2 = next(b for b in (8, 16, 32, 64) if b >= ell2)  # counts of at most max(left) cells
-        per_value = _sum_cells(await rss.b2a(red, ring2), left, S)  # (node, value)
+        per_value = _sum_value_major(await rss.b2a(red, ring2), left, S)  # (node, value)
         occurs = rss.not_(await rss.less_than(per_value, 1, ell2))
         distinct = _sum_groups(await rss.b2a(occurs, self.Rd), S)  # per node
         return rss.not_(await rss.less_than(distinct, self.spec.l, self.ell_d))
@@ -740,7 +805,8 @@ async def publish_horizontal(
                 # the '*' group's per-value OR runs over groups of cells: every node padded with empty
                 # cells to a multiple of the group width (about 1 % more cells on Adult)
                 width = _or_width(real, OR_LEVELS) if circ.star and circ.use_hist else 1
-                sizes = _padded(real, width)
+                # with l-diversity the presence bits are value-major, each value's cells whole words
+                sizes = _padded(real, width, 64 if circ.use_hist else 1)
                 batch = await circ.inputs(
                     counter,
                     [grid.levels[i] for i in nodes],

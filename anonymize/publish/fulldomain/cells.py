@@ -273,9 +273,11 @@ class CellCounter:
         return out
 
     def counts_and_presence(
-        self, nodes: Sequence[Sequence[int]], sizes: Sequence[int] | None = None
+        self, nodes: Sequence[Sequence[int]], sizes: Sequence[int] | None = None, value_major: bool = False
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``(counts(nodes, sizes=sizes), presence(nodes, sizes=sizes))`` with the cell numbers computed once."""
+        """``(counts(nodes, sizes=sizes), presence(nodes, sizes=sizes))`` with the cell numbers computed
+        once; with ``value_major`` the presence bytes are ordered value·cells + cell (each value's
+        cells together) instead of cell·S + value."""
         if self.sens is None:
             raise AnonymizeError("no sensitive codes to count per value")
         v = self.n_sens
@@ -285,7 +287,12 @@ class CellCounter:
         for lo, span, idx, reps in self._cell_numbers(nodes, sizes):
             w = None if self.weights is None else np.tile(self.weights, reps)
             cnt[lo : lo + span] = np.bincount(idx.ravel(), weights=w, minlength=span)
-            pres[lo * v : (lo + span) * v][self._with_values(idx).ravel()] = 1
+            if value_major:
+                it = np.int64 if total * v >= (1 << 31) else idx.dtype.type
+                pos = self.sens[None, :].astype(it) * it(total) + (idx.astype(it) + it(lo))
+                pres[pos.ravel()] = 1
+            else:
+                pres[lo * v : (lo + span) * v][self._with_values(idx).ravel()] = 1
         return cnt, pres
 
     def _with_values(self, idx: np.ndarray) -> np.ndarray:
