@@ -541,7 +541,7 @@ class RSS3:
         in one message). Bits per element: one from each non-computing party; from each computing
         party one, plus one per non-computing party.
         """
-        x = (np.asarray(x_local).reshape(-1) != 0).astype(np.uint8)
+        x = (np.asarray(x_local).reshape(-1) != 0).view(np.uint8)  # 0/1 bytes, no second copy
         n = int(x.size)
         t = self._step(session=True)
         await agree(self.ch, t, n=n, bits=1)

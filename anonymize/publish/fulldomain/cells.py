@@ -284,13 +284,18 @@ class CellCounter:
         total = int(sum(self._layout(nodes, sizes)))
         cnt = np.zeros(total, dtype=np.uint64)
         pres = np.zeros(total * v, dtype=np.uint8)
+        offset: np.ndarray | None = None  # value-major: each row's value·total, in the cell numbers' type
         for lo, span, idx, reps in self._cell_numbers(nodes, sizes):
             w = None if self.weights is None else np.tile(self.weights, reps)
             cnt[lo : lo + span] = np.bincount(idx.ravel(), weights=w, minlength=span)
             if value_major:
-                it = np.int64 if total * v >= (1 << 31) else idx.dtype.type
-                pos = self.sens[None, :].astype(it) * it(total) + (idx.astype(it) + it(lo))
-                pres[pos.ravel()] = 1
+                if total * v >= (1 << 31) and idx.dtype != np.int64:
+                    idx = idx.astype(np.int64)
+                if offset is None or offset.dtype != idx.dtype:
+                    offset = (self.sens.astype(idx.dtype) * idx.dtype.type(total))[None, :]
+                idx += idx.dtype.type(lo)  # the batch's cell numbers (idx is this chunk's own array)
+                idx += offset
+                pres[idx.ravel()] = 1
             else:
                 pres[lo * v : (lo + span) * v][self._with_values(idx).ravel()] = 1
         return cnt, pres
