@@ -180,7 +180,9 @@ class CellCounter:
     of QIs).
 
     ``counts(nodes)`` — the concatenated :func:`cell_counts` vectors of ``nodes`` (list of level
-    vectors); with ``hist=True`` per cell and sensitive value (``sens_codes`` in ``0..n_sens-1``)."""
+    vectors); with ``hist=True`` per cell and sensitive value (``sens_codes`` in ``0..n_sens-1``).
+    ``chunk`` — (node, row) pairs computed at once: 2^18 keeps a chunk's cell numbers (1 MiB) in the
+    cache through the per-group passes (Adult, 437 nodes × 10,054 rows: 54 ms at 2^24, 35 ms)."""
 
     def __init__(
         self,
@@ -188,7 +190,7 @@ class CellCounter:
         qi_codes: np.ndarray,
         sens_codes: np.ndarray | None = None,
         n_sens: int = 0,
-        chunk: int = 1 << 24,
+        chunk: int = 1 << 18,
     ):
         self.hs = list(hierarchies)
         codes = np.asarray(qi_codes, dtype=np.int64).reshape(len(qi_codes), len(self.hs))
