@@ -178,7 +178,9 @@ def pack_bits(bits: np.ndarray) -> np.ndarray:
     """``(..., n)`` 0/1 values → ``(..., ceil(n/64))`` uint64 words (bit j at bit j % 64 of word j // 64)."""
     bits = np.asarray(bits)
     n = bits.shape[-1]
-    by = np.packbits(bits.astype(np.uint8, copy=False), axis=-1, bitorder="little")
+    by = np.packbits(bits if bits.dtype == np.bool_ else bits.astype(np.uint8, copy=False), axis=-1, bitorder="little")
+    if n % 64 == 0:  # whole words: the packed bytes are the words (no padding copy)
+        return np.ascontiguousarray(by).view(_U64)
     out = np.zeros(bits.shape[:-1] + (8 * _words(n),), np.uint8)
     out[..., : by.shape[-1]] = by
     return out.view(_U64)
@@ -541,7 +543,7 @@ class RSS3:
         in one message). Bits per element: one from each non-computing party; from each computing
         party one, plus one per non-computing party.
         """
-        x = (np.asarray(x_local).reshape(-1) != 0).view(np.uint8)  # 0/1 bytes, no second copy
+        x = np.asarray(x_local).reshape(-1) != 0  # packed as booleans: no 0/1 copy
         n = int(x.size)
         t = self._step(session=True)
         await agree(self.ch, t, n=n, bits=1)

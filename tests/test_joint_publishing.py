@@ -513,8 +513,8 @@ def test_or_over_groups_of_cells_and_per_value_sums_equal_a_loop_over_nodes(cell
     assert np.array_equal(got.a.reshape(len(cells), S) > 0, np.stack(want) > 0)
 
 
-@pytest.mark.parametrize("w", [64, 32, 16])
-@pytest.mark.parametrize("fields", [1, 2, 3, 7, 64])
+@pytest.mark.parametrize("w", [64, 32, 16, 8, 4, 2])
+@pytest.mark.parametrize("fields", [1, 2, 3, 7, 64, 129])
 def test_field_halves_by_views_equal_the_halves_of_the_unpacked_bits(w, fields):
     """:func:`_field_halves` (word views, no unpacking) against the plain rearrangement of the bits."""
     from mpc.replicated import Bool, pack_bits, unpack_bits

@@ -272,14 +272,6 @@ async def _sensitive_domain(ch: Channel, spec: JointPublishSpec, local: LocalRow
     )
 
 
-def _bool_local(x: Bool, f: Callable[[np.ndarray], np.ndarray]) -> Bool:
-    """A public rearrangement ``f`` of the elements of a one-plane Bool, applied to both components
-    (XOR sharing is elementwise, so any public selection, repetition or reordering is local)."""
-    fa = f(unpack_bits(x.a, x.n)[0])
-    fb = f(unpack_bits(x.b, x.n)[0])
-    return Bool(pack_bits(fa[None, :]), pack_bits(fb[None, :]), int(fa.shape[0]))
-
-
 def _or_width(cells: Sequence[int], levels: int) -> int:
     """The groups of cells :func:`_or_cells` ORs by a tree: 2^levels cells, fewer when every node is
     smaller."""
@@ -310,16 +302,7 @@ async def _or_cells(rss: RSS3, x: Bool, cells: Sequence[int], S: int, width: int
         raise ValueError("expected one bit per (sensitive value, cell)")
     groups = [int(d) // width for d in cells]
     while width > 1:
-        if width in _FIELD_TYPES:  # each group a 64-, 32- or 16-bit field of the words: halves by views
-            a, b = _field_halves(x, width)
-        else:
-
-            def half(u: np.ndarray, w: int = width, lo: bool = True) -> np.ndarray:
-                g = u.reshape(-1, w)  # rows: (value, group); each w consecutive cells of one value
-                return (g[:, : w // 2] if lo else g[:, w // 2 :]).reshape(-1)
-
-            a = _bool_local(x, half)
-            b = _bool_local(x, functools.partial(half, lo=False))
+        a, b = _field_halves(x, width)  # each group a w-bit field of the words
         x = rss.not_(await rss.and_(rss.not_(a), rss.not_(b)))  # a ∨ b
         width //= 2
     return x, groups
@@ -329,19 +312,46 @@ async def _or_cells(rss: RSS3, x: Bool, cells: Sequence[int], S: int, width: int
 _FIELD_TYPES = {64: (np.uint64, np.uint32), 32: (np.uint32, np.uint16), 16: (np.uint16, np.uint8)}
 
 
+def _nibble_tables(w: int) -> tuple[np.ndarray, np.ndarray]:
+    """For fields of w = 8, 4 or 2 bits (8/w per byte): per byte value, the 4 bits made of its fields'
+    low halves (in field order), and of their high halves."""
+    b = np.arange(256, dtype=np.uint16)
+    h = w // 2
+    lo = np.zeros(256, np.uint16)
+    hi = np.zeros(256, np.uint16)
+    for f in range(8 // w):
+        for j in range(h):
+            lo |= ((b >> (f * w + j)) & 1) << (f * h + j)
+            hi |= ((b >> (f * w + h + j)) & 1) << (f * h + j)
+    return lo.astype(np.uint8), hi.astype(np.uint8)
+
+
+_NIBBLES = {w: _nibble_tables(w) for w in (8, 4, 2)}
+
+
 def _field_halves(x: Bool, w: int) -> tuple[Bool, Bool]:
-    """A one-plane Bool of consecutive w-bit fields (w = 64, 32 or 16; element j at bit j % 64 of word
-    j // 64) split into the fields' low and high halves, each packed again: on a little-endian machine
-    a w-bit field is one unsigned integer and its halves the two w/2-bit integers it consists of, so
-    this is two strided views and a copy — no bit unpacking (local: both components alike)."""
-    full, half = _FIELD_TYPES[w]
+    """A one-plane Bool of consecutive w-bit fields (w a power of two from 2 to 64; element j at bit
+    j % 64 of word j // 64) split into the fields' low and high halves, each packed again, without
+    unpacking bits (local: both components alike). On a little-endian machine a 64-, 32- or 16-bit
+    field is one unsigned integer and its halves the two integers it consists of (strided views); a
+    byte holding 8/w smaller fields gives 4 bits of low and 4 of high halves (two 256-entry tables),
+    and two bytes' nibbles make one byte."""
     fields = x.n // w
-    if x.width != 1 or x.n % w:
+    if x.width != 1 or x.n % w or w < 2 or w & (w - 1) or w > 64:
         raise ValueError(f"expected one plane of whole {w}-bit fields")
+    nbytes = fields * w // 8 if w >= 8 else -(-fields * w // 8)
 
     def split(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        parts = words[0].view(np.uint8)[: fields * w // 8].view(full).view(half)
-        return _packed(parts[0::2]), _packed(parts[1::2])
+        by = words[0].view(np.uint8)[:nbytes]
+        if w in _FIELD_TYPES:
+            full, half = _FIELD_TYPES[w]
+            parts = by.view(full).view(half)
+            return _packed(parts[0::2]), _packed(parts[1::2])
+        lo_t, hi_t = _NIBBLES[w]
+        if nbytes % 2:
+            by = np.concatenate([by, np.zeros(1, np.uint8)])
+        lo, hi = lo_t[by], hi_t[by]
+        return _packed(lo[0::2] | (lo[1::2] << 4)), _packed(hi[0::2] | (hi[1::2] << 4))
 
     (alo, ahi), (blo, bhi) = split(x.a), split(x.b)
     n = fields * (w // 2)
