@@ -374,7 +374,8 @@ def test_every_satisfying_node_s_dm_is_the_pooled_lattice_s(monkeypatch, k, l, s
 def test_what_a_party_receives_holds_no_other_party_s_counts():
     """Every message a party receives, concatenated: no other party's local count vector of any
     evaluated node appears in it, in any integer width, nor its presence bits per (cell, value) as a
-    run of bits at any offset (they travel only as masked shares; a clear send of them fails this)."""
+    run of bits at any offset, cell-major or one value's run over a node's cells (they travel only as
+    masked shares; a clear send of them fails this)."""
     hs = _hierarchies()
     df = _table(np.random.default_rng(3), 150)
     spec = JointPublishSpec(("age", "zip", "sex"), "disease", 3, 2, 0.05, "star")
@@ -407,7 +408,13 @@ def test_what_a_party_receives_holds_no_other_party_s_counts():
         # the presence bits per (cell, value) the search inputs: their run of bits, at any bit offset
         presence = [(cell_counts(hl, codes, lv, sens, n_sens) > 0) for lv in [chosen, (1, 1, 0), (2, 2, 1)]]
         patterns = [p.astype(np.uint8).tobytes() for p in presence if p.sum() >= 3 and p.size >= 64]
-        assert patterns
+        # the search lays them out value-major: each value's run over a node's cells (large nodes,
+        # so that a run is long enough never to match by chance)
+        for lv in [(0, 0, 0), (0, 1, 0), (1, 0, 0)]:
+            for col in (cell_counts(hl, codes, lv, sens, n_sens) > 0).reshape(-1, n_sens).T:
+                if col.sum() >= 3 and col.size >= 64:
+                    patterns.append(col.astype(np.uint8).tobytes())
+        assert len(patterns) > 3
         for name in ("p0", "p1", "p2"):
             if name == f"p{q}":
                 continue
