@@ -570,8 +570,8 @@ def test_the_counter_pads_every_node_with_empty_cells():
     real = counter.sizes(nodes)
     layout = [d + e for d, e in zip(real, (5, 0, 64))]
     plain, pres = counter.counts(nodes), counter.presence(nodes)
-    cnt, both = counter.counts_and_presence(nodes, layout)
-    _, vm = counter.counts_and_presence(nodes, layout, value_major=True)
+    both = counter.presence(nodes, sizes=layout)
+    cnt, vm = counter.counts_and_presence(nodes, layout)
     vm = vm.reshape(4, sum(layout)).T.reshape(-1)  # value-major back to cell-major
     assert np.array_equal(vm, both)
     off = poff = 0

@@ -505,7 +505,7 @@ class _Circuit:
         rss = self.rss
         pres = None
         if hist and presence:  # the cell numbers computed once for both; presence value-major
-            cvec, pres = counter.counts_and_presence(nodes, sizes, value_major=True)
+            cvec, pres = counter.counts_and_presence(nodes, sizes)
         else:
             cvec = counter.counts(nodes, sizes=sizes)
         jobs: list[Coroutine[Any, Any, Arith | Bool | None]] = []

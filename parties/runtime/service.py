@@ -241,6 +241,12 @@ class PartyService(pb_grpc.PartyServicer):
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, str(e))
         return s
 
+    def _unreserve(self, s: Session | None, sender: str, total: int) -> None:
+        """Give back the buffer reserved for a message that will not be delivered."""
+        if s is not None:
+            s.mailbox.release(total, sender)
+            self.sessions.discard_if_empty(s)
+
     def _put(self, s: Session | None, sender: str, h, payload, total: int) -> None:
         """Hand a whole message to its session's mailbox (or drop a late one)."""
         if s is None:
@@ -258,16 +264,10 @@ class PartyService(pb_grpc.PartyServicer):
                 grpc.StatusCode.INVALID_ARGUMENT, f"message of {got} bytes where its header announces {total}"
             )
         s = await self._admit_message(sender, request, context, "DeliverOne")
-        ok = False
-        try:
-            if s is not None and s.error is not None:
-                await context.abort(grpc.StatusCode.ABORTED, str(s.error)[:300])
-            self._put(s, sender, request.header, request.data, total)
-            ok = s is not None
-        finally:
-            if s is not None and not ok:
-                s.mailbox.release(total, sender)
-                self.sessions.discard_if_empty(s)
+        if s is not None and s.error is not None:
+            self._unreserve(s, sender, total)
+            await context.abort(grpc.StatusCode.ABORTED, str(s.error)[:300])
+        self._put(s, sender, request.header, request.data, total)
         return pb.DeliverAck(received=got)
 
     async def _deliver(self, sender: str, request_iterator, context):
@@ -333,11 +333,10 @@ class PartyService(pb_grpc.PartyServicer):
                 )
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"message ended after {got} of {total} bytes")
             self._put(s, sender, h, first.data if buf is None else buf, total)
-            ok = s is not None
+            ok = True
         finally:
-            if s is not None and not ok:
-                s.mailbox.release(total, sender)
-                self.sessions.discard_if_empty(s)
+            if not ok:
+                self._unreserve(s, sender, total)
         return pb.DeliverAck(received=got)
 
     # ------------------------------------------------------------------ Abort / Health

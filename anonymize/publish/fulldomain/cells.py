@@ -275,31 +275,28 @@ class CellCounter:
         return out
 
     def counts_and_presence(
-        self, nodes: Sequence[Sequence[int]], sizes: Sequence[int] | None = None, value_major: bool = False
+        self, nodes: Sequence[Sequence[int]], sizes: Sequence[int] | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``(counts(nodes, sizes=sizes), presence(nodes, sizes=sizes))`` with the cell numbers computed
-        once; with ``value_major`` the presence bytes are ordered value·cells + cell (each value's
-        cells together) instead of cell·S + value."""
+        """``counts(nodes, sizes=sizes)`` and the presence bytes of :meth:`presence` laid out
+        value-major — value·cells + cell, each value's cells together — with the cell numbers computed
+        once (what joint publishing's search inputs)."""
         if self.sens is None:
             raise AnonymizeError("no sensitive codes to count per value")
         v = self.n_sens
         total = int(sum(self._layout(nodes, sizes)))
         cnt = np.zeros(total, dtype=np.uint64)
         pres = np.zeros(total * v, dtype=np.uint8)
-        offset: np.ndarray | None = None  # value-major: each row's value·total, in the cell numbers' type
+        offset: np.ndarray | None = None  # each row's value·total, in the cell numbers' type
         for lo, span, idx, reps in self._cell_numbers(nodes, sizes):
             w = None if self.weights is None else np.tile(self.weights, reps)
             cnt[lo : lo + span] = np.bincount(idx.ravel(), weights=w, minlength=span)
-            if value_major:
-                if total * v >= (1 << 31) and idx.dtype != np.int64:
-                    idx = idx.astype(np.int64)
-                if offset is None or offset.dtype != idx.dtype:
-                    offset = (self.sens.astype(idx.dtype) * idx.dtype.type(total))[None, :]
-                idx += idx.dtype.type(lo)  # the batch's cell numbers (idx is this chunk's own array)
-                idx += offset
-                pres[idx.ravel()] = 1
-            else:
-                pres[lo * v : (lo + span) * v][self._with_values(idx).ravel()] = 1
+            if total * v >= (1 << 31) and idx.dtype != np.int64:
+                idx = idx.astype(np.int64)
+            if offset is None or offset.dtype != idx.dtype:
+                offset = (self.sens.astype(idx.dtype) * idx.dtype.type(total))[None, :]
+            idx += idx.dtype.type(lo)  # the batch's cell numbers (idx is this chunk's own array)
+            idx += offset
+            pres[idx.ravel()] = 1
         return cnt, pres
 
     def _with_values(self, idx: np.ndarray) -> np.ndarray:
