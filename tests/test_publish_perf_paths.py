@@ -518,3 +518,51 @@ def test_hierarchical_emd_by_one_product_equals_the_level_by_level_closed_form(s
         q = rng.random(v) + 1e-3
         Q = q / q.sum()
         assert np.allclose(emd_hierarchical(P, Q, h, leaf), emd_hierarchical_levels(P, Q, h, leaf), atol=1e-12)
+
+
+@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    q=st.integers(1, 4),
+    n=st.integers(8, 60),
+    k=st.integers(2, 4),
+    sup=st.sampled_from([0.0, 0.1, 0.3]),
+    metric=st.sampled_from(["dm", "ncp", "loss"]),
+    weighted=st.booleans(),
+)
+def test_optimum_search_shortcuts_choose_what_completing_every_node_chooses(seed, q, n, k, sup, metric, weighted):
+    """The optimum search's shortcuts — every node's NCP / Loss bound at once (``bounds_all``), and
+    under DM completing NCP only for nodes whose DM can still win — against the plain ways: each
+    bound equals :meth:`NodeMetrics.bounds` exactly, and Flash's chosen node is the exhaustive scan's
+    (every satisfying node completed, :func:`choose`), with the same key."""
+    from anonymize.publish.fulldomain import Lattice, exhaustive
+    from anonymize.publish.fulldomain.flash import flash
+    from anonymize.publish.fulldomain.result import metric_key
+
+    rng = np.random.default_rng(seed)
+    cols = {f"a{j}": rng.integers(0, int(rng.integers(2, 9)), n) for j in range(q)}
+    df = pd.DataFrame({c: [f"v{x}" for x in v] for c, v in cols.items()})
+    hs = {}
+    for c in df.columns:
+        leaves = sorted(set(df[c]), key=lambda s: int(s[1:]))
+        fan = int(rng.integers(2, 4))
+        rows = [[v, f"g{i // fan}", "*"] for i, v in enumerate(leaves)]
+        hs[c] = Hierarchy.from_rows(c, rows)
+    weights = rng.integers(0, 4, q).astype(np.float64) if weighted else None
+    table = EncodedTable.encode(df, Schema(list(df.columns), []), hs)
+
+    def lattice():
+        return Lattice(table, [KAnonymity(k)], sup, suppressed_rows="drop", weights=weights)
+
+    lat = lattice()
+    g = lat.grid()
+    ncp, loss = lat.node_metrics.bounds_all(g.lv)
+    for i, lv in enumerate(g.levels):
+        assert (float(ncp[i]), float(loss[i])) == lat.node_metrics.bounds(lv)
+    try:
+        ref = exhaustive(lattice(), metric=metric).chosen
+    except AnonymizeError:
+        return
+    got = flash(lattice(), metric=metric).chosen
+    assert got.levels == ref.levels
+    assert metric_key(got, metric, len(df)) == metric_key(ref, metric, len(df))

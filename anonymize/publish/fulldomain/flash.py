@@ -34,6 +34,8 @@ import heapq
 import time
 from collections.abc import Callable
 
+import numpy as np
+
 from ...errors import AnonymizeError
 from ..registry import FULL_DOMAIN, register
 from .engine import Lattice
@@ -120,7 +122,8 @@ def flash(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None] | N
                 heapq.heappush(heap, (key(node), node))
                 lo = mid + 1
 
-    for i in sorted(range(g.N), key=key):
+    # every node by key(): height, then norm, then index (one lexsort, not a Python key per node)
+    for i in np.lexsort((np.arange(g.N), np.asarray(g.norm), np.asarray(g.height))).tolist():
         if tags[i]:
             continue
         check_path(find_path(i))

@@ -245,7 +245,9 @@ class FrequencySets:
             if b == 0:
                 sk, order = keys, None
             elif (self.key_space << b) < 2**63:
-                packed = np.sort((keys << b) | np.arange(m, dtype=np.int64))
+                # the keys are sorted runs of the source (one per combination of the changed
+                # attributes' old values): a merging sort (timsort) takes about half quicksort's time
+                packed = np.sort((keys << b) | np.arange(m, dtype=np.int64), kind="stable")
                 order = packed & ((1 << b) - 1)
                 sk = packed >> b
             else:

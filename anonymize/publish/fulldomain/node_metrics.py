@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..metrics.cells import node_loss_tables, node_share_tables
-from ..metrics.loss import arx_round, geometric_loss, weighted_mean
+from ..metrics.loss import arx_round, arx_weights, geometric_loss, weighted_mean
 from .frequency import FrequencySet, FrequencySets
 from .result import NodeInfo
 
@@ -92,6 +92,42 @@ class NodeMetrics:
         return self._aggregate(
             [totals[j][levels[j]] for j in range(self.q)], [shares[j][levels[j]] for j in range(self.q)], 0.0
         )
+
+    def bounds_all(self, lv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`bounds` of every row of the level matrix ``lv`` (``(N, q)``) at once, each value
+        equal to what :meth:`bounds` gives for that node (the same operations in the same order)."""
+        lv = np.asarray(lv)
+        N = len(lv)
+        if not self.q:
+            return np.zeros(N), np.zeros(N)
+        if self.weights is not None:  # the weighted aggregates' sums are np.dot's: node by node
+            pairs = [self.bounds(tuple(int(x) for x in row)) for row in lv]
+            return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+        _, totals = self.loss_tables()
+        _, shares = self.share_tables()
+        n = float(self.n)
+        ncp = np.zeros(N)
+        for j in range(self.q):  # left to right, as sum() adds the totals
+            ncp = ncp + np.asarray(totals[j], dtype=np.float64)[lv[:, j]]
+        ncp = (ncp + 0.0 * self.q) / (n * self.q)
+        w = arx_weights(None, self.q)
+        loss = np.ones(N)
+        for j in range(self.q):  # left to right, as np.prod multiplies
+            per = np.asarray(shares[j], dtype=np.float64)[lv[:, j]] / n
+            per = np.floor(np.maximum(per, 0.0) * 1e10) / 1e10  # arx_round
+            loss = loss * np.power(w[j] * per + 1.0, 1.0 / self.q)
+        return ncp, loss - 1.0
+
+    def dm(self, info: NodeInfo) -> float:
+        """DM of a node evaluated earlier (its other metrics stay pending for :meth:`complete`)."""
+        pending = info._pending
+        if pending is None:
+            return info.dm
+        assert isinstance(pending, tuple)
+        sq_all, sub = pending
+        fc = sub.counts
+        info.dm = sq_all - float(np.dot(fc.astype(np.float64), fc)) + info.suppressed * float(self.n)
+        return info.dm
 
     def prepare(self, info: NodeInfo, fs: FrequencySet, fail: np.ndarray) -> None:
         """Keep what DM / NCP need (class-size sums and the failing tuples, usually few) so that

@@ -50,23 +50,28 @@ def best_node(lat: Lattice, grid: LatticeGrid, minimal: Sequence[NodeInfo], metr
 
     When no metric can fall under generalization (no suppression budget, or the metric is the
     height) the best minimal node is the answer and nothing more is evaluated."""
-    best = choose(lat, minimal, metric)
+    metrics = lat.node_metrics
+    if metric == "dm":  # DM first: only the nodes of least DM need their NCP (the key's next part)
+        least = min(metrics.dm(i) for i in minimal)
+        best = choose(lat, [i for i in minimal if i.dm == least], metric)
+    else:
+        best = choose(lat, minimal, metric)
     stats = {"evaluated": 0, "improved": 0}
     if lat.max_sup == 0 or metric == "height":
         return best, stats
     best_key = metric_key(best, metric, lat.n)
     dm_bound = np.zeros(grid.N)
     m = max((mod.minimal_class_size for mod in lat.models), default=1)
+    ncp_lbs, loss_lbs = metrics.bounds_all(grid.lv)  # (weighted) NCP and Loss without suppression
 
     def dm_lower(counts: np.ndarray) -> float:
         c = counts.astype(np.float64)
         return float(np.dot(c, np.maximum(c, m)))
 
     def bound(i: int) -> tuple:
-        levels = grid.levels[i]
-        ncp_lb, loss_lb = lat.node_metrics.bounds(levels)  # (weighted) NCP and Loss without suppression
-        first = {"ncp": ncp_lb, "dm": dm_bound[i], "loss": loss_lb - 1e-12}.get(metric, 0.0)
-        return (first, round(ncp_lb, 12), dm_bound[i], grid.height[i], tuple(levels))
+        ncp_lb = float(ncp_lbs[i])
+        first = {"ncp": ncp_lb, "dm": dm_bound[i], "loss": float(loss_lbs[i]) - 1e-12}.get(metric, 0.0)
+        return (first, round(ncp_lb, 12), dm_bound[i], grid.height[i], grid.levels[i])
 
     index = {lv: i for i, lv in enumerate(grid.levels)}
     seen = bytearray(grid.N)
@@ -92,7 +97,7 @@ def best_node(lat: Lattice, grid: LatticeGrid, minimal: Sequence[NodeInfo], metr
             break
         info, fs = lat.evaluate(grid.levels[i], source=lat.source_for(grid.levels[i]))
         stats["evaluated"] += 1
-        if info.ok:
+        if info.ok and (metric != "dm" or metrics.dm(info) <= best_key[0]):  # a larger DM cannot win
             lat.complete(info)
             key = metric_key(info, metric, lat.n)
             if key < best_key:
