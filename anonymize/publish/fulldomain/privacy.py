@@ -177,9 +177,17 @@ class PrivacyCheck:
     def failing(self, fs: FrequencySet, models=None) -> np.ndarray:
         """Bool per tuple: its class fails some model (so its rows would be suppressed)."""
         models = self.models if models is None else models
-        if all(m.size_only for m in models):
-            return fs.counts < max((m.minimal_class_size for m in models), default=1)
-        return ~all_ok(models, self.class_stats(fs))
+        small = fs.counts < max((m.minimal_class_size for m in models), default=1)
+        rest = [m for m in models if not m.size_only]
+        if not rest:
+            return small
+        if not small.any():
+            return ~all_ok(rest, self.class_stats(fs))
+        # the other models judge only the classes large enough: the small ones fail whatever they say
+        big = np.flatnonzero(~small)
+        fail = small.copy()
+        fail[big] = ~all_ok(rest, self.class_stats(fs).select(big))
+        return fail
 
     def release_check(self, counts: np.ndarray, hists: list, fail: np.ndarray) -> tuple[np.ndarray, bool]:
         """What the written file must also satisfy when rows are suppressed: ``(fail, ok)``.
