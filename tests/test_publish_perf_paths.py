@@ -566,3 +566,28 @@ def test_optimum_search_shortcuts_choose_what_completing_every_node_chooses(seed
     got = flash(lattice(), metric=metric).chosen
     assert got.levels == ref.levels
     assert metric_key(got, metric, len(df)) == metric_key(ref, metric, len(df))
+
+
+def test_a_dm_search_reports_every_candidate_nodes_ncp_and_loss():
+    """Under DM the optimum search leaves NCP and Loss pending where they cannot decide; the report still
+    gives every candidate node's NCP and Loss (strict JSON, no NaN), equal to the exhaustive scan's."""
+    import json
+
+    from anonymize.publish.fulldomain import Lattice, exhaustive
+
+    rng = np.random.default_rng(7)
+    n = 400
+    df = pd.DataFrame({f"a{j}": [f"v{x}" for x in rng.integers(0, 8, n)] for j in range(3)})
+    hs = {c: Hierarchy.from_rows(c, [[f"v{i}", f"g{i // 2}", f"h{i // 4}", "*"] for i in range(8)]) for c in df.columns}
+    res = anonymize_table(
+        df, Schema(list(df.columns), []), hs, algorithm="flash", models=[KAnonymity(6)], max_suppression=0.05,
+        metric="dm", n_queries=0,
+    )  # fmt: skip
+    json.dumps(res.report, allow_nan=False)
+    table = EncodedTable.encode(df, Schema(list(df.columns), []), hs)
+    ex = exhaustive(Lattice(table, [KAnonymity(6)], 0.05), metric="dm")
+    want = {tuple(x.levels): (x.ncp, x.loss) for x in ex.nodes}
+    got = {tuple(x["levels"]): (x["ncp"], x["loss"]) for x in res.report["candidate_nodes"]}
+    assert len(got) > 3 and got.keys() == want.keys()
+    for lv, (ncp, loss) in got.items():
+        assert ncp == pytest.approx(want[lv][0], abs=1e-12) and loss == pytest.approx(want[lv][1], abs=1e-12)

@@ -535,7 +535,8 @@ def anonymize_table(
         }
     if search is not None:
         report["chosen_node"] = search.chosen.as_dict()
-        report["candidate_nodes"] = [x.as_dict() for x in search.nodes]
+        # the search fills DM first and NCP / Loss only where they decide (optimum.best_node): fill them now
+        report["candidate_nodes"] = [lat.complete(x).as_dict() for x in search.nodes]
         report["candidate_nodes_kind"] = search.nodes_kind
     if local is not None:
         report["local_recoding"] = local.report(qis, table.weights)
