@@ -354,15 +354,3 @@ def test_a_peer_without_deliver_one_gets_its_messages_by_stream(cluster):
     assert stream_only == {"carol"} and calls["one"] == 1  # tried once, then the stream every time
     assert got == [(f"m{i}", bytes([i]) * n) for i, n in enumerate((10, 1000, 3 * CHUNK_BYTES, 5))]
     assert sent == 10 + 1000 + 3 * CHUNK_BYTES + 5
-
-
-def test_the_daemon_preloads_its_jobs_code_in_the_background(cluster):
-    """Once serving, a daemon imports what its jobs import only when they run (the publishing code),
-    so the first job does not pay it; the log says how many modules, never which data."""
-    import time
-
-    deadline = time.monotonic() + 30
-    while "job code preloaded" not in cluster.log("alice") and time.monotonic() < deadline:
-        time.sleep(0.1)
-    line = next(x for x in cluster.log("alice").splitlines() if "job code preloaded" in x)
-    assert "job code preloaded: 4 modules" in line

@@ -49,7 +49,6 @@ __all__ = [
     "job",
     "job_info",
     "load_job_modules",
-    "preload_job_code",
     "refuse_dp_job",
     "register_dp_job",
     "registered_jobs",
@@ -88,22 +87,3 @@ def load_job_modules(extra: tuple[str, ...] | list[str] = ()) -> list[str]:
             raise
         loaded.append(name)
     return loaded
-
-
-def preload_job_code(modules: list[str] | tuple[str, ...]) -> list[str]:
-    """Import what the job ``modules`` import only when a job runs (each module's ``PRELOAD``: its
-    heavy dependencies, e.g. pandas and the publishing code — about 0.2 s the first publishing job of
-    a daemon otherwise spends). The daemon runs this in a thread once it serves; a job that starts
-    meanwhile waits for the module it needs (the import lock), no longer than it would have taken
-    to import it. A module that fails to import is skipped (the job that needs it reports it).
-    Returns the modules imported."""
-    done = []
-    for name in modules:
-        mod = importlib.import_module(name)
-        for dep in getattr(mod, "PRELOAD", ()):
-            try:
-                importlib.import_module(dep)
-            except Exception:  # the job that needs it fails with the real error
-                continue
-            done.append(dep)
-    return done

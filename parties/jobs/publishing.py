@@ -35,15 +35,6 @@ import numpy as np
 from mpc.errors import ProtocolError
 from parties.jobs.registry import JobContext, JobError, PolicyRefusal, job
 
-PRELOAD = (
-    "parties.joint.publishing",
-    "parties.joint.publishing_vertical",
-    "anonymize.publish.io",
-    "parties.sources.reader",
-)
-"""What the publishing jobs import when they run: the daemon imports it at start, in the background
-(:func:`parties.jobs.preload_job_code`)."""
-
 if TYPE_CHECKING:  # the publishing stack (pandas, anonymize.publish) loads when a session runs, not at start-up
     from anonymize.publish.hierarchy import Hierarchy
     from parties.joint.publishing import JointPublishSpec, LocalRows

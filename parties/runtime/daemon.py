@@ -56,7 +56,6 @@ import resource
 import signal
 import socket
 import sys
-import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -240,8 +239,6 @@ class Daemon:
         await self.check_usable()
         self._housekeeping.append(asyncio.create_task(self._reaper()))
         self._housekeeping.append(asyncio.create_task(self._tls_watch()))
-        # the jobs' heavy imports, in a thread while the daemon serves: the first job need not pay them
-        self._spawn(self._preload(loaded))
         self.log.info("jobs: %s (modules: %s)", ", ".join(jobs_mod.registered_jobs()), ", ".join(loaded) or "built-in")
         for g in self.guards:
             if isinstance(g, AuditGuard):
@@ -520,16 +517,6 @@ class Daemon:
             if close is not None:
                 close()
         self.log.info("stopped")
-
-    async def _preload(self, modules: list[str]) -> None:
-        """Import the jobs' heavy code in a thread (:func:`parties.jobs.preload_job_code`)."""
-        t0 = time.monotonic()
-        try:
-            done = await asyncio.to_thread(jobs_mod.preload_job_code, modules)
-        except Exception as e:  # a job that needs the code reports the real error when it runs
-            self.log.warning("job code preload failed: %s", e.__class__.__name__)
-            return
-        self.log.info("job code preloaded: %d modules in %.2f s", len(done), time.monotonic() - t0)
 
     def _spawn(self, coro) -> asyncio.Task:
         t = asyncio.create_task(coro)
