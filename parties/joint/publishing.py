@@ -22,7 +22,9 @@ Construction
   first three of the session) with replicated secret sharing (:mod:`mpc.replicated`: Araki,
   Furukawa, Lindell, Nof, Ohara, CCS 2016; comparisons by bit decomposition as in ABY3, Mohassel &
   Rindal, CCS 2018); further parties only contribute shares. Per cell: ``fail = [c < k] ∨ [distinct
-  sensitive values < l]``; per node: the suppressed rows ``S = Σ c·fail`` and ``within = [S ≤ MaxSup]``
+  sensitive values < l]``; per node: the suppressed rows ``S = Σ c·fail`` (the fail bits injected into
+  the ring, then a dot product: one ring element per node, not a product per cell) and ``within =
+  [S ≤ MaxSup]``
   (Samarati's MaxSup = ⌊max_suppression·n⌋); with ``suppressed_rows='star'`` also whether the
   all-``*`` group passes the models (``S = 0`` or ``S ≥ k`` and ≥ l distinct values); and
   DM = Σ_{kept} c² + S·n (Bayardo & Agrawal, ICDE 2005).
@@ -588,8 +590,10 @@ class _Circuit:
                 t = await rss.mul_bit(fail, capped)  # t = c·fail < k: exact in ring Rk
                 return t, await self._lifted_sums(t, sizes, self.G)
             assert counts is not None
-            t = await rss.mul_bit(fail, counts)
-            return t, rss.segment_sum(t, starts)
+            # S = Σ fail·c per node is a dot product: the fail bits injected into ring R, then one ring
+            # element per node (not a product per cell); the kept nodes' cells get fail·c for DM later
+            f = await rss.b2a(fail, self.R)
+            return f, await rss.segment_dot(f, counts, starts)
 
         enough: Bool | None = None
         if self.star and spec.l is not None:
@@ -634,14 +638,16 @@ class _Circuit:
         distinct = _sum_groups(await rss.b2a(occurs, self.Rd), S)  # per node
         return rss.not_(await rss.less_than(distinct, self.spec.l, self.ell_d))
 
-    def _kept(self, counts: Arith, sup_cells: Arith, sizes: Sequence[int], keep: np.ndarray):
-        """The cells of the batch's nodes with ``keep``: ``(their counts, their kept counts, the kept
-        nodes' indices, their segment offsets)`` — what DM and NCP sum over."""
+    async def kept(self, counts: Arith, fail: Arith, sizes: Sequence[int], keep: np.ndarray):
+        """The cells of the batch's nodes with ``keep``: ``(their counts, their kept counts c − fail·c, the
+        kept nodes' indices, their segment offsets)`` — what DM and NCP sum over (``fail``: the fail bits
+        in ring R; one product per cell of these nodes)."""
         rss = self.rss
         sel = np.flatnonzero(keep)
         idx = _cells_of(sizes, keep)
         c = rss.take(counts, idx)
-        return c, rss.sub(c, rss.take(sup_cells, idx)), sel, _starts(np.asarray(sizes, dtype=np.int64)[sel])
+        failed = await rss.mul(rss.take(fail, idx), c)
+        return c, rss.sub(c, failed), sel, _starts(np.asarray(sizes, dtype=np.int64)[sel])
 
     async def _lifted_sums(self, x: Arith, sizes: Sequence[int] | np.ndarray, per: int, square: bool = False) -> Arith:
         """Per node (of ``sizes`` cells) the sum over its cells of x (or, with ``square``, of x²) in ring
@@ -656,12 +662,19 @@ class _Circuit:
         return rss.segment_sum(await rss.lift(part, self.R), first)
 
     async def dm(
-        self, counts: Arith | None, sup: Arith, sup_cells: Arith, sizes: Sequence[int], keep: np.ndarray
+        self,
+        counts: Arith | None,
+        sup: Arith,
+        sup_cells: Arith,
+        sizes: Sequence[int],
+        keep: np.ndarray,
+        kept: tuple | None = None,
     ) -> Arith:
-        """DM = Σ_{kept cells} c² + S·n of the batch's nodes with ``keep`` (one dot product per node).
+        """DM = Σ_{kept cells} c² + S·n of the batch's nodes with ``keep`` (one dot product per node;
+        ``kept``: :meth:`kept` of them, else computed here from the fail bits ``sup_cells``).
         When :attr:`lean`, ``counts`` are the full counts of those nodes' cells only
-        (:meth:`input_kept`) and Σ_kept c² = Σ c² − Σ t² (t·(c − t) = 0 for t = c·fail), Σ t² from
-        chunks of :attr:`G2` cells in ring Rk, lifted."""
+        (:meth:`input_kept`), ``sup_cells`` t = c·fail in ring Rk, and Σ_kept c² = Σ c² − Σ t²
+        (t·(c − t) = 0), Σ t² from chunks of :attr:`G2` cells in ring Rk, lifted."""
         rss = self.rss
         assert counts is not None
         if self.lean:
@@ -674,18 +687,16 @@ class _Circuit:
                 self._lifted_sums(t, sizes_a[sel], self.G2, square=True),
             )
             return rss.add(rss.sub(c2, t2), rss.mul_const(rss.take(sup, sel), self.n))
-        c, kept, sel, sel_starts = self._kept(counts, sup_cells, sizes, keep)
-        sq = await rss.segment_dot(kept, c, sel_starts)  # Σ c² over the kept cells, per node
+        c, kept_c, sel, sel_starts = kept if kept is not None else await self.kept(counts, sup_cells, sizes, keep)
+        sq = await rss.segment_dot(kept_c, c, sel_starts)  # Σ c² over the kept cells, per node
         return rss.add(sq, rss.mul_const(rss.take(sup, sel), self.n))
 
     def ncp(
         self,
-        counts: Arith,
+        kept: tuple,
         sup: Arith,
-        sup_cells: Arith,
         nodes: Sequence,
         sizes: Sequence[int],
-        keep: np.ndarray,
         tables: list[list[np.ndarray]],
         fbits: int,
         mult: np.ndarray,
@@ -693,15 +704,15 @@ class _Circuit:
         """NCP·n·Σm·2^F of the batch's nodes with ``keep``: Σ_{kept cells} c·⌊2^F·Σ_j m_j·loss_j(cell)⌉ +
         S·⌊2^F·Σ_j m_j⌉ with the public multipliers ``mult`` (:meth:`JointPublishSpec.ncp_multipliers`) —
         linear in the shares with public weights, so local (the suppressed cells cost 1 per QI, as in
-        :class:`anonymize.publish.fulldomain.node_metrics.NodeMetrics`)."""
+        :class:`anonymize.publish.fulldomain.node_metrics.NodeMetrics`; ``kept``: :meth:`kept`)."""
         rss = self.rss
-        _c, kept, sel, sel_starts = self._kept(counts, sup_cells, sizes, keep)
+        _c, kept_c, sel, sel_starts = kept
         scale = float(1 << fbits)
         weights = []
         for i in sel:  # a node's cells, then the empty cells that pad it to sizes[i] (weight 0)
             w = np.rint(cell_losses_of_node(tables, nodes[int(i)], mult) * scale).astype(np.uint64)
             weights.append(np.concatenate([w, np.zeros(int(sizes[int(i)]) - len(w), np.uint64)]))
-        weighted = rss.mul_const(kept, np.concatenate(weights))
+        weighted = rss.mul_const(kept_c, np.concatenate(weights))
         sup_weight = int(round(float(mult.sum()) * scale))
         return rss.add(rss.segment_sum(weighted, sel_starts), rss.mul_const(rss.take(sup, sel), sup_weight))
 
@@ -772,13 +783,17 @@ async def publish_horizontal(
             counts = await sub.input_kept(batch, sizes, o)
         if kept_shares is None:
             return
-        dm = await sub.dm(counts, kept_shares[0], kept_shares[1], sizes, o)
+        kept = None
+        if not sub.lean:  # the kept counts of these nodes' cells, for DM and NCP alike
+            assert counts is not None
+            kept = await sub.kept(counts, kept_shares[1], sizes, o)
+        dm = await sub.dm(counts, kept_shares[0], kept_shares[1], sizes, o, kept)
         for j, i in enumerate(np.asarray(nodes)[o]):
             dms[int(i)] = (dm, j)
         if spec.metric == "ncp":
-            assert counts is not None
+            assert kept is not None
             lv = [grid.levels[i] for i in nodes]
-            nc = sub.ncp(counts, kept_shares[0], kept_shares[1], lv, sizes, o, loss_tables, fbits, mult)
+            nc = sub.ncp(kept, kept_shares[0], lv, sizes, loss_tables, fbits, mult)
             for j, i in enumerate(np.asarray(nodes)[o]):
                 ncps[int(i)] = (nc, j)
 
