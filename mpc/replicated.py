@@ -543,7 +543,9 @@ class RSS3:
         in one message). Bits per element: one from each non-computing party; from each computing
         party one, plus one per non-computing party.
         """
-        x = np.asarray(x_local).reshape(-1) != 0  # packed as booleans: no 0/1 copy
+        x = np.asarray(x_local).reshape(-1)
+        if x.dtype != np.bool_ and x.dtype != np.uint8:  # packbits packs bytes as nonzero / zero as they are
+            x = x != 0
         n = int(x.size)
         t = self._step(session=True)
         await agree(self.ch, t, n=n, bits=1)

@@ -435,13 +435,16 @@ def test_popcount_and_ge_public_equal_plain(width, n, c, seed):
     assert np.array_equal(np.asarray(ge).reshape(-1), (want >= c).astype(np.uint8))
 
 
+@pytest.mark.parametrize("dtype", ["int64", "uint8", "bool"])
 @pytest.mark.parametrize("n_parties", [3, 4, 5])
-def test_input_bits_one_plane_per_party_and_their_or(n_parties):
+def test_input_bits_one_plane_per_party_and_their_or(n_parties, dtype):
     """input_bits: every party's 0/1 vector XOR-shared, one plane each (session order), also from
-    parties that do not compute; or_planes: their OR."""
+    parties that do not compute; or_planes: their OR. Any nonzero entry is a 1 (bytes are packed as
+    they are: 7 and 255 too)."""
     rng = np.random.default_rng(n_parties)
     n = 130
-    bits = [rng.integers(0, 2, n) for _ in range(n_parties)]
+    raw = [rng.choice(np.array([0, 1, 7, 255]), n).astype(dtype) for _ in range(n_parties)]
+    bits = [(x != 0).astype(np.int64) for x in raw]
 
     async def f(rss, x):
         planes = await rss.input_bits(x)
@@ -449,7 +452,7 @@ def test_input_bits_one_plane_per_party_and_their_or(n_parties):
             return None
         return await rss.open(planes), await rss.open(await rss.or_planes(planes))
 
-    got = run3(f, bits, n_parties=n_parties)
+    got = run3(f, raw, n_parties=n_parties)
     planes, ored = got["p0"]
     assert np.array_equal(np.asarray(planes).reshape(n_parties, n), np.stack(bits))
     assert np.array_equal(np.asarray(ored).reshape(-1), np.stack(bits).max(axis=0))

@@ -234,7 +234,7 @@ class FrequencySets:
                 levels,
                 None,
                 np.add.reduceat(counts[order], starts),
-                None if hist is None else np.add.reduceat(hist[order], starts, axis=0),
+                None if hist is None else np.add.reduceat(np.take(hist, order, axis=0), starts, axis=0),
                 codes=new_codes,
             )
         if presorted:
@@ -259,13 +259,13 @@ class FrequencySets:
         if flag.all():
             if order is None:
                 return FrequencySet(levels, sk, counts, hist)
-            return FrequencySet(levels, sk, counts[order], None if hist is None else hist[order])
+            return FrequencySet(levels, sk, counts[order], None if hist is None else np.take(hist, order, axis=0))
         starts = np.flatnonzero(flag)
         c = counts if order is None else counts[order]
         new_counts = np.add.reduceat(c, starts)
         new_hist = None
         if hist is not None:
-            hh = hist if order is None else hist[order]
+            hh = hist if order is None else np.take(hist, order, axis=0)  # a row gather: faster than hist[order]
             new_hist = np.add.reduceat(hh, starts, axis=0)
         return FrequencySet(levels, sk[starts], new_counts, new_hist)
 
