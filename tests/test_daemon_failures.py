@@ -100,3 +100,34 @@ def test_a_daemon_that_cannot_start_is_one_clear_error():
         ClusterError, match="daemon alice exited with code 1: .*job module 'ppdm_no_such_jobs' not found"
     ):
         LocalCluster(["alice"], job_modules=["ppdm_no_such_jobs"]).start()
+
+
+def test_a_failed_background_task_is_logged_when_it_fails_with_its_type_only(caplog):
+    """A daemon's background task (an abort sent to peers, a reload, draining) that raises is logged
+    at once — its coroutine and the exception's type, never the message (it may quote data) — and
+    leaves the set of running background tasks."""
+    import functools
+    import logging
+
+    from parties.runtime.daemon import Daemon
+
+    class Host:
+        pass
+
+    host = Host()
+    host._bg = set()
+    host.log = logging.getLogger("ppdm.test.background")
+
+    async def send_aborts():
+        raise ValueError("secret value 42")
+
+    async def go():
+        t = asyncio.create_task(send_aborts())
+        host._bg.add(t)
+        t.add_done_callback(functools.partial(Daemon._background_done, host))
+        await asyncio.sleep(0.05)
+
+    with caplog.at_level(logging.ERROR, logger="ppdm.test.background"):
+        asyncio.run(go())
+    assert "background task" in caplog.text and "send_aborts failed: ValueError" in caplog.text
+    assert "secret" not in caplog.text and not host._bg

@@ -519,10 +519,21 @@ class Daemon:
         self.log.info("stopped")
 
     def _spawn(self, coro) -> asyncio.Task:
+        """Run ``coro`` in the background (aborts to peers, reloads, draining); kept until it ends, and a
+        failure is logged when it happens (its type and where: never its message, which may quote data)."""
         t = asyncio.create_task(coro)
         self._bg.add(t)
-        t.add_done_callback(self._bg.discard)
+        t.add_done_callback(self._background_done)
         return t
+
+    def _background_done(self, t: asyncio.Task) -> None:
+        self._bg.discard(t)
+        if t.cancelled():
+            return
+        e = t.exception()
+        if e is not None:
+            name = getattr(t.get_coro(), "__qualname__", t.get_name())
+            self.log.error("background task %s failed: %s", name, e.__class__.__name__)
 
     async def _reaper(self) -> None:
         while True:
