@@ -520,7 +520,8 @@ class Daemon:
 
     def _spawn(self, coro) -> asyncio.Task:
         """Run ``coro`` in the background (aborts to peers, reloads, draining); kept until it ends, and a
-        failure is logged when it happens (its type and where: never its message, which may quote data)."""
+        failure is logged when it happens: the coroutine and the exception's type, never its message
+        (which may quote data)."""
         t = asyncio.create_task(coro)
         self._bg.add(t)
         t.add_done_callback(self._background_done)
