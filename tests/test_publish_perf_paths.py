@@ -591,3 +591,28 @@ def test_a_dm_search_reports_every_candidate_nodes_ncp_and_loss():
     assert len(got) > 3 and got.keys() == want.keys()
     for lv, (ncp, loss) in got.items():
         assert ncp == pytest.approx(want[lv][0], abs=1e-12) and loss == pytest.approx(want[lv][1], abs=1e-12)
+
+
+def test_a_dm_tie_among_non_minimal_nodes_is_broken_by_ncp_as_the_exhaustive_scan_does():
+    """A table (found by search over random seeds) where two satisfying non-minimal nodes have the same
+    DM and the NCP tie-break decides: the optimum search must still complete NCP for a node whose DM
+    only ties the best so far (``<=``, not ``<``) to choose the exhaustive scan's node."""
+    from anonymize.publish.fulldomain import Lattice, exhaustive
+    from anonymize.publish.fulldomain.flash import flash
+
+    rng = np.random.default_rng(18)
+    q, n = int(rng.integers(2, 4)), int(rng.integers(20, 80))
+    df = pd.DataFrame({f"a{j}": [f"v{x}" for x in rng.integers(0, 6, n)] for j in range(q)})
+    hs = {c: Hierarchy.from_rows(c, [[f"v{i}", f"g{i // 2}", f"h{i // 4}", "*"] for i in range(6)]) for c in df.columns}
+    k, sup = int(rng.integers(2, 5)), float(rng.choice([0.1, 0.2, 0.3]))
+    table = EncodedTable.encode(df, Schema(list(df.columns), []), hs)
+
+    def lattice():
+        return Lattice(table, [KAnonymity(k)], sup, suppressed_rows="drop")
+
+    ex = exhaustive(lattice(), metric="dm")
+    got = flash(lattice(), metric="dm").chosen
+    assert got.levels == ex.chosen.levels and got.dm == ex.chosen.dm and got.ncp == pytest.approx(ex.chosen.ncp)
+    lat = lattice()  # the tie this table holds: another satisfying node of the same DM, worse NCP
+    others = [lat.complete(lat.evaluate(lv)[0]) for lv in ex.stats["satisfying"] if tuple(lv) != tuple(got.levels)]
+    assert any(o.dm == got.dm and o.ncp > got.ncp for o in others)
