@@ -62,15 +62,26 @@ def best_node(lat: Lattice, grid: LatticeGrid, minimal: Sequence[NodeInfo], metr
     best_key = metric_key(best, metric, lat.n)
     dm_bound = np.zeros(grid.N)
     m = max((mod.minimal_class_size for mod in lat.models), default=1)
-    ncp_lbs, loss_lbs = metrics.bounds_all(grid.lv)  # (weighted) NCP and Loss without suppression
+    # NCP and Loss without suppression: every node's at once, unless weighted (node by node, for the
+    # nodes the search reaches: bounds_all could only loop over all of them)
+    if metrics.weights is None:
+        ncp_lbs, loss_lbs = metrics.bounds_all(grid.lv)
+
+        def lower(i: int) -> tuple[float, float]:
+            return float(ncp_lbs[i]), float(loss_lbs[i])
+
+    else:
+
+        def lower(i: int) -> tuple[float, float]:
+            return metrics.bounds(grid.levels[i])
 
     def dm_lower(counts: np.ndarray) -> float:
         c = counts.astype(np.float64)
         return float(np.dot(c, np.maximum(c, m)))
 
     def bound(i: int) -> tuple:
-        ncp_lb = float(ncp_lbs[i])
-        first = {"ncp": ncp_lb, "dm": dm_bound[i], "loss": float(loss_lbs[i]) - 1e-12}.get(metric, 0.0)
+        ncp_lb, loss_lb = lower(i)
+        first = {"ncp": ncp_lb, "dm": dm_bound[i], "loss": loss_lb - 1e-12}.get(metric, 0.0)
         return (first, round(ncp_lb, 12), dm_bound[i], grid.height[i], grid.levels[i])
 
     index = {lv: i for i, lv in enumerate(grid.levels)}
