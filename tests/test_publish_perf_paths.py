@@ -616,3 +616,128 @@ def test_a_dm_tie_among_non_minimal_nodes_is_broken_by_ncp_as_the_exhaustive_sca
     lat = lattice()  # the tie this table holds: another satisfying node of the same DM, worse NCP
     others = [lat.complete(lat.evaluate(lv)[0]) for lv in ex.stats["satisfying"] if tuple(lv) != tuple(got.levels)]
     assert any(o.dm == got.dm and o.ncp > got.ncp for o in others)
+
+
+# ------------------------------------------------------------------ encoding and the lattice's fixed costs
+def _general_encode(h: Hierarchy, values: pd.Series) -> np.ndarray:
+    """Hierarchy.encode's general path (factorize, strip, match against the labels), the reference
+    of its integer-lookup and Arrow fast paths: the same values as a plain object column."""
+    plain = pd.Series(values.to_numpy(dtype=object), dtype=object)
+    assert plain.dtype == object  # pandas would infer a pyarrow string column from the bare array
+    return h.encode(plain)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(
+    leaves=st.lists(st.integers(-50, 200), min_size=1, max_size=30, unique=True),
+    fractions=st.lists(st.sampled_from([0.5, 0.25]), max_size=3),
+    data=st.data(),
+)
+def test_integer_columns_encode_by_lookup_as_by_search(leaves, fractions, data):
+    """The integer lookup gives the codes the searchsorted path gives; a value that is not a leaf
+    still takes the general path and fails naming it. Leaves with a fraction (40.5) are skipped by
+    the lookup, as the search never matches an integer to them."""
+    labels = sorted({float(x) for x in leaves} | {leaves[0] + f for f in fractions})
+    h = Hierarchy.from_rows("a", [[number_label(v), "*"] for v in labels], numeric=True)
+    ints = [int(x) for x in labels if x == int(x)]
+    col = pd.Series(data.draw(st.lists(st.sampled_from(ints), min_size=1, max_size=60)), dtype="int64")
+    got = h.encode(col)
+    assert got.dtype == np.int32
+    assert np.array_equal(got, _general_encode(h, col))
+    assert np.array_equal(h.leaves[got].astype(np.float64), col.to_numpy(dtype=np.float64))
+    missing = max(ints) + 1
+    with pytest.raises(AnonymizeError, match=f"value {missing!r}|value '{missing}'"):
+        h.encode(pd.concat([col, pd.Series([missing])], ignore_index=True))
+
+
+def test_arrow_string_columns_encode_as_the_general_path_does():
+    """pyarrow-backed strings go through Arrow's index_in; padded values (which the general path
+    strips) and values missing from the hierarchy fall back to the general path, so every case
+    gives its codes or its one-line error."""
+    h = Hierarchy.flat("c", ["a", "b", "c d"])
+    arrow = pd.Series(["c d", "a", "b", "a"], dtype="string[pyarrow]")
+    assert h._encode_arrow(arrow) is not None  # the fast path is taken
+    assert np.array_equal(h.encode(arrow), _general_encode(h, arrow))
+    padded = pd.Series([" a", "b ", "c d"], dtype="string[pyarrow]")
+    assert h._encode_arrow(padded) is None
+    assert h.encode(padded).tolist() == [0, 1, 2]
+    with pytest.raises(AnonymizeError, match="value 'z' not in hierarchy"):
+        h.encode(pd.Series(["a", "z"], dtype="string[pyarrow]"))
+
+
+@settings(max_examples=25, deadline=None)
+@given(heights=st.lists(st.integers(0, 3), min_size=1, max_size=5))
+def test_lazy_lattice_levels_and_index_of_are_row_major(heights):
+    """LatticeGrid.levels (made on first use) equals the row-major enumeration of the lattice
+    (lattice_nodes), and index_of inverts it; a vector outside the lattice is a KeyError."""
+    from anonymize.publish.fulldomain.grid import LatticeGrid, lattice_nodes
+
+    g = LatticeGrid(heights)
+    ref = [tuple(int(x) for x in row) for row in lattice_nodes(heights)]
+    assert len(g.levels) == len(ref) == g.N
+    for i in (g.N - 1, 0, g.N // 2):
+        assert g.levels[i] == ref[i] and all(type(x) is int for x in g.levels[i])
+    assert list(g.levels) == ref and g.levels[-1:] == ref[-1:]
+    assert [g.index_of(lv) for lv in ref] == list(range(g.N))
+    with pytest.raises(KeyError):
+        g.index_of(tuple(h + 1 for h in heights))
+
+
+def test_node_metric_tables_filled_on_demand_equal_the_rows_totals():
+    """The per-level NCP column totals, now computed when first read, equal an independent
+    recomputation from the rows: Σ over rows of the loss of the row's generalized value
+    (metrics.ncp's per-attribute sum on the generalized table), per QI and level, weighted or not."""
+    from anonymize.publish.fulldomain import Lattice
+    from anonymize.publish.metrics.cells import node_loss_tables
+
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame(
+        {"age": rng.integers(20, 60, 300), "sex": rng.choice(["m", "f"], 300), "z": rng.choice(list("abcd"), 300)}
+    )
+    hs = {
+        "age": Hierarchy.from_rows(
+            "age", [[str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*"] for a in range(20, 60)], numeric=True
+        ),
+        "z": Hierarchy.from_rows("z", [["a", "ab", "*"], ["b", "ab", "*"], ["c", "cd", "*"], ["d", "cd", "*"]]),
+    }
+    for weights in (None, rng.integers(1, 5, 300)):
+        t = EncodedTable.encode(df, Schema(["age", "sex", "z"], []), hs, weights=weights)
+        lat = Lattice(t, [KAnonymity(2)], 0.0)
+        raw = node_loss_tables(t, "height")
+        w = t.row_weights().astype(np.float64)
+        per_node, totals = lat.loss_tables()
+        for j, h in enumerate(t.hierarchies):
+            for lv in (h.height, 0, 1 if h.height else 0):
+                node = h.maps[lv][t.qi_codes[:, j]]
+                assert totals[j][lv] == pytest.approx(float(np.dot(raw[j][lv][node], w)), rel=1e-12, abs=1e-12)
+            assert len(totals[j]) == h.height + 1
+            assert np.array_equal(np.asarray(totals[j]), np.array([totals[j][x] for x in range(h.height + 1)]))
+
+
+def test_a_searched_lattice_is_freed_without_the_cycle_collector():
+    """After a search (NCP filled, so the lazily filled metric tables exist) nothing keeps a lattice's
+    frequency sets alive once the lattice and the result are dropped, with the cyclic garbage
+    collector off: a reference cycle there kept each run's roll-up cache (hundreds of MB on Adult)
+    until the next collection, and the benchmark's peak RSS doubled."""
+    import gc
+    import weakref
+
+    from anonymize.publish.fulldomain import Lattice
+    from anonymize.publish.fulldomain.flash import flash
+
+    rng = np.random.default_rng(5)
+    df = pd.DataFrame({"a": rng.integers(0, 40, 400), "b": rng.choice(list("pqrs"), 400)})
+    hs = {"a": Hierarchy.from_rows("a", [[str(x), f"{x // 10}", "*"] for x in range(40)], numeric=True)}
+    t = EncodedTable.encode(df, Schema(["a", "b"], []), hs)
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        lat = Lattice(t, [KAnonymity(3)], 0.05)
+        res = flash(lat, "ncp")
+        assert res.chosen.ncp == res.chosen.ncp  # filled (not NaN): the tables were built
+        ref = weakref.ref(lat.freq)
+        del lat, res
+        assert ref() is None
+    finally:
+        if was:
+            gc.enable()

@@ -107,7 +107,7 @@ class Hierarchy:
         Number of levels minus one.
     """
 
-    __slots__ = ("name", "leaves", "maps", "labels", "numeric", "height", "_span", "_lookup")
+    __slots__ = ("name", "leaves", "maps", "labels", "numeric", "height", "_span", "_lookup", "_arrow_leaves")
 
     def __init__(self, name: str, leaves, maps, labels, numeric: bool):
         self.name = str(name)
@@ -118,6 +118,7 @@ class Hierarchy:
         self.height = self.maps.shape[0] - 1
         self._span: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._lookup = None
+        self._arrow_leaves: object = None  # pyarrow array of the leaf labels, or False (see _encode_arrow)
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -414,6 +415,9 @@ class Hierarchy:
                 f"column '{col}' has {int(s.isna().sum())} missing value(s) (first at row {i + 1}); "
                 "quasi-identifiers must be complete"
             )
+        fast = self._encode_integers(s) if self.numeric else self._encode_arrow(s)
+        if fast is not None:
+            return fast
         if self.numeric:
             num = pd.to_numeric(s, errors="coerce")
             bad = num.isna().to_numpy()
@@ -445,6 +449,50 @@ class Hierarchy:
                 f"({int((~ok).sum())} row(s)); add it to the hierarchy file"
             )
         return codes.astype(np.int32)
+
+    def _encode_integers(self, s: pd.Series) -> np.ndarray | None:
+        """Leaf codes of an integer column over a small range by one table lookup (what the
+        ``searchsorted`` of :meth:`encode` finds, at a twentieth of its cost on Adult's ages), or
+        None when the column is not integer, its range is large, or a value is not a leaf (then
+        :meth:`encode` takes its general path and names the value)."""
+        if s.dtype.kind not in "iu" or len(s) == 0:
+            return None
+        x = s.to_numpy()
+        lo, hi = int(x.min()), int(x.max())
+        if hi - lo > 4 * len(x) + 4096:
+            return None
+        lv = self.leaves.astype(np.float64)
+        at = np.flatnonzero((lv >= lo) & (lv <= hi) & (lv == np.floor(lv)))
+        table = np.full(hi - lo + 1, -1, dtype=np.int64)
+        table[lv[at].astype(np.int64) - lo] = at
+        codes = table[x.astype(np.int64) - lo]
+        if (codes < 0).any():
+            return None
+        return codes.astype(np.int32)
+
+    def _encode_arrow(self, s: pd.Series) -> np.ndarray | None:
+        """Leaf codes of a pyarrow-backed string column by one hash lookup in Arrow
+        (``pyarrow.compute.index_in``: about half :meth:`encode`'s factorize-then-match), or None when
+        the column is not such a column or some value is not found as it is (then :meth:`encode`'s
+        general path strips the values, matches them and names what is missing). Used only when every
+        leaf label is its own canonical text, so both paths match the same values."""
+        dtype = s.dtype
+        if not (isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow"):
+            return None
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if self._arrow_leaves is None:
+            labels = [str(v) for v in self.leaves]
+            ok = all(value_str(v) == v for v in labels) and len(set(labels)) == len(labels)
+            self._arrow_leaves = pa.array(labels, type=pa.string()) if ok else False
+        if self._arrow_leaves is False:
+            return None
+        arr = pa.array(s.array)
+        found = pc.index_in(arr, value_set=self._arrow_leaves)
+        if found.null_count:
+            return None
+        return found.to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
 
     def __repr__(self) -> str:
         kind = "numeric" if self.numeric else "categorical"

@@ -211,11 +211,14 @@ class FrequencySets:
             for j in range(self.q):
                 key |= self.leaf_compact[:, j] << self.shift[j]
             fs = FrequencySet(lv, key, counts, hist)
-        return self._group(fs, lv, fs.keys, fs.codes, presorted=False)
+        return self._group(fs, lv, fs.keys, fs.codes, presorted=False, runs=False)
 
     # ------------------------------------------------------------------ roll-up
-    def _group(self, src: FrequencySet, levels: tuple, keys, codes, presorted: bool) -> FrequencySet:
-        """Merge equal tuples: sort (unless already sorted), find runs, add counts/histograms."""
+    def _group(self, src: FrequencySet, levels: tuple, keys, codes, presorted: bool, runs: bool = True) -> FrequencySet:
+        """Merge equal tuples: sort (unless already sorted), find runs, add counts/histograms.
+        ``runs``: the keys are sorted runs (a roll-up's), so a merging sort is used; the rows' keys
+        (the bottom node) are in no order, and quicksort is faster there (the packed keys are
+        distinct, so both sorts give the same order)."""
         m = len(src.counts)
         counts, hist = src.counts, src.hist
         if m == 0:
@@ -247,7 +250,7 @@ class FrequencySets:
             elif (self.key_space << b) < 2**63:
                 # the keys are sorted runs of the source (one per combination of the changed
                 # attributes' old values): a merging sort (timsort) takes about half quicksort's time
-                packed = np.sort((keys << b) | np.arange(m, dtype=np.int64), kind="stable")
+                packed = np.sort((keys << b) | np.arange(m, dtype=np.int64), kind="stable" if runs else "quicksort")
                 order = packed & ((1 << b) - 1)
                 sk = packed >> b
             else:

@@ -38,23 +38,15 @@ class NodeMetrics:
         self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)
         self._loss = None
         self._share = None
+        self._leaf_counts = _LeafCounts(freq)
 
     def _compact_tables(self, raw):
         """``raw`` (per QI and level, a value per hierarchy node) per compact node, and the column
-        total over all rows."""
-        freq = self.freq
-        per_node = []
-        totals = []
-        rows = self.table.row_weights()  # a weighted table's tuples count their weight (the engines' GROUP BY)
-        for j in range(self.q):
-            pn, tot = [], []
-            counts0 = np.bincount(freq.leaf_compact[:, j], weights=rows, minlength=freq.R[j])
-            for lv in range(self.heights[j] + 1):
-                loss = raw[j][lv][freq.node_of[j][lv]]
-                pn.append(loss)
-                tot.append(float((loss[freq.lvmap[j][lv]] * counts0).sum()))
-            per_node.append(pn)
-            totals.append(tot)
+        total over all rows: two ``[j][level]`` tables whose entries are computed when first read (a
+        search without suppression reads one node's levels; the bounds read them all)."""
+        qis = [_QITables(self.freq, self._leaf_counts, raw, j, self.heights[j] + 1) for j in range(self.q)]
+        per_node = [_LevelTable(t, 0) for t in qis]
+        totals = [_LevelTable(t, 1) for t in qis]
         return per_node, totals
 
     def loss_tables(self):
@@ -175,3 +167,73 @@ class NodeMetrics:
             info.ncp = (total + info.suppressed * self.q) / (self.n * self.q) if self.q else 0.0
         info._pending = None
         return info
+
+
+class _LevelTable:
+    """One QI's per-level entries of :meth:`NodeMetrics._compact_tables`: an array per level
+    (``part`` 0) or a column total per level (``part`` 1), from a :class:`_QITables`."""
+
+    __slots__ = ("src", "part")
+
+    def __init__(self, src: _QITables, part: int):
+        self.src, self.part = src, part
+
+    def __len__(self) -> int:
+        return self.src.size
+
+    def __getitem__(self, lv: int):
+        return self.src.entry(int(lv))[self.part]
+
+    def __iter__(self):
+        return (self[lv] for lv in range(len(self)))
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray([self[lv] for lv in range(len(self))], dtype=dtype)
+
+
+class _LeafCounts:
+    """Rows per compact leaf of each QI (float64; a weighted table's tuples count their weight, as
+    the engines' GROUP BY does), computed once per QI when first asked for."""
+
+    __slots__ = ("freq", "_memo")
+
+    def __init__(self, freq: FrequencySets):
+        self.freq = freq
+        self._memo: dict[int, np.ndarray] = {}
+
+    def __call__(self, j: int) -> np.ndarray:
+        got = self._memo.get(j)
+        if got is None:
+            freq = self.freq
+            if freq.table.weights is None:
+                got = np.bincount(freq.leaf_compact[:, j], minlength=freq.R[j]).astype(np.float64)
+            else:
+                got = np.bincount(freq.leaf_compact[:, j], weights=freq.table.row_weights(), minlength=freq.R[j])
+            self._memo[j] = got
+        return got
+
+
+class _QITables:
+    """QI ``j``'s entries of both tables at each level, computed when first read: the raw value of
+    every compact node at that level, and its total over all rows (the rows' leaf counts weighted by
+    their node's value). It refers to nothing that refers back to it (no reference cycle: a lattice
+    is freed as soon as its search is done, not at the next garbage collection)."""
+
+    __slots__ = ("freq", "leaf_counts", "raw", "j", "size", "_memo")
+
+    def __init__(self, freq: FrequencySets, leaf_counts: _LeafCounts, raw, j: int, size: int):
+        self.freq, self.leaf_counts, self.raw, self.j, self.size = freq, leaf_counts, raw, j, size
+        self._memo: dict[int, tuple[np.ndarray, float]] = {}
+
+    def entry(self, lv: int) -> tuple[np.ndarray, float]:
+        if lv < 0:
+            lv += self.size
+        if not 0 <= lv < self.size:
+            raise IndexError(lv)
+        got = self._memo.get(lv)
+        if got is None:
+            freq, j = self.freq, self.j
+            loss = self.raw[j][lv][freq.node_of[j][lv]]
+            got = (loss, float((loss[freq.lvmap[j][lv]] * self.leaf_counts(j)).sum()))
+            self._memo[lv] = got
+        return got

@@ -84,7 +84,6 @@ def best_node(lat: Lattice, grid: LatticeGrid, minimal: Sequence[NodeInfo], metr
         first = {"ncp": ncp_lb, "dm": dm_bound[i], "loss": loss_lb - 1e-12}.get(metric, 0.0)
         return (first, round(ncp_lb, 12), dm_bound[i], grid.height[i], grid.levels[i])
 
-    index = {lv: i for i, lv in enumerate(grid.levels)}
     seen = bytearray(grid.N)
     heap: list = []
 
@@ -96,10 +95,10 @@ def best_node(lat: Lattice, grid: LatticeGrid, minimal: Sequence[NodeInfo], metr
                 heapq.heappush(heap, (bound(s), s))
 
     for info in minimal:
-        i = index[tuple(int(x) for x in info.levels)]
+        i = grid.index_of(info.levels)
         seen[i] = 1
     for info in minimal:
-        i = index[tuple(int(x) for x in info.levels)]
+        i = grid.index_of(info.levels)
         fs = lat.frequency_set(info.levels)
         push_successors(i, dm_lower(fs.counts))
     while heap:

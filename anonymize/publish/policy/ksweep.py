@@ -91,9 +91,8 @@ def k_sweep(
     except AnonymizeError:
         stats["seconds"] = time.perf_counter() - t0
         return KSweep(ks, chosen, stats)
-    index = {lv: i for i, lv in enumerate(grid.levels)}
     region = bytearray(grid.N)
-    stack = [index[tuple(int(x) for x in b.levels)] for b in border]
+    stack = [grid.index_of(b.levels) for b in border]
     while stack:
         x = stack.pop()
         if not region[x]:
