@@ -459,7 +459,7 @@ class Hierarchy:
             return None
         x = s.to_numpy()
         lo, hi = int(x.min()), int(x.max())
-        if hi - lo > 4 * len(x) + 4096:
+        if hi - lo > 4 * len(x) + 4096 or max(abs(lo), abs(hi)) > 2**52:  # float leaves are exact below 2^53
             return None
         lv = self.leaves.astype(np.float64)
         at = np.flatnonzero((lv >= lo) & (lv <= hi) & (lv == np.floor(lv)))
@@ -488,8 +488,10 @@ class Hierarchy:
             self._arrow_leaves = pa.array(labels, type=pa.string()) if ok else False
         if self._arrow_leaves is False:
             return None
-        arr = pa.array(s.array)
-        found = pc.index_in(arr, value_set=self._arrow_leaves)
+        try:
+            found = pc.index_in(pa.array(s.array), value_set=self._arrow_leaves)
+        except (pa.ArrowException, TypeError):  # a string layout index_in has no kernel for
+            return None
         if found.null_count:
             return None
         return found.to_numpy(zero_copy_only=False).astype(np.int32, copy=False)

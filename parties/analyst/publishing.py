@@ -37,6 +37,9 @@ COMPUTE_ONLY = "helper"
 SPLITS = ("horizontal", "vertical")
 """Partitionings joint publishing runs on."""
 ALIGN_MODES = ("private-id", "psi")
+ALGORITHMS = ("flash", "incognito", "samarati", "mondrian")
+"""Joint publishing's algorithms: the optimal full-domain search (flash, incognito and samarati find the
+same satisfying nodes: one joint search serves the three) and, horizontally, strict Mondrian."""
 """How vertical publishing aligns keyed rows (``key``): Private-ID (the union, presence hidden) or PSI."""
 
 
@@ -63,6 +66,7 @@ class JointPublishing:
     key: str | None = None
     align: str = "private-id"
     owners: Mapping[str, str] | None = None
+    algorithm: str = "flash"
 
     @property
     def job(self) -> str:
@@ -74,6 +78,12 @@ class JointPublishing:
             raise ValueError(f"joint publishing runs on --split {' or '.join(SPLITS)}")
         if self.split == "horizontal" and (self.key is not None or self.owners):
             raise ValueError("a key column and column owners belong to --split vertical")
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"joint publishing runs {', '.join(ALGORITHMS)}, not '{self.algorithm}'")
+        if self.algorithm == "mondrian" and self.split != "horizontal":
+            raise ValueError(
+                "joint Mondrian runs on --split horizontal (vertical publishing runs the full-domain search)"
+            )
         if self.align not in ALIGN_MODES:
             raise ValueError(f"--align is one of {', '.join(ALIGN_MODES)}")
         if self.key is not None and self.key in (*self.qi, self.sensitive):
@@ -126,6 +136,9 @@ class JointPublishing:
             "weights": None if self.weights is None else {c: float(w) for c, w in self.weights.items()},
             "data": self.data,
             "compute_only": list(self.compute_only),
+            # sent only for Mondrian: the full-domain searches' parameters (and a party's record of the
+            # releases it joined, parties.guards.releases) stay what they were before Mondrian existed
+            **({"algorithm": self.algorithm} if self.algorithm == "mondrian" else {}),
             **(
                 {"key": self.key, "align": self.align, "owners": dict(self.owners or {})}
                 if self.split == "vertical"
@@ -158,6 +171,8 @@ def assemble(params: JointPublishing, replies: Mapping[str, dict[str, Any]], wal
 
     if params.split == "vertical":
         return _assemble_vertical(params, replies, wall)
+    if params.algorithm == "mondrian":
+        return _assemble_mondrian(params, replies, wall)
     shares = [v["share"] for v in replies.values() if "share" in v]
     first = next(iter(replies.values()))
     levels = [int(x) for x in first["levels"]]
@@ -261,6 +276,64 @@ def _assemble_vertical(params: JointPublishing, replies: Mapping[str, dict[str, 
         },
     }
     return PublishResult(df, dict(zip(params.qi, levels)), report)
+
+
+def _assemble_mondrian(params: JointPublishing, replies: Mapping[str, dict[str, Any]], wall: float) -> PublishResult:
+    """Joint Mondrian's release: the public class boxes labelled as the local release labels them
+    (:func:`parties.joint.publishing_mondrian.mondrian_release`), the rows per (class, sensitive value)
+    from the computing parties' shares; shuffled and measured."""
+    from anonymize.dp.randomness import RandomSource
+    from anonymize.publish.metrics.cells import cell_loss, hierarchy_domain
+    from anonymize.publish.metrics.loss import weighted_mean
+    from parties.joint.publishing import combine_release
+    from parties.joint.publishing_mondrian import mondrian_release
+
+    shares = [v["share"] for v in replies.values() if "share" in v]
+    first = next(iter(replies.values()))
+    classes = first["classes"]
+    if any(v.get("classes") != classes for v in replies.values()):
+        raise ValueError("the parties disagree on the partition")
+    counts, _ = combine_release(shares)
+    n = int(first["n"])
+    values = first.get("sensitive_values") or []
+    per = max(len(values), 1) if params.sensitive else 1
+    if len(counts) != len(classes) * per or int(counts.sum()) != n or (counts < 0).any():
+        raise ValueError(f"the parties' release shares do not add up to the {n:,} rows: no release written")
+    hs = [params.hierarchies[c] for c in params.qi]
+    df = mondrian_release(hs, params.qi, classes, counts, params.sensitive, values)
+    df = df.iloc[RandomSource().permutation(len(df))].reset_index(drop=True)
+    sizes = counts.reshape(len(classes), per).sum(axis=1)
+    if (sizes <= 0).any():
+        raise ValueError("a class of the parties' partition holds no row: no release written")
+    dm = float((sizes.astype(float) ** 2).sum())
+    # NCP as the local report measures it (metrics.ncp: the hierarchies' numeric domains), per QI the
+    # mean loss of the released cells, then their (weighted) mean
+    per_qi = []
+    for j, h in enumerate(hs):
+        lo = np.array([c["lo"][j] for c in classes], dtype=np.int64)
+        hi = np.array([c["hi"][j] for c in classes], dtype=np.int64)
+        loss = cell_loss(h, lo, hi, hierarchy_domain(h) if h.numeric else None, params.ncp_categorical)
+        per_qi.append(float(np.dot(loss, sizes)) / n)
+    w = params.spec().weights
+    ncp = float(weighted_mean(np.asarray(per_qi), None if w is None else np.asarray(w)))
+    report = {
+        "algorithm": "mondrian (joint, horizontal, strict)",
+        "parameters": {k: v for k, v in params.to_params().items() if k != "hierarchies"},
+        "metrics": _metrics(n, 0, len(df), sizes, dm, ncp),
+        "achieved": _measure(df, list(params.qi), params.sensitive),
+        "protocol": {
+            "mode": "horizontal",
+            "parties": list(replies),
+            "computing_parties": list(replies)[:3],
+            "compute_only": list(params.compute_only),
+            "stats": first.get("stats", {}),
+            "revealed": first.get("revealed", []),
+            "bytes_sent": {p: v.get("bytes_sent") for p, v in replies.items()},
+            "party_seconds": {p: v.get("seconds") for p, v in replies.items()},
+            "wall_seconds": round(wall, 6),
+        },
+    }
+    return PublishResult(df, {}, report)
 
 
 def _metrics(n: int, suppressed: int, released: int, sizes: np.ndarray, dm: float, ncp: float) -> dict[str, Any]:

@@ -8,7 +8,8 @@ aligns the parties' rows by position, or privately by ``--key COLUMN`` (``--alig
 Same model and algorithm flags as a local ``ppdm anonymize`` where the joint search honours them:
 k-anonymity, distinct l-diversity, ``--max-suppression``, ``--suppressed-rows``, a full-domain
 algorithm (flash, incognito and samarati find the same satisfying nodes; the joint search evaluates
-the lattice level by level), ``--metric ncp`` (the default, as locally, with ``--ncp-categorical``) or
+the lattice level by level) or, with ``--split horizontal``, ``--algorithm mondrian`` (strict Mondrian
+by secure medians: :mod:`parties.joint.publishing_mondrian`), ``--metric ncp`` (the default, as locally, with ``--ncp-categorical``) or
 ``--metric dm``. The release and its report are written on the
 analyst's side; the report names what each party learned (``protocol.revealed``).
 """
@@ -24,7 +25,7 @@ from anonymize.errors import AnonymizeError
 
 __all__ = ["add_joint_args", "is_joint", "main_joint"]
 
-JOINT_ALGORITHMS = ("flash", "incognito", "samarati")
+JOINT_ALGORITHMS = ("flash", "incognito", "samarati", "mondrian")
 
 
 def add_joint_args(p: argparse.ArgumentParser) -> None:
@@ -106,9 +107,13 @@ def _refuse_unsupported(args) -> None:
         raise AnonymizeError("--split vertical needs exactly one --compute-only NAME: the helper that holds no data")
     if args.algorithm not in JOINT_ALGORITHMS:
         raise AnonymizeError(
-            f"joint publishing runs the optimal full-domain search ({', '.join(JOINT_ALGORITHMS)}), not "
-            f"'{args.algorithm}'"
+            f"joint publishing runs the optimal full-domain search (flash, incognito, samarati) or strict "
+            f"Mondrian (--split horizontal), not '{args.algorithm}'"
         )
+    if args.algorithm == "mondrian" and args.split != "horizontal":
+        raise AnonymizeError("joint Mondrian runs on --split horizontal; --split vertical runs the full-domain search")
+    if args.algorithm == "mondrian" and args.mondrian_mode != "strict":
+        raise AnonymizeError("joint Mondrian cuts strictly: a relaxed cut would split rows of equal values")
     if args.metric not in (None, "dm", "ncp"):
         raise AnonymizeError("joint publishing chooses the node of least NCP or discernibility: use --metric ncp or dm")
     if args.local is not None and args.input is None:
@@ -196,6 +201,7 @@ def _params(args):
         key=args.key,
         align=args.align or "private-id",
         owners=_owners(args.owner),
+        algorithm="mondrian" if args.algorithm == "mondrian" else "flash",
     )
 
 
@@ -259,8 +265,9 @@ def main_joint(args) -> int:
         who = f"{len(proto['parties']) - len(helpers)} parties" + (
             f" and {len(helpers)} compute-only" if helpers else ""
         )
+        where = f"node {lv}" if res.levels else "strict Mondrian partition"
         print(
-            f"wrote {out}: joint {params.split} release of {m['rows']:,} rows held by {who}, node {lv}; "
+            f"wrote {out}: joint {params.split} release of {m['rows']:,} rows held by {who}, {where}; "
             f"{m['classes']:,} classes, "
             f"{m['suppressed_rows']:,} rows suppressed, DM {m['dm']:,.0f} "
             f"({res.report['protocol']['wall_seconds']:.1f} s)",

@@ -7,7 +7,9 @@ Parameters (all public, checked by every party): ``qi`` (list of columns), ``hie
 (``{column: rows}`` as in an ARX hierarchy file), ``sensitive`` (a column or null),
 ``sensitive_values`` (its public domain, or null for a secure union), ``k``, ``l`` (distinct),
 ``max_suppression``, ``suppressed_rows``, ``metric`` (``dm`` or ``ncp``), ``ncp_categorical``, ``weights``
-(``{column: weight}`` of NCP). A party's policy may set floors on
+(``{column: weight}`` of NCP), ``algorithm`` (``flash`` — the default; ``incognito`` and ``samarati`` run the
+same search — or ``mondrian``: strict Mondrian by secure medians, which takes k, l, ``ncp_categorical`` for
+the order of its cuts and ``weights``, and suppresses nothing). A party's policy may set floors on
 them (``[policy.job."publish.horizontal"] floor = { k = 10 }``), pin the hierarchies it accepts and
 limit the distinct releases of one data key (``[publish]``, :mod:`parties.guards.releases`).
 
@@ -39,7 +41,7 @@ if TYPE_CHECKING:  # the publishing stack (pandas, anonymize.publish) loads when
     from anonymize.publish.hierarchy import Hierarchy
     from parties.joint.publishing import JointPublishSpec, LocalRows
 
-__all__ = ["publish_horizontal_job", "publish_vertical_job", "spec_from_params"]
+__all__ = ["HORIZONTAL_ALGORITHMS", "publish_horizontal_job", "publish_vertical_job", "spec_from_params"]
 
 
 def _str_list(ctx: JobContext, key: str, *, optional: bool = False) -> list[str] | None:
@@ -160,6 +162,23 @@ def _compute_only(ctx: JobContext) -> list[str]:
     return list(v)
 
 
+HORIZONTAL_ALGORITHMS = ("flash", "incognito", "samarati", "mondrian")
+"""``algorithm`` of ``publish.horizontal``: the optimal full-domain search (flash, incognito and samarati
+find the same satisfying nodes: one joint search serves them) or strict Mondrian
+(:mod:`parties.joint.publishing_mondrian`)."""
+
+
+def _algorithm(ctx: JobContext) -> str:
+    """``algorithm`` (default flash), one of :data:`HORIZONTAL_ALGORITHMS`; Mondrian takes no
+    suppression budget (it suppresses nothing, as locally) and only its strict mode."""
+    a = ctx.param("algorithm", str, "flash")
+    if a not in HORIZONTAL_ALGORITHMS:
+        raise JobError(f"joint publishing runs {', '.join(HORIZONTAL_ALGORITHMS)}, not {a!r}")
+    if a == "mondrian" and ctx.param("mondrian_mode", str, "strict") != "strict":
+        raise JobError("joint Mondrian cuts strictly (a relaxed cut would split rows of equal values)")
+    return a
+
+
 @job("publish.horizontal")
 async def publish_horizontal_job(ctx: JobContext) -> dict[str, Any]:
     """Joint full-domain publishing of horizontally partitioned rows (module docstring)."""
@@ -167,6 +186,7 @@ async def publish_horizontal_job(ctx: JobContext) -> dict[str, Any]:
     from parties.joint.publishing import LocalRows, publish_horizontal
 
     spec = spec_from_params(ctx)
+    algorithm = _algorithm(ctx)
     hs = _hierarchies(ctx, list(spec.qis))
     helpers = _compute_only(ctx)
     if ctx.name in helpers:  # a computing party that holds no rows of this table
@@ -176,9 +196,16 @@ async def publish_horizontal_job(ctx: JobContext) -> dict[str, Any]:
     ctx.check_input_length(len(rows.qi_codes), "table")
     t0 = time.perf_counter()
     try:
-        out = await publish_horizontal(
-            ctx.ch, hs, rows, spec, progress=lambda line: ctx.log.info("session %s %s", ctx.session, line)
-        )
+        if algorithm == "mondrian":
+            from parties.joint.publishing_mondrian import publish_mondrian
+
+            out = await publish_mondrian(
+                ctx.ch, hs, rows, spec, say=lambda line: ctx.log.info("session %s %s", ctx.session, line)
+            )
+        else:
+            out = await publish_horizontal(
+                ctx.ch, hs, rows, spec, progress=lambda line: ctx.log.info("session %s %s", ctx.session, line)
+            )
     except ValueError as e:
         raise JobError(str(e)) from None
     except ProtocolError:

@@ -72,7 +72,7 @@ from ..models import PrivacyModel, check_fits
 from ..registry import PARTITION, PartitionResult, register
 from ..table import EncodedTable
 
-__all__ = ["mondrian", "MondrianResult", "MODES"]
+__all__ = ["mondrian", "MondrianResult", "MODES", "partition_spans", "dimension_order"]
 
 MODES = ("strict", "relaxed")
 
@@ -252,6 +252,29 @@ def mondrian(
     sizes = np.bincount(class_id, weights=table.weights, minlength=next_id).astype(np.int64)
     stats = {"rounds": rounds, "cuts": cuts, "classes": next_id, "seconds": time.perf_counter() - t0}
     return MondrianResult(class_id, next_id, sizes, stats, mode=mode)
+
+
+def partition_spans(
+    hierarchies, mins: np.ndarray, maxs: np.ndarray, low: np.ndarray, high: np.ndarray, categorical: str = "height"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Normalized spans and tie-breaks ``(P, q)`` of partitions given their boxes: per QI the smallest
+    and largest leaf code present (``mins`` / ``maxs``, ``(P, q)``; for a categorical QI any two
+    leaves whose lowest common ancestor is the partition's), and the whole table's smallest and
+    largest leaf codes (``low`` / ``high``, ``(q,)``: a numeric QI's range). What :func:`mondrian`
+    orders the QIs of a partition by; joint Mondrian (:mod:`parties.joint.publishing_mondrian`)
+    orders them the same way from boxes computed jointly."""
+    P, q = mins.shape
+    spans = np.empty((P, q))
+    ties = np.empty((P, q))
+    for j, h in enumerate(hierarchies):
+        attr = _Attr(h, np.array([low[j], high[j]], dtype=np.int64), categorical)
+        spans[:, j], ties[:, j] = attr.span(mins[:, j], maxs[:, j])
+    return spans, ties
+
+
+def dimension_order(spans: np.ndarray, ties: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
+    """Per partition the QIs in the order :func:`mondrian` tries them (:func:`_dimension_order`)."""
+    return _dimension_order(spans, ties, scale)
 
 
 def _dimension_order(spans: np.ndarray, ties: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
