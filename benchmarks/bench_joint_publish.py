@@ -17,8 +17,11 @@ With ``--split vertical`` the QIs go in turn to 2 parties (the sensitive column 
 compute-only helper joins; ``--align private-id|psi`` gives every party a customer id column and
 aligns by it privately first (default: by position).
 
+With ``--algorithm mondrian`` the same two configurations run joint strict Mondrian (no suppression)
+against the local Mondrian of the pooled table.
+
     .venv/bin/python benchmarks/bench_joint_publish.py [--adult DIR] [--wan] [--split vertical
-        [--align private-id|psi]] [--repeat N] [--only NAME-PREFIX] [--json OUT]
+        [--align private-id|psi]] [--algorithm flash|mondrian] [--repeat N] [--only NAME-PREFIX] [--json OUT]
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ def run(
     align: str | None = None,
     repeat: int = 1,
     only: str | None = None,
+    algorithm: str = "flash",
 ) -> list[dict]:
     df = read_table(adult / "adult.csv")
     key = None
@@ -76,15 +80,16 @@ def run(
         for _ in range(3):  # the pooled run is short and noisy: its median of three
             t = time.perf_counter()
             pooled = anonymize_table(
-                df[qis + [sens]], Schema(qis, [sens]), hs, algorithm="flash", models=models,
-                max_suppression=cfg["sup"], metric="dm", n_queries=0,
+                df[qis + [sens]], Schema(qis, [sens]), hs, algorithm=algorithm, models=models,
+                max_suppression=cfg["sup"] if algorithm == "flash" else 0.0, metric="dm", n_queries=0,
             )  # fmt: skip
             pooled_times.append(time.perf_counter() - t)
         pooled_s = statistics.median(pooled_times)
         params = JointPublishing(
             qi=tuple(qis), hierarchies={c: hs[c] for c in qis}, sensitive=sens,
             sensitive_values=tuple(str(v) for v in hs[sens].leaves), k=cfg["k"], l=cfg["l"],
-            max_suppression=cfg["sup"], split=split, key=key, align=align or "private-id",
+            max_suppression=cfg["sup"] if algorithm == "flash" else 0.0, split=split, key=key,
+            align=align or "private-id", algorithm=algorithm,
         )  # fmt: skip
         for shape in [None] + ([(50.0, 100.0)] if wan else []):
             # one cluster: the first job is cold (a fresh daemon also imports the publishing code), the
@@ -95,11 +100,16 @@ def run(
             proto = res.report["protocol"]
             cold_s, joint_times = proto["wall_seconds_runs"][0], proto["wall_seconds_runs"][1:]
             joint_s = statistics.median(joint_times)
-            same_node = tuple(res.levels[c] for c in qis) == tuple(pooled.levels[c] for c in qis)
-            same_dm = abs(res.report["metrics"]["dm"] - pooled.search.chosen.dm) < 1e-6
+            if algorithm == "mondrian":  # a partition: no node; the same classes give the same rows
+                same_node = True
+                same_dm = abs(res.report["metrics"]["dm"] - pooled.metrics["dm"]) < 1e-6
+            else:
+                same_node = tuple(res.levels[c] for c in qis) == tuple(pooled.levels[c] for c in qis)
+                same_dm = abs(res.report["metrics"]["dm"] - pooled.search.chosen.dm) < 1e-6
             same_rows = same_node and _multiset(res.release, qis + [sens]) == _multiset(pooled.df, qis + [sens])
             row = {
                 "config": cfg["name"],
+                "algorithm": algorithm,
                 "split": split + (f" (align {align})" if align else ""),
                 "link": "loopback" if shape is None else f"{shape[0]:g} ms RTT, {shape[1]:g} Mbit/s",
                 "pooled_seconds": pooled_s,
@@ -118,12 +128,18 @@ def run(
             }
             rows.append(row)
             mb = max(v or 0 for v in proto["bytes_sent"].values()) / 2**20
+            st = proto["stats"]
+            work = (
+                f"{st.get('rounds')} rounds, {st.get('classes'):,} classes"
+                if algorithm == "mondrian"
+                else f"{st.get('evaluated')} nodes, {st.get('cells_evaluated', 0):,} cells"
+            )
             print(
-                f"{cfg['name']:<44} {row['link']:<26} pooled {pooled_s:6.2f} s  joint {joint_s:7.2f} s "
+                f"{algorithm + ' ' + (cfg['name'].replace(', 5% sup', '') if algorithm == 'mondrian' else cfg['name']):<53} "
+                f"{row['link']:<26} pooled {pooled_s:6.2f} s  joint {joint_s:7.2f} s "
                 f"({', '.join(f'{x:.2f}' for x in joint_times)}; cold first job {cold_s:.2f})  "
                 f"×{row['ratio']:5.1f}  {'same rows' if same_rows else ('same DM' if same_dm else 'DIFFERENT')}  "
-                f"{proto['stats'].get('evaluated')} nodes, {proto['stats'].get('cells_evaluated', 0):,} cells, "
-                f"≤ {mb:,.0f} MiB sent per party",
+                f"{work}, ≤ {mb:,.0f} MiB sent per party",
                 flush=True,
             )
     return rows
@@ -139,10 +155,20 @@ def main(argv=None) -> int:
     ap.add_argument("--align", choices=("private-id", "psi"), default=None, help="with --split vertical")
     ap.add_argument("--repeat", type=int, default=1, help="joint runs per configuration on loopback (the median)")
     ap.add_argument("--only", default=None, help="the configurations whose name starts with this")
+    ap.add_argument(
+        "--algorithm",
+        choices=("flash", "mondrian"),
+        default="flash",
+        help="flash (the optimal full-domain search) or mondrian (strict, horizontal only; no suppression)",
+    )
     a = ap.parse_args(argv)
     if not (a.adult / "adult.csv").exists():
         raise SystemExit(f"no Adult data at {a.adult} (give --adult DIR or PPDM_ADULT)")
-    rows = run(a.adult, a.wan, 2 if a.split == "vertical" else 3, a.split, a.align, max(1, a.repeat), a.only)
+    if a.algorithm == "mondrian" and a.split != "horizontal":
+        raise SystemExit("joint Mondrian runs on --split horizontal")
+    rows = run(
+        a.adult, a.wan, 2 if a.split == "vertical" else 3, a.split, a.align, max(1, a.repeat), a.only, a.algorithm
+    )
     if a.json:
         a.json.write_text(json.dumps(rows, indent=2, default=float) + "\n")
     return 0
