@@ -146,3 +146,30 @@ def test_a_party_killed_mid_mondrian_aborts_the_job_everywhere(make_cluster, tmp
     assert took < 60
     c.restart("p2")
     assert set(c.run_job("ping", timeout=20)) == {"p0", "p1", "p2"}
+
+
+def test_a_party_s_release_guard_counts_a_mondrian_release_like_any_other(make_cluster, tmp_path):
+    """[publish] guards Mondrian too: a crafted hierarchy is refused; the same Mondrian release again
+    is answered (the same rows); a full-domain release of the same rows after it is a second release
+    of the data key and is refused — the differencing of two partitions of the same rows."""
+    qis = ("age", "sex", "race")
+    hs = read_hierarchies(DATA, columns=set(qis))
+
+    def params(**kw) -> JointPublishing:
+        base = dict(qi=qis, hierarchies={c: hs[c] for c in qis}, sensitive=None, k=5, algorithm="mondrian")
+        return JointPublishing(**{**base, **kw})
+
+    c = make_cluster(3, data=_cluster_data(tmp_path, 3), publish={"hierarchies": str(DATA)})
+    rows = hs["race"].to_rows()
+    crafted = params().to_params() | {
+        "hierarchies": params().to_params()["hierarchies"] | {"race": [[r[0], r[0], "*"] for r in rows]}
+    }
+    with pytest.raises(PartyError) as ei:
+        c.run_job("publish.horizontal", crafted, timeout=60)
+    assert ei.value.kind == "refused" and "differs from the one this party pinned" in str(ei.value)
+    first = assemble(params(), c.run_job("publish.horizontal", params().to_params(), timeout=120), 0.0)
+    again = assemble(params(), c.run_job("publish.horizontal", params().to_params(), timeout=120), 0.0)
+    assert _multiset(first.release, list(qis)) == _multiset(again.release, list(qis))
+    with pytest.raises(PartyError) as ei:
+        c.run_job("publish.horizontal", params(algorithm="flash", max_suppression=0.05).to_params(), timeout=60)
+    assert ei.value.kind == "refused" and "[publish] max_releases" in str(ei.value)

@@ -203,7 +203,7 @@ async def publish_mondrian(
     if n == 0:
         raise ProtocolError("the parties hold no rows")
     L = [h.n_leaves for h in hs]
-    top = max(n * (max(L) + 2), 4 * n + 4)
+    top = max(n * (max(L) + 2), (n + 2) * max(L), 4 * n + 4)  # ≥ every compared value: counts, 2·P, keys
     R = 32 if top < (1 << 29) else 64
     eng = _Engine(rss, R, min(R, top.bit_length() + 2))
     q = len(hs)
