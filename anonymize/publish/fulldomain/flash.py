@@ -135,10 +135,9 @@ def flash(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None] | N
     if progress:
         progress(f"flash: {lat.n_evaluated - ev0} of {g.N} nodes checked")
     if exact:
+        # a minimal node was checked (its specializations fail): scan the checked nodes, not the lattice
         minimal = [
-            infos[i]
-            for i in range(g.N)
-            if tags[i] == _PASS and i in infos and not any(tags[p] == _PASS for p in g.pred[i])
+            info for i, info in infos.items() if tags[i] == _PASS and not any(tags[p] == _PASS for p in g.pred[i])
         ]
     else:
         minimal = minimal_scan(lat, g, [t == _PASS for t in tags], infos)

@@ -92,6 +92,8 @@ def _compact(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return present, inv.reshape(-1)
     seen = np.bincount(col, minlength=int(col.max()) + 1)
     present = np.flatnonzero(seen)
+    if len(present) == len(seen):  # every code from 0 to the largest occurs: already compact
+        return present.astype(col.dtype), col.astype(np.int64)
     lookup = np.zeros(len(seen), dtype=np.int64)
     lookup[present] = np.arange(len(present), dtype=np.int64)
     return present.astype(col.dtype), lookup[col]
@@ -123,7 +125,8 @@ class FrequencySets:
         self.R: list[int] = []
         self.lvmap: list[list[np.ndarray]] = []  # [j][l] compact leaf -> compact node
         self.node_of: list[list[np.ndarray]] = []  # [j][l] compact node -> hierarchy node code
-        self.leaf_compact = np.empty((self.n_tuples, self.q), dtype=np.int64)
+        # column-major: every use reads or writes one QI's column
+        self.leaf_compact = np.empty((self.n_tuples, self.q), dtype=np.int64, order="F")
         for j, h in enumerate(table.hierarchies):
             col = table.qi_codes[:, j]
             present, inv = _compact(col)
