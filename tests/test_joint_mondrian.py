@@ -253,3 +253,25 @@ def test_children_pairs_and_value_order_are_the_plain_loops():
     V = 3
     ref_v = [(o + g) * V + s for c, o in zip(per_p, p_off) for s in range(V) for g in range(c)]
     assert _by_value(per_p, p_off, V).tolist() == ref_v
+
+
+def test_a_round_split_into_chunks_of_partitions_gives_the_same_release(monkeypatch):
+    """With the per-step bound so small that every round's partitions go in chunks of a few, each
+    counted, boxed and cut on its own: the same release as the local Mondrian (l-diversity on, so
+    the per-value counts are chunked too)."""
+    import parties.joint.publishing_mondrian as pm
+
+    hs = _hierarchies()
+    per = sum(hs[c].n_leaves for c in ("num", "cat", "sex")) * 4 + hs["cat"].n_leaves ** 2 + hs["sex"].n_leaves ** 2
+    monkeypatch.setattr(pm, "MAX_ROUND_ELEMENTS", 3 * per)
+    calls = []
+    orig = pm._boxes
+
+    async def spy(eng, C, off, P, hs_, L):
+        calls.append(P)
+        return await orig(eng, C, off, P, hs_, L)
+
+    monkeypatch.setattr(pm, "_boxes", spy)
+    df = _table(np.random.default_rng(11), 200)
+    out = _check(df, JointPublishSpec(qis=("num", "cat", "sex"), sensitive="s", k=3, l=2), hs)
+    assert out["p0"]["stats"]["classes"] > 6 and max(calls) <= 3 and len(calls) > out["p0"]["stats"]["rounds"] * 3

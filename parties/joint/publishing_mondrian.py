@@ -74,11 +74,15 @@ from mpc.replicated import RSS3, Arith, Bool
 
 from .publishing import JointPublishSpec, LocalRows, _sensitive_domain
 
-__all__ = ["publish_mondrian", "MAX_ROUNDS"]
+__all__ = ["publish_mondrian", "mondrian_release", "MAX_ROUNDS", "MAX_ROUND_ELEMENTS"]
 
 MAX_ROUNDS = 200
 """Breadth-first rounds before the protocol gives up (a partition halves per cut, so about
 log2(n / k) rounds; the cap only guards against a run that does not end)."""
+MAX_ROUND_ELEMENTS = 1 << 24
+"""Counts one step shares at most (partitions × leaves of every QI, × sensitive values with
+l-diversity): a round's partitions are processed in chunks of that size (Adult, 8 QIs: 4,044
+partitions in one chunk at most 671 k counts; l = 3 on occupation 5.8 M)."""
 
 
 @dataclass
@@ -244,21 +248,38 @@ async def publish_mondrian(
             raise ProtocolError(f"joint Mondrian did not finish in {MAX_ROUNDS} rounds")
         P = n_active
         mine = part >= 0
-        # --- counts per (partition, QI, leaf), summed in shares
-        vec = np.concatenate(
-            [np.bincount(part[mine] * L[j] + codes[mine, j], minlength=P * L[j]) for j in range(q)]
-        ).astype(np.uint64)
-        C = await rss.input_sum(vec, R)
-        off = _offsets([P * L[j] for j in range(q)])
-        box = await _boxes(eng, C, off, P, hs, L)
-        if low is None or high is None:
-            low, high = box.lo[0].copy(), box.hi[0].copy()
-        spans, ties = partition_spans(hs, box.lo, box.hi, low, high, categorical)
-        order = dimension_order(spans, ties, scale)
-        plans: dict = await _cuts(eng, C, off, box, spans, order, hs, L, part, codes, sens, V, k, lv, use_l, n, rounds)
-        tried += plans.pop("tried")
-        for j, _plan in plans.values():
-            cuts[spec.qis[j]] += 1
+        # the round's partitions in chunks whose count vectors stay bounded (MAX_ROUND_ELEMENTS): each
+        # chunk is counted, boxed and cut on its own — partitions are independent of one another
+        # (and the categorical merge targets' pairwise comparisons: at most L_j² per partition and QI)
+        per_partition = sum(L) * (V if use_l else 1) + sum(L[j] ** 2 for j in range(q) if not hs[j].numeric)
+        step = max(1, MAX_ROUND_ELEMENTS // max(per_partition, 1))
+        boxes: list[_Box] = []
+        plans: dict = {}
+        for ci, start in enumerate(range(0, P, step)):
+            stop = min(P, start + step)
+            Pc = stop - start
+            local_part = np.where(mine & (part >= start) & (part < stop), part - start, -1)
+            inside = local_part >= 0
+            # --- counts per (partition, QI, leaf), summed in shares
+            vec = np.concatenate(
+                [np.bincount(local_part[inside] * L[j] + codes[inside, j], minlength=Pc * L[j]) for j in range(q)]
+            ).astype(np.uint64)
+            C = await rss.input_sum(vec, R)
+            off = _offsets([Pc * L[j] for j in range(q)])
+            box = await _boxes(eng, C, off, Pc, hs, L)
+            if low is None or high is None:
+                low, high = box.lo[0].copy(), box.hi[0].copy()
+            spans, ties = partition_spans(hs, box.lo, box.hi, low, high, categorical)
+            order = dimension_order(spans, ties, scale)
+            got: dict = await _cuts(
+                eng, C, off, box, spans, order, hs, L, local_part, codes, sens, V, k, lv, use_l, n, f"{rounds}c{ci}"
+            )
+            tried += got.pop("tried")
+            for p_, (j, plan) in got.items():
+                plans[start + p_] = (j, plan)
+                cuts[spec.qis[j]] += 1
+            boxes.append(box)
+        box = _Box(*(np.concatenate([getattr(b, f) for b in boxes]) for f in ("lo", "hi", "level", "node")))
         # --- final partitions become classes; the others are replaced by their parts, in order
         new_index = np.full(P, -1, dtype=np.int64)
         route: list = []
@@ -333,7 +354,7 @@ async def _cuts(
     lv: int,
     use_l: bool,
     n: int,
-    rnd: int,
+    rnd: str,
 ) -> dict:
     """The cut of every active partition, as the local loop chooses it: every QI's cut of every
     partition it may cut (span > 0) is evaluated at once, in shares — the numeric QIs' items in one
