@@ -275,3 +275,32 @@ def test_a_round_split_into_chunks_of_partitions_gives_the_same_release(monkeypa
     df = _table(np.random.default_rng(11), 200)
     out = _check(df, JointPublishSpec(qis=("num", "cat", "sex"), sensitive="s", k=3, l=2), hs)
     assert out["p0"]["stats"]["classes"] > 6 and max(calls) <= 3 and len(calls) > out["p0"]["stats"]["rounds"] * 3
+
+
+def test_the_analyst_refuses_a_malformed_or_inconsistent_partition():
+    """The analyst's assembly of joint Mondrian replies: a box outside the hierarchies, parties that
+    disagree on the partition, or shares that do not add up are one-line errors, never a release."""
+    from parties.analyst.publishing import JointPublishing, assemble
+
+    hs = _hierarchies()
+    df = _table(np.random.default_rng(4), 90)
+    spec = JointPublishSpec(qis=("num", "cat"), sensitive="s", k=3)
+    out, rel = _joint(df, spec, hs)
+    params = JointPublishing(qi=("num", "cat"), hierarchies=hs, sensitive="s", k=3, algorithm="mondrian")
+    good = assemble(params, out, 0.0)
+    assert _multiset(good.release, ["num", "cat", "s"]) == _multiset(rel, ["num", "cat", "s"])
+    import copy
+
+    bad = copy.deepcopy(out)
+    for v in bad.values():
+        v["classes"][0]["hi"][0] = 99  # no such leaf
+    with pytest.raises(ValueError, match="malformed partition"):
+        assemble(params, bad, 0.0)
+    bad = copy.deepcopy(out)
+    bad["p1"]["classes"] = bad["p1"]["classes"][1:]
+    with pytest.raises(ValueError, match="disagree on the partition"):
+        assemble(params, bad, 0.0)
+    bad = copy.deepcopy(out)
+    bad["p2"]["share"]["kept"][0] = (bad["p2"]["share"]["kept"][0] + 1) % (1 << 32)
+    with pytest.raises(ValueError, match="do not add up"):
+        assemble(params, bad, 0.0)

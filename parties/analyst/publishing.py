@@ -293,13 +293,14 @@ def _assemble_mondrian(params: JointPublishing, replies: Mapping[str, dict[str, 
     classes = first["classes"]
     if any(v.get("classes") != classes for v in replies.values()):
         raise ValueError("the parties disagree on the partition")
+    hs = [params.hierarchies[c] for c in params.qi]
+    _check_boxes(classes, hs)
     counts, _ = combine_release(shares)
     n = int(first["n"])
     values = first.get("sensitive_values") or []
     per = max(len(values), 1) if params.sensitive else 1
     if len(counts) != len(classes) * per or int(counts.sum()) != n or (counts < 0).any():
         raise ValueError(f"the parties' release shares do not add up to the {n:,} rows: no release written")
-    hs = [params.hierarchies[c] for c in params.qi]
     df = mondrian_release(hs, params.qi, classes, counts, params.sensitive, values)
     df = df.iloc[RandomSource().permutation(len(df))].reset_index(drop=True)
     sizes = counts.reshape(len(classes), per).sum(axis=1)
@@ -334,6 +335,27 @@ def _assemble_mondrian(params: JointPublishing, replies: Mapping[str, dict[str, 
         },
     }
     return PublishResult(df, {}, report)
+
+
+def _check_boxes(classes: Any, hs: Sequence[Hierarchy]) -> None:
+    """Every class box of a joint Mondrian reply names leaves and nodes of the public hierarchies (a
+    ``ValueError`` — no release written — for anything else, never a traceback)."""
+    q = len(hs)
+    bad = ValueError("the parties returned a malformed partition: no release written")
+    if not isinstance(classes, list) or not classes:
+        raise bad
+    for c in classes:
+        if not isinstance(c, dict) or any(
+            not isinstance(c.get(f), list) or len(c[f]) != q or not all(isinstance(x, int) for x in c[f])
+            for f in ("lo", "hi", "level", "node")
+        ):
+            raise bad
+        for j, h in enumerate(hs):
+            lo, hi, lev, node = c["lo"][j], c["hi"][j], c["level"][j], c["node"][j]
+            if not 0 <= lo <= hi < h.n_leaves:
+                raise bad
+            if not h.numeric and not (0 <= lev <= h.height and 0 <= node < h.n_nodes(lev)):
+                raise bad
 
 
 def _metrics(n: int, suppressed: int, released: int, sizes: np.ndarray, dm: float, ncp: float) -> dict[str, Any]:
