@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from anonymize.errors import AnonymizeError
 from anonymize.publish import DistinctLDiversity, KAnonymity, Schema
 from anonymize.publish.anonymizer import anonymize_table
 from anonymize.publish.hierarchy import Hierarchy
@@ -155,8 +156,7 @@ def test_joint_equals_local_mondrian_on_random_tables(seed, n, k, l, qis, skew, 
     spec = JointPublishSpec(qis=qis, sensitive="s", k=k, l=l)
     try:
         _pooled(df, spec, hs)
-    except Exception as e:  # the pooled table itself fails the models: the joint run says so too
-        assert "whole table" in str(e)
+    except AnonymizeError:  # the pooled table fails the models (k > n, fewer than l values): so does the joint run
         with pytest.raises(ProtocolError, match="whole table"):
             _joint(df, spec, hs, parties)
         return
