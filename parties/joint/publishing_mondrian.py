@@ -100,25 +100,32 @@ class _Engine:
     """The computing parties' arithmetic on a session's RSS3 engine (``rss.idx`` None elsewhere):
     comparisons with public or shared bounds in one circuit, logic on width-1 bits."""
 
-    def __init__(self, rss: RSS3, R: int, width: int):
+    def __init__(self, rss: RSS3, R: int, width: int, wide: int):
         self.rss = rss
         self.R = R
-        self.w = width  # comparison width: every compared difference lies within ±2^(w−1)
+        # comparison widths: every compared count difference lies within ±2^(w−1); the merge targets'
+        # keys (count·children + index) within ±2^(wide−1). A narrower circuit saves rounds and bits
+        self.w = width
+        self.wide = wide
+
+    def sub(self, name: str) -> _Engine:
+        """The same arithmetic on a child engine (its own tag namespace, to run concurrently)."""
+        return _Engine(self.rss.child(name), self.R, self.w, self.wide)
 
     @property
     def computing(self) -> bool:
         return self.rss.idx is not None
 
-    async def ge(self, items: Sequence[tuple[Arith, object]]) -> list[Bool]:
+    async def ge(self, items: Sequence[tuple[Arith, object]], wide: bool = False) -> list[Bool]:
         """``[x ≥ c]`` for every ``(x, c)`` (c a public scalar / array, or an :class:`Arith`), all in one
-        comparison circuit."""
+        comparison circuit (``wide``: of the keys' width)."""
         rss = self.rss
         diffs = [
             rss.sub(x, c) if isinstance(c, Arith) else rss.add_const(x, -np.asarray(c, dtype=np.int64))
             for x, c in items
         ]
         lens = [len(d) for d in diffs]
-        lt = await rss.ltz(rss.concat(diffs), self.w)
+        lt = await rss.ltz(rss.concat(diffs), self.wide if wide else self.w)
         out, pos = [], 0
         for m in lens:
             out.append(rss.not_(rss.bool_take(lt, np.arange(pos, pos + m))))
@@ -209,10 +216,11 @@ async def publish_mondrian(
     L = [h.n_leaves for h in hs]
     top = max(n * (max(L) + 2), (n + 2) * max(L), 4 * n + 4)  # ≥ every compared value: counts, 2·P, keys
     R = 32 if top < (1 << 29) else 64
-    eng = _Engine(rss, R, min(R, top.bit_length() + 2))
-    q = len(hs)
     k = int(spec.k)
     lv = int(spec.l or 1)
+    # counts, 2·P(t) against W and the like differ by at most 2n + max(k, l); the keys by at most top
+    eng = _Engine(rss, R, min(R, (2 * n + max(k, lv) + 2).bit_length() + 1), min(R, top.bit_length() + 2))
+    q = len(hs)
     scale = None if spec.weights is None else arx_weights(np.asarray(spec.weights, dtype=np.float64), q)
 
     # --- the whole table must satisfy the models (the local algorithm's first check)
@@ -404,10 +412,10 @@ async def _cuts(
         assert C is not None
         jobs = []
         if len(items[True]):
-            sub = _Engine(rss.child(f"m{rnd}num"), eng.R, eng.w)
+            sub = eng.sub(f"m{rnd}num")
             jobs.append((True, _numeric_eval(sub, C, Cs, items[True], V, k, lv)))
         if len(cat_it):
-            sub = _Engine(rss.child(f"m{rnd}cat"), eng.R, eng.w)
+            sub = eng.sub(f"m{rnd}cat")
             jobs.append((False, _categorical_eval(sub, C, Cs, cat_it, ch, V, k, lv, n)))
         for (kind, _), got in zip(jobs, await asyncio.gather(*(c for _, c in jobs))):
             shared[kind] = got
@@ -755,7 +763,7 @@ async def _categorical_eval(
         ok = await eng.and_(ok, okl)
 
     def sub(name: str) -> _Engine:
-        return _Engine(rss.child(name), eng.R, eng.w)
+        return eng.sub(name)
 
     async def remainder(e: _Engine) -> tuple[Bool, Bool, Arith | None]:
         """[remainder ≠ ∅], [the remainder passes], its rows per value (l) — the failing present children."""
@@ -782,7 +790,7 @@ async def _categorical_eval(
         pa, pb = _pairs(per_p, p_off)  # ordered pairs (g, d), g ≠ d, of one partition's children
         if not len(pa):
             return ok
-        (ge_dg,) = await e.ge([(rss.take(key, pb), rss.take(key, pa))])  # [key_d ≥ key_g]
+        (ge_dg,) = await e.ge([(rss.take(key, pb), rss.take(key, pa))], wide=True)  # [key_d ≥ key_g]
         (ranked,) = await e.ge([(await e.count(rss.not_(ge_dg), _offsets(np.bincount(pa, minlength=G))), 1)])
         return await e.and_(ok, rss.not_(ranked))
 
