@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from joint_helpers import record_received
 
 from anonymize.errors import AnonymizeError
 from anonymize.publish import DistinctLDiversity, KAnonymity, Schema
@@ -205,14 +206,7 @@ def test_what_a_party_receives_holds_no_other_party_s_counts():
     received: dict[str, list[bytes]] = {"p0": [], "p1": [], "p2": []}
 
     async def f(ch, part):
-        orig = ch.recv
-
-        async def recv(frm, tag):
-            b = await orig(frm, tag)
-            received[ch.me].append(b)
-            return b
-
-        ch.recv = recv
+        record_received(ch, received)
         return await publish_mondrian(ch, hl, _local_rows(part, hs, list(spec.qis), "s"), spec)
 
     run_parties(3, f, parts, timeout=120)

@@ -5,17 +5,16 @@ refused in one line."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from joint_helpers import kill_mid_job
 
 from anonymize.publish.io import read_hierarchies, read_table
-from parties.analyst.client import PartyError, run_sync
+from parties.analyst.client import PartyError
 from parties.analyst.publishing import JointPublishing, assemble, split_rows
 
 pytestmark = pytest.mark.daemons
@@ -126,21 +125,9 @@ def test_a_party_whose_floor_is_k10_refuses_a_k5_mondrian_job(make_cluster, tmp_
 def test_a_party_killed_mid_mondrian_aborts_the_job_everywhere(make_cluster, tmp_path):
     c = make_cluster(3, data=_cluster_data(tmp_path, 3), link_shape=(60.0, None))
 
-    async def scenario():
-        async def kill_when_cutting():
-            deadline = time.monotonic() + 60
-            while "mondrian: round" not in c.log("p0") and time.monotonic() < deadline:
-                await asyncio.sleep(0.1)
-            await asyncio.to_thread(c.kill, "p2")
-
-        killer = asyncio.create_task(kill_when_cutting())
-        t0 = time.monotonic()
-        with pytest.raises(PartyError) as ei:
-            await c.arun_job("publish.horizontal", _params().to_params(), timeout=120)
-        await killer
-        return ei.value, time.monotonic() - t0
-
-    err, took = run_sync(scenario())
+    err, took = kill_mid_job(
+        c, "publish.horizontal", _params().to_params(), watch="p0", marker="mondrian: round", victim="p2"
+    )
     assert err.party == "p2" and "unreachable" in str(err), str(err)
     assert "\n" not in str(err)
     assert took < 60

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from joint_helpers import record_received
 
 from anonymize.publish import DistinctLDiversity, EncodedTable, KAnonymity, Schema
 from anonymize.publish.anonymizer import anonymize_table
@@ -385,14 +386,7 @@ def test_what_a_party_receives_holds_no_other_party_s_counts():
     received: dict[str, list[bytes]] = {"p0": [], "p1": [], "p2": []}
 
     async def f(ch, part):
-        orig = ch.recv
-
-        async def recv(frm, tag):
-            b = await orig(frm, tag)
-            received[ch.me].append(b)
-            return b
-
-        ch.recv = recv
+        record_received(ch, received)
         return await publish_horizontal(ch, hl, _local_rows(part, hs, qis, "disease"), spec)
 
     out = run_parties(3, f, parts, timeout=120)

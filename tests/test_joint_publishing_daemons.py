@@ -7,10 +7,10 @@ import asyncio
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from joint_helpers import kill_mid_job
 
 from anonymize.publish import DistinctLDiversity, KAnonymity, Schema
 from anonymize.publish.anonymizer import anonymize_table
@@ -116,21 +116,9 @@ def test_a_party_whose_floor_is_k10_refuses_a_k5_job(make_cluster, tmp_path):
 def test_a_party_killed_mid_search_aborts_the_job_everywhere(make_cluster, tmp_path):
     c = make_cluster(3, data=_cluster_data(tmp_path, 3), link_shape=(60.0, None))
 
-    async def scenario():
-        async def kill_when_searching():
-            deadline = time.monotonic() + 60
-            while "publish: level" not in c.log("p0") and time.monotonic() < deadline:
-                await asyncio.sleep(0.1)
-            await asyncio.to_thread(c.kill, "p2")
-
-        killer = asyncio.create_task(kill_when_searching())
-        t0 = time.monotonic()
-        with pytest.raises(PartyError) as ei:
-            await c.arun_job("publish.horizontal", _params().to_params(), timeout=120)
-        await killer
-        return ei.value, time.monotonic() - t0
-
-    err, took = run_sync(scenario())
+    err, took = kill_mid_job(
+        c, "publish.horizontal", _params().to_params(), watch="p0", marker="publish: level", victim="p2"
+    )
     assert err.party == "p2" and "unreachable" in str(err), str(err)
     assert "\n" not in str(err)
     assert took < 60

@@ -5,20 +5,19 @@ party's policy floor refuses; a killed party aborts everywhere with one line and
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from joint_helpers import kill_mid_job
 
 from anonymize.publish import DistinctLDiversity, KAnonymity, Schema
 from anonymize.publish.anonymizer import anonymize_table
 from anonymize.publish.io import read_hierarchies, read_table
-from parties.analyst.client import PartyError, run_sync
+from parties.analyst.client import PartyError
 from parties.analyst.publishing import JointPublishing, assemble
 
 pytestmark = pytest.mark.daemons
@@ -181,21 +180,9 @@ def test_a_party_killed_mid_search_aborts_the_vertical_job_everywhere(make_clust
     data, _ = _keyed(tmp_path, seed=3)
     c = make_cluster(NAMES, data=data, policy={"min_parties": 3}, link_shape=(60.0, None))
 
-    async def scenario():
-        async def kill_when_searching():
-            deadline = time.monotonic() + 60
-            while "publish: level" not in c.log("helper") and time.monotonic() < deadline:
-                await asyncio.sleep(0.1)
-            await asyncio.to_thread(c.kill, "bank")
-
-        killer = asyncio.create_task(kill_when_searching())
-        t0 = time.monotonic()
-        with pytest.raises(PartyError) as ei:
-            await c.arun_job("publish.vertical", _params(metric="dm").to_params(), timeout=120)
-        await killer
-        return ei.value, time.monotonic() - t0
-
-    err, took = run_sync(scenario())
+    err, took = kill_mid_job(
+        c, "publish.vertical", _params(metric="dm").to_params(), watch="helper", marker="publish: level", victim="bank"
+    )
     assert err.party == "bank" and "unreachable" in str(err), str(err)
     assert "\n" not in str(err)
     assert took < 60

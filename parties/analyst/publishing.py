@@ -208,17 +208,7 @@ def assemble(params: JointPublishing, replies: Mapping[str, dict[str, Any]], wal
         "parameters": {k: v for k, v in params.to_params().items() if k != "hierarchies"},
         "metrics": _metrics(n, suppressed, len(df), sizes, dm, ncp),
         "achieved": achieved,
-        "protocol": {
-            "mode": "horizontal",
-            "parties": list(replies),
-            "computing_parties": list(replies)[:3],
-            "compute_only": list(params.compute_only),
-            "stats": first.get("stats", {}),
-            "revealed": first.get("revealed", []),
-            "bytes_sent": {p: v.get("bytes_sent") for p, v in replies.items()},
-            "party_seconds": {p: v.get("seconds") for p, v in replies.items()},
-            "wall_seconds": round(wall, 6),
-        },
+        "protocol": _horizontal_protocol(params, replies, wall),
     }
     return PublishResult(df, dict(zip(params.qi, levels)), report)
 
@@ -322,19 +312,26 @@ def _assemble_mondrian(params: JointPublishing, replies: Mapping[str, dict[str, 
         "parameters": {k: v for k, v in params.to_params().items() if k != "hierarchies"},
         "metrics": _metrics(n, 0, len(df), sizes, dm, ncp),
         "achieved": _measure(df, list(params.qi), params.sensitive),
-        "protocol": {
-            "mode": "horizontal",
-            "parties": list(replies),
-            "computing_parties": list(replies)[:3],
-            "compute_only": list(params.compute_only),
-            "stats": first.get("stats", {}),
-            "revealed": first.get("revealed", []),
-            "bytes_sent": {p: v.get("bytes_sent") for p, v in replies.items()},
-            "party_seconds": {p: v.get("seconds") for p, v in replies.items()},
-            "wall_seconds": round(wall, 6),
-        },
+        "protocol": _horizontal_protocol(params, replies, wall),
     }
     return PublishResult(df, {}, report)
+
+
+def _horizontal_protocol(params: JointPublishing, replies: Mapping[str, dict[str, Any]], wall: float) -> dict[str, Any]:
+    """The report's ``protocol`` of a horizontal joint release (full-domain or Mondrian): the parties,
+    the first three computing, the first reply's stats and revealed lines, bytes and seconds."""
+    first = next(iter(replies.values()))
+    return {
+        "mode": "horizontal",
+        "parties": list(replies),
+        "computing_parties": list(replies)[:3],
+        "compute_only": list(params.compute_only),
+        "stats": first.get("stats", {}),
+        "revealed": first.get("revealed", []),
+        "bytes_sent": {p: v.get("bytes_sent") for p, v in replies.items()},
+        "party_seconds": {p: v.get("seconds") for p, v in replies.items()},
+        "wall_seconds": round(wall, 6),
+    }
 
 
 def _check_boxes(classes: Any, hs: Sequence[Hierarchy]) -> None:

@@ -152,13 +152,6 @@ def _offsets(lengths: Sequence[int] | np.ndarray) -> np.ndarray:
     return out
 
 
-def _cumsum_rows(x: Arith, rows: int, cols: int) -> Arith:
-    """Prefix sums along each row of a ``(rows, cols)`` row-major vector; local (linear)."""
-    a = np.cumsum(x.a.reshape(rows, cols), axis=1, dtype=x.a.dtype).reshape(-1)
-    b = np.cumsum(x.b.reshape(rows, cols), axis=1, dtype=x.b.dtype).reshape(-1)
-    return Arith(a, b, x.bits)
-
-
 def _zero_at(x: Arith, idx: np.ndarray) -> Arith:
     """x with the elements ``idx`` set to the public 0 (every component 0); local."""
     a, b = x.a.copy(), x.b.copy()
@@ -884,7 +877,7 @@ async def _boxes(eng: _Engine, C: Arith | None, off: np.ndarray, P: int, hs: Seq
         items: list[tuple[Arith, object]] = []
         for j in num:
             c = rss.take(C, slice(int(off[j]), int(off[j]) + P * L[j]))
-            pre = _cumsum_rows(c, P, L[j])
+            pre = _segmented_cumsum(c, np.arange(P, dtype=np.int64) * L[j])
             W = rss.take(pre, np.repeat(np.arange(P) * L[j] + L[j] - 1, L[j]))
             items += [(pre, 1), (pre, W)]
         for j, g, _m in cat_layout:
