@@ -529,12 +529,14 @@ def test_hierarchical_emd_by_one_product_equals_the_level_by_level_closed_form(s
     sup=st.sampled_from([0.0, 0.1, 0.3]),
     metric=st.sampled_from(["dm", "ncp", "loss"]),
     weighted=st.booleans(),
+    gs=st.sampled_from([0.5, 0.0, 0.2, 0.8, 1.0]),
 )
-def test_optimum_search_shortcuts_choose_what_completing_every_node_chooses(seed, q, n, k, sup, metric, weighted):
+def test_optimum_search_shortcuts_choose_what_completing_every_node_chooses(seed, q, n, k, sup, metric, weighted, gs):
     """The optimum search's shortcuts — every node's NCP / Loss bound at once (``bounds_all``), and
     under DM completing NCP only for nodes whose DM can still win — against the plain ways: each
     bound equals :meth:`NodeMetrics.bounds` exactly, and Flash's chosen node is the exhaustive scan's
-    (every satisfying node completed, :func:`choose`), with the same key."""
+    (every satisfying node completed, :func:`choose`), with the same key — also under ARX's
+    gs-factor (the Loss bound then scales the generalization part by g)."""
     from anonymize.publish.fulldomain import Lattice, exhaustive
     from anonymize.publish.fulldomain.flash import flash
     from anonymize.publish.fulldomain.result import metric_key
@@ -552,7 +554,7 @@ def test_optimum_search_shortcuts_choose_what_completing_every_node_chooses(seed
     table = EncodedTable.encode(df, Schema(list(df.columns), []), hs)
 
     def lattice():
-        return Lattice(table, [KAnonymity(k)], sup, suppressed_rows="drop", weights=weights)
+        return Lattice(table, [KAnonymity(k)], sup, suppressed_rows="drop", weights=weights, gs_factor=gs)
 
     lat = lattice()
     g = lat.grid()

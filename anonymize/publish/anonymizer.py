@@ -46,7 +46,7 @@ from .fulldomain.privacy import ARX
 from .hierarchy import Hierarchy
 from .metrics import achieved_privacy
 from .metrics.cells import CATEGORICAL_LOSSES
-from .metrics.loss import attribute_weights, loss_geometric
+from .metrics.loss import DEFAULT_GS_FACTOR, attribute_weights, gs_factors, loss_geometric
 from .metrics.suppressed_group import achieved_outside_group, suppressed_group
 from .models import (
     DistinctLDiversity,
@@ -209,6 +209,7 @@ def _metrics(
     *,
     ncp_categorical: str = "height",
     weights: np.ndarray | None = None,
+    gs_factor: float = DEFAULT_GS_FACTOR,
 ) -> dict:
     keep = ~suppressed
     w = table.weights
@@ -223,7 +224,7 @@ def _metrics(
         "ncp": M.ncp(table, lo, hi, suppressed, categorical=ncp_categorical, weights=weights)
         | {"categorical": ncp_categorical, "weighted": weights is not None},
         "ncp_leaves": M.ncp(table, lo, hi, suppressed, categorical="leaves", weights=weights)["ncp"],
-        "loss_geometric": loss_geometric(table, lo, hi, suppressed, weights=weights),
+        "loss_geometric": loss_geometric(table, lo, hi, suppressed, weights=weights, gs_factor=gs_factor),
         "il_total": M.il_total(table, class_id, n_classes, lo, hi, suppressed),
         "gaacp_iloss": M.gaacp_iloss(table, lo, hi, suppressed),
         "dm": M.discernibility(sizes, n_sup, table.n),
@@ -289,6 +290,7 @@ def anonymize_table(
     local_recoding: bool = False,
     local_iterations: int | None = None,
     local_records: float | None = None,
+    gs_factor: float | None = None,
     options: Mapping | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> AnonymizationResult:
@@ -314,7 +316,10 @@ def anonymize_table(
     most ``local_iterations`` times (default 100; with ``local_records`` each re-search must release at
     least that fraction of all rows, ARX's ``optimizeIterativeFast``; flash, incognito, samarati;
     :mod:`.fulldomain.local_recoding`): the release then has one node per row and its "achieved" is
-    measured on the written tuples.
+    measured on the written tuples. ``gs_factor`` — ARX's generalization/suppression factor of the
+    Loss (``metric='loss'`` only; :func:`.metrics.loss.gs_factors`; default 0.5, both weigh the
+    same): 0 favours suppression, 1 generalization; the search, every local recoding step and the
+    report's ``loss_geometric`` use it.
 
     Errors are :class:`AnonymizeError` (one line): unknown column, NaN in a QI, value missing from a
     hierarchy, k larger than the table, no satisfying generalization, bad option values.
@@ -358,6 +363,14 @@ def anonymize_table(
         raise AnonymizeError("a share of records per step is a setting of local recoding: give local recoding too")
     if not 0.0 <= float(max_suppression) <= 1.0:
         raise AnonymizeError(f"max suppression must be a fraction in [0, 1], got {max_suppression}")
+    if gs_factor is not None:
+        gs_factors(gs_factor)  # one line for a factor outside [0, 1]
+        if metric != "loss" or alg.kind != registry.FULL_DOMAIN:
+            raise AnonymizeError(
+                "the gs-factor weighs generalization against suppression in ARX's Loss: it needs the metric "
+                "'loss' and a full-domain search (flash, incognito, samarati)"
+            )
+    gs = DEFAULT_GS_FACTOR if gs_factor is None else float(gs_factor)
     t = time.perf_counter()
     table = _encode(table_or_df, schema, hierarchies)
     timings["encode"] = time.perf_counter() - t
@@ -383,6 +396,7 @@ def anonymize_table(
             suppressed_rows=suppressed_rows,
             ncp_categorical=ncp_categorical,
             weights=qi_weights,
+            gs_factor=gs,
         )
         try:
             if local_recoding:
@@ -396,7 +410,7 @@ def anonymize_table(
                     suppressed_rows=suppressed_rows,
                     progress=progress,
                     lattice=lat,
-                    lattice_options={"ncp_categorical": ncp_categorical, "weights": qi_weights},
+                    lattice_options={"ncp_categorical": ncp_categorical, "weights": qi_weights, "gs_factor": gs},
                     budget="fraction" if local_records is None else "records",
                     records=local_records,
                 )
@@ -493,6 +507,7 @@ def anonymize_table(
             suppressed_rows,
             ncp_categorical=ncp_categorical,
             weights=qi_weights,
+            gs_factor=gs,
         )
     if local is not None and suppressed_rows != ARX:  # the written tuples: cells of two nodes are two classes
         metrics["achieved"] = achieved_from_release(df, table, suppressed, suppressed_rows)
@@ -517,6 +532,7 @@ def anonymize_table(
             if alg.kind in (registry.FULL_DOMAIN, *registry.PARTITION_KINDS)
             else None,
             "ncp_categorical": ncp_categorical,
+            "gs_factor": gs if metric == "loss" and alg.kind == registry.FULL_DOMAIN else None,
             "weights": None if qi_weights is None else {name: float(x) for name, x in zip(qis, qi_weights)},
             "options": _jsonable(dict(options or {})),
             "hierarchies": {

@@ -3,7 +3,9 @@
 // classpath (ARX itself is not part of ppdm — see benchmarks/README.md). Compiled and run by
 // benchmarks/bench_anonymize.py --arx CLASSPATH; prints one JSON object per configuration.
 //
-// usage: java ArxSideBySide ADULT_DIR WARMUP REPEAT k:SUP:METRIC[:lL][:tT@ATTR] ...   (METRIC = dm | loss)
+// usage: java ArxSideBySide ADULT_DIR WARMUP REPEAT k:SUP:METRIC[:lL][:tT@ATTR] ...   (METRIC = dm | loss | loss@G)
+//
+//   loss@G   ARX's Loss with generalization/suppression factor G (Metric.createLossMetric(G))
 //
 //   lL       distinct l-diversity on salary-class
 //   tT@ATTR  t-closeness with the hierarchical ground distance (HierarchicalDistanceTCloseness) on ATTR,
@@ -113,7 +115,8 @@ public class ArxSideBySide {
                 }
                 config.setSuppressionLimit(sup);
                 config.setQualityModel(metric.equals("dm") ? Metric.createDiscernabilityMetric()
-                                                           : Metric.createLossMetric());
+                                       : metric.startsWith("loss@") ? Metric.createLossMetric(Double.parseDouble(metric.substring(5)))
+                                       : Metric.createLossMetric());
                 long t0 = System.nanoTime();
                 result = new ARXAnonymizer().anonymize(data, config);
                 double sec = (System.nanoTime() - t0) / 1e9;

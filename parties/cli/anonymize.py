@@ -12,6 +12,7 @@
         [--metric ncp|dm|cdm|height|suppressed|avg-class-size|loss] [--ncp-categorical height|leaves|span]
         [--weights COL=W,...] [--suppressed-rows star|drop|arx]
         [--local-recoding [--local-iterations N] [--local-records FRACTION]]   (flash, incognito, samarati)
+        [--metric loss --gs-factor G]   (ARX's generalization/suppression factor, in [0, 1])
 
 A thin layer over :func:`anonymize.publish.anonymizer.anonymize_table`; the algorithm choices come
 from the registry. What OUT holds depends on the algorithm's kind:
@@ -162,6 +163,15 @@ def register(subparsers) -> argparse.ArgumentParser:
         "suppressed (ARX's optimizeIterative)",
     )
     p.add_argument(
+        "--gs-factor",
+        type=float,
+        default=None,
+        metavar="G",
+        help="with --metric loss and a full-domain search: ARX's generalization/suppression factor in [0, 1] — "
+        "0 favours suppression (a suppressed value costs only its generalization), 1 generalization (a kept "
+        "value costs nothing); default 0.5, both the same. Every --local-recoding step uses it too",
+    )
+    p.add_argument(
         "--keep-order",
         action="store_true",
         help="write rows in the input's order (default: a fresh random order, so that two releases of the same "
@@ -310,6 +320,7 @@ def run_anonymize(args, progress=None, frame=None):
         local_recoding=getattr(args, "local_recoding", False),
         local_iterations=getattr(args, "local_iterations", None),
         local_records=getattr(args, "local_records", None),
+        gs_factor=getattr(args, "gs_factor", None),
         options=options,
         progress=progress,
     )
@@ -448,7 +459,11 @@ def _main(args) -> int:
     _check_local_args(args)
     prog = Progress(enabled=not args.quiet)
     with engine_input(args) as src:
-        needs_rows = not engine_supports(args.algorithm, args.mondrian_mode) or args.local_recoding
+        needs_rows = (
+            not engine_supports(args.algorithm, args.mondrian_mode)
+            or args.local_recoding
+            or getattr(args, "gs_factor", None) is not None
+        )
         name = choose_engine(args.engine, src, needs_rows=needs_rows)
         if name != "memory":
             return _main_engine(args, src, name, prog)
@@ -469,6 +484,8 @@ def _main_engine(args, src, name: str, prog) -> int:
 
     if args.local_recoding:
         raise AnonymizeError(f"--local-recoding needs the rows in memory: use --engine memory (engine: {name})")
+    if getattr(args, "gs_factor", None) is not None:
+        raise AnonymizeError(f"--gs-factor needs the rows in memory: use --engine memory (engine: {name})")
     for flag, given in (("--keep-order", args.keep_order), ("--plot", args.plot), ("--queries", args.queries)):
         if given and not (flag == "--queries" and args.queries == 0):
             raise AnonymizeError(f"{flag} needs the rows in memory: use --engine memory (engine: {name})")

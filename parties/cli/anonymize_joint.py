@@ -149,6 +149,7 @@ def _refuse_unsupported(args) -> None:
     for flag, on in (
         ("--local-recoding", args.local_recoding),
         ("--local-records", getattr(args, "local_records", None) is not None),
+        ("--gs-factor", getattr(args, "gs_factor", None) is not None),
         ("--keep-order", args.keep_order),
         ("--plot", args.plot),
         ("--queries", args.queries),

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..classes import class_stats, equivalence_classes
+from ..metrics.loss import DEFAULT_GS_FACTOR
 from ..models import PrivacyModel
 from ..table import EncodedTable
 from .frequency import DROPPED, FrequencySet, FrequencySets
@@ -47,7 +48,9 @@ class Lattice:
     sensitive histograms even when ``models`` do not read them (default: only when they do);
     ``ncp_categorical`` — the categorical NCP flavour (:data:`..metrics.cells.CATEGORICAL_LOSSES`);
     ``weights`` — a weight per QI for NCP and Loss (:func:`..metrics.loss.attribute_weights`; None:
-    equal); ``suppressed_rows`` — ``'star'``, ``'drop'`` or ``'arx'`` (:class:`.privacy.PrivacyCheck`).
+    equal); ``suppressed_rows`` — ``'star'``, ``'drop'`` or ``'arx'`` (:class:`.privacy.PrivacyCheck`);
+    ``gs_factor`` — ARX's generalization/suppression factor of the Loss metric
+    (:func:`..metrics.loss.gs_factors`; 0.5, the default, weighs both the same).
 
     Main methods: :meth:`evaluate` (a node → :class:`NodeInfo`, rolled up from the best cached
     specialization), :meth:`rollup`, :meth:`suppressed_mask` (rows to suppress at a node),
@@ -72,6 +75,7 @@ class Lattice:
         suppressed_rows: str = "star",
         histograms: bool | None = None,
         weights: np.ndarray | None = None,
+        gs_factor: float = DEFAULT_GS_FACTOR,
     ):
         self.privacy = PrivacyCheck(
             table, models, max_suppression, suppressed_rows=suppressed_rows, histograms=histograms
@@ -90,7 +94,7 @@ class Lattice:
         self.wide = self.freq.wide
         self.base = self.freq.base
         self.ncp_categorical = ncp_categorical
-        self.node_metrics = NodeMetrics(self.freq, ncp_categorical, weights)
+        self.node_metrics = NodeMetrics(self.freq, ncp_categorical, weights, gs_factor)
         self.n_evaluated = 0
         self._grid: LatticeGrid | None = None
         # The parts' methods, bound once: the searches call several per node, and a delegating

@@ -22,7 +22,7 @@ The suppression budget of a sub-search (``budget``):
   records·baselineRecords / rowset.size()``, clamped to [0, 1]). A small ``records`` lets each step
   keep most of its rows suppressed and pick a finer node for the rest; the steps then need more
   iterations. (ARX's quality models also carry a "gs-factor" weighting generalization against
-  suppression; ppdm's metrics have none, so each sub-search keeps the run's metric.)
+  suppression: with ``metric='loss'`` each sub-search takes the run's, through ``lattice_options``.)
 * ``'all'`` — every row of the sub-table may stay suppressed (the whole remaining budget): the
   sub-search then picks the node with the best metric over the sub-table, suppressed rows costing
   what the metric charges them (NCP 1 per cell, DM n per row). Metrics that do not charge for

@@ -8,7 +8,8 @@ suppression NCP is separable per attribute: a column total per QI and level, pre
 (:meth:`NodeMetrics.loss_tables`); only the failing (suppressed) tuples are decoded. With attribute
 weights NCP is the weighted mean of the per-attribute NCPs (:func:`..metrics.loss.weighted_mean`).
 The "Loss" of ARX (:func:`..metrics.loss.loss_geometric`) is filled the same way from the
-per-attribute domain-share tables (:meth:`NodeMetrics.share_tables`).
+per-attribute domain-share tables (:meth:`NodeMetrics.share_tables`), under ARX's gs-factor
+(:func:`..metrics.loss.loss_attribute`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..metrics.cells import node_loss_tables, node_share_tables
-from ..metrics.loss import arx_round, arx_weights, geometric_loss, weighted_mean
+from ..metrics.loss import (
+    DEFAULT_GS_FACTOR,
+    arx_round,
+    arx_weights,
+    geometric_loss,
+    gs_factors,
+    loss_attribute,
+    weighted_mean,
+)
 from .frequency import FrequencySet, FrequencySets
 from .result import NodeInfo
 
@@ -25,9 +34,16 @@ __all__ = ["NodeMetrics"]
 
 class NodeMetrics:
     """DM and NCP of the nodes of one lattice, from its frequency sets ``freq`` (their compact
-    encoding) and the categorical NCP flavour ``ncp_categorical`` (:func:`..metrics.cells.node_loss_tables`)."""
+    encoding) and the categorical NCP flavour ``ncp_categorical`` (:func:`..metrics.cells.node_loss_tables`);
+    ``gs_factor`` — ARX's generalization/suppression factor of the Loss (:func:`..metrics.loss.gs_factors`)."""
 
-    def __init__(self, freq: FrequencySets, ncp_categorical: str = "height", weights: np.ndarray | None = None):
+    def __init__(
+        self,
+        freq: FrequencySets,
+        ncp_categorical: str = "height",
+        weights: np.ndarray | None = None,
+        gs_factor: float = DEFAULT_GS_FACTOR,
+    ):
         self.freq = freq
         self.table = freq.table
         self.n = freq.n
@@ -39,6 +55,10 @@ class NodeMetrics:
         self._loss = None
         self._share = None
         self._leaf_counts = _LeafCounts(freq)
+        gs_factors(gs_factor)  # a one-line error for a bad factor
+        self.gs_factor = float(gs_factor)
+        #: per QI, the hierarchy's leaves (:func:`..metrics.loss.loss_attribute`)
+        self._leaves = [h.n_leaves for h in freq.table.hierarchies]
 
     def _compact_tables(self, raw):
         """``raw`` (per QI and level, a value per hierarchy node) per compact node, and the column
@@ -62,9 +82,10 @@ class NodeMetrics:
             self._share = self._compact_tables(node_share_tables(self.table))
         return self._share
 
-    def _aggregate(self, ncp_totals, share_totals, suppressed: float) -> tuple[float, float]:
+    def _aggregate(self, ncp_totals, share_totals, suppressed: float, share_sup=None) -> tuple[float, float]:
         """(NCP, Loss) from per-attribute column totals of the released cells (suppressed rows then
-        add 1 per cell). Unweighted NCP is summed as (Σ totals + suppressed·q) / (n·q)."""
+        add 1 per cell). Unweighted NCP is summed as (Σ totals + suppressed·q) / (n·q). ``share_sup``
+        — per attribute, the suppressed rows' share losses (what a gs-factor other than 0.5 weighs)."""
         if not self.q:
             return 0.0, 0.0
         n = float(self.n)
@@ -72,8 +93,15 @@ class NodeMetrics:
             ncp = (sum(ncp_totals) + suppressed * self.q) / (n * self.q)
         else:
             ncp = weighted_mean([(t + suppressed) / n for t in ncp_totals], self.weights)
-        loss = geometric_loss([arx_round(max((t + suppressed) / n, 0.0)) for t in share_totals], self.weights)
-        return ncp, loss
+        if self.gs_factor == DEFAULT_GS_FACTOR:
+            per = [arx_round(max((t + suppressed) / n, 0.0)) for t in share_totals]
+        else:
+            sup = share_sup if share_sup is not None else [0.0] * self.q
+            per = [
+                arx_round(max(loss_attribute(t, u, suppressed, n, a, self.gs_factor), 0.0))
+                for t, u, a in zip(share_totals, sup, self._leaves)
+            ]
+        return ncp, geometric_loss(per, self.weights)
 
     def bounds(self, levels) -> tuple[float, float]:
         """Lower bounds of (NCP, Loss) at ``levels`` and at every generalization of it: the values
@@ -104,8 +132,13 @@ class NodeMetrics:
         ncp = (ncp + 0.0 * self.q) / (n * self.q)
         w = arx_weights(None, self.q)
         loss = np.ones(N)
+        g, _s = gs_factors(self.gs_factor)
         for j in range(self.q):  # left to right, as np.prod multiplies
-            per = np.asarray(shares[j], dtype=np.float64)[lv[:, j]] / n
+            if self.gs_factor == DEFAULT_GS_FACTOR:
+                per = np.asarray(shares[j], dtype=np.float64)[lv[:, j]] / n
+            else:  # loss_attribute with nothing suppressed
+                a = 0.0 if self._leaves[j] <= 1 else 1.0 / self._leaves[j]
+                per = g * (1.0 - a) * np.asarray(shares[j], dtype=np.float64)[lv[:, j]] / (n * (1.0 - g * a))
             per = np.floor(np.maximum(per, 0.0) * 1e10) / 1e10  # arx_round
             loss = loss * np.power(w[j] * per + 1.0, 1.0 / self.q)
         return ncp, loss - 1.0
@@ -150,6 +183,7 @@ class NodeMetrics:
         info.dm = sq_all - float(np.dot(fc.astype(np.float64), fc)) + info.suppressed * float(self.n)
         ncp_t = [totals[j][info.levels[j]] for j in range(self.q)]
         share_t = [shares[j][info.levels[j]] for j in range(self.q)]
+        share_sup = [0.0] * self.q
         total = sum(ncp_t)
         if len(fc):
             codes = self.freq.tuple_codes(sub)
@@ -160,9 +194,10 @@ class NodeMetrics:
                 cell = per_node[j][lv][codes[:, j]]
                 lost += cell
                 ncp_t[j] -= float(np.dot(cell, fcf))
-                share_t[j] -= float(np.dot(share_node[j][lv][codes[:, j]], fcf))
+                share_sup[j] = float(np.dot(share_node[j][lv][codes[:, j]], fcf))
+                share_t[j] -= share_sup[j]
             total -= float(np.dot(lost, fc))
-        info.ncp, info.loss = self._aggregate(ncp_t, share_t, float(info.suppressed))
+        info.ncp, info.loss = self._aggregate(ncp_t, share_t, float(info.suppressed), share_sup)
         if self.weights is None:  # the unweighted NCP summed exactly as before (other sweeps compare with it)
             info.ncp = (total + info.suppressed * self.q) / (self.n * self.q) if self.q else 0.0
         info._pending = None

@@ -37,7 +37,13 @@ __all__ = [
     "arx_weights",
     "arx_round",
     "geometric_loss",
+    "DEFAULT_GS_FACTOR",
+    "gs_factors",
+    "loss_attribute",
 ]
+
+DEFAULT_GS_FACTOR = 0.5
+"""ARX's default generalization/suppression factor (``MetricConfiguration``): both weigh the same."""
 
 
 def attribute_weights(qis: Sequence[str], weights: Mapping[str, float] | None) -> np.ndarray | None:
@@ -106,6 +112,44 @@ def geometric_loss(per: Sequence[float] | np.ndarray, weights: np.ndarray | None
     return float(np.prod(np.power(w * per + 1.0, 1.0 / q)) - 1.0)
 
 
+def gs_factors(gs_factor: float) -> tuple[float, float]:
+    """ARX's generalization and suppression factors ``(g, s)`` of a gs-factor in [0, 1]
+    (``MetricMDNMLoss``): ``s = 2·gs`` below 0.5, else 1; ``g = 1`` up to 0.5, else ``1 − 2·(gs − 0.5)``.
+    0 favours suppression (a suppressed value costs only its generalization), 1 generalization (a
+    kept value costs nothing), 0.5 (the default) weighs both the same. One-line
+    :class:`AnonymizeError` outside [0, 1]."""
+    try:
+        gs = float(gs_factor)
+    except (TypeError, ValueError):
+        raise AnonymizeError(f"the gs-factor must be a number in [0, 1], got {gs_factor!r}") from None
+    if not 0.0 <= gs <= 1.0:
+        raise AnonymizeError(f"the gs-factor must be in [0, 1], got {gs_factor!r}")
+    return (1.0 if gs <= 0.5 else 1.0 - 2.0 * (gs - 0.5)), (2.0 * gs if gs < 0.5 else 1.0)
+
+
+def loss_attribute(kept: float, sup: float, n_sup: float, n: float, n_leaves: int, gs_factor: float) -> float:
+    """One attribute's Loss (ARX's ``MetricMDNMLoss``, before its rounding) under a gs-factor.
+
+    ``kept`` / ``sup`` — the sums of :func:`.cells.share_loss` ℓ over the kept and the suppressed rows
+    (a suppressed row's ℓ is that of the cell it had at the node: ARX keeps an outlier's generalized
+    values), ``n_sup`` the suppressed rows, ``n`` all rows, ``n_leaves`` the hierarchy's leaves |A|.
+    ARX sums, with share ``s = card/|A| = a + (1 − a)·ℓ`` (``a = 1/|A|``) and ``(g, s_f)`` =
+    :func:`gs_factors`, ``g·s`` over kept rows and ``s + s_f·(1 − s)`` over suppressed ones, and
+    normalizes by ``(raw − g·n·a) / (n − g·n·a)``, clipped at 0 — which is
+    ``[g(1−a)·kept + (1−s_f)(1−a)·sup + n_sup·(s_f + (1−s_f)·a − g·a)] / [n·(1 − g·a)]``. At the
+    default gs-factor this is ``(kept + n_sup)/n``, the mean of ℓ with suppressed cells costing 1,
+    and it is computed as exactly that. A one-leaf hierarchy (ℓ ≡ 0, ARX's 0/0) takes ``a = 0``:
+    ``s_f·n_sup/n``."""
+    if n <= 0:
+        return 0.0
+    g, s_f = gs_factors(gs_factor)
+    if g == 1.0 and s_f == 1.0:
+        return (kept + n_sup) / n
+    a = 0.0 if n_leaves <= 1 else 1.0 / n_leaves
+    num = g * (1.0 - a) * kept + (1.0 - s_f) * (1.0 - a) * sup + n_sup * (s_f + (1.0 - s_f) * a - g * a)
+    return num / (n * (1.0 - g * a))
+
+
 def ncp(
     table: EncodedTable, lo, hi, suppressed=None, categorical: str = "height", weights: np.ndarray | None = None
 ) -> dict:
@@ -138,29 +182,54 @@ def ncp(
     }
 
 
-def loss_geometric(table: EncodedTable, lo, hi, suppressed=None, weights: np.ndarray | None = None) -> dict:
-    """ARX's "Loss" metric (``MetricMDNMLoss``, ``Metric.createLossMetric()``: generalization and
-    suppression weighed equally, ``AggregateFunction.GEOMETRIC_MEAN``), in [0, 1].
+def loss_geometric(
+    table: EncodedTable,
+    lo,
+    hi,
+    suppressed=None,
+    weights: np.ndarray | None = None,
+    gs_factor: float = DEFAULT_GS_FACTOR,
+) -> dict:
+    """ARX's "Loss" metric (``MetricMDNMLoss``, ``Metric.createLossMetric(gsFactor)``, default
+    ``AggregateFunction.GEOMETRIC_MEAN``), in [0, 1].
 
     Per QI ``j``, Iyengar's loss (KDD 2002) as ARX computes it for a hierarchy given as a table:
     ``L_j = (Σ_rows share − n/|A_j|) / (n − n/|A_j|)`` with ``share`` = leaves under the released
     value / ``|A_j|`` (a suppressed row's share is 1), i.e. the mean over the rows of
     ``(card − 1)/(|A_j| − 1)`` (:func:`.cells.share_loss`; numeric QIs count leaves too, as ARX
     does for a hierarchy file — only ARX's interval-based hierarchy builder would use widths), then
-    floored to 10 decimals (ARX's ``round``). Aggregated by :func:`geometric_loss`:
+    floored to 10 decimals (ARX's ``round``). With a ``gs_factor`` other than 0.5, kept and
+    suppressed rows are weighed as ARX does (:func:`loss_attribute`; a suppressed row's cell is the
+    one it had before suppression). Aggregated by :func:`geometric_loss`:
     ``Π_j (w_j·L_j + 1)^(1/q) − 1``, ``w`` the weights divided by the largest (all 1 by default).
 
-    Returns ``{"loss": aggregate, "per_attribute": {qi: L_j}, "aggregate": "geometric-mean"}``.
+    Returns ``{"loss": aggregate, "per_attribute": {qi: L_j}, "aggregate": "geometric-mean",
+    "gs_factor": gs_factor}``.
     """
+    gs_factors(gs_factor)  # a one-line error for a bad factor
     cells = share_losses(table, np.asarray(lo), np.asarray(hi))
-    cells[suppressed_mask(table.n_tuples, suppressed)] = 1.0
+    sup_mask = suppressed_mask(table.n_tuples, suppressed)
     w = table.weights
-    per = cells.mean(axis=0) if w is None else (w @ cells) / table.n
+    if float(gs_factor) == DEFAULT_GS_FACTOR:
+        cells[sup_mask] = 1.0
+        per = cells.mean(axis=0) if w is None else (w @ cells) / table.n
+    else:
+        rw = np.ones(table.n_tuples) if w is None else np.asarray(w, dtype=np.float64)
+        kept = (rw * ~sup_mask) @ cells
+        sup = (rw * sup_mask) @ cells
+        n_sup = float(rw[sup_mask].sum())
+        per = np.array(
+            [
+                loss_attribute(float(kept[j]), float(sup[j]), n_sup, float(table.n), h.n_leaves, gs_factor)
+                for j, h in enumerate(table.hierarchies)
+            ]
+        )
     per = np.array([arx_round(max(float(x), 0.0)) for x in per])
     return {
         "loss": geometric_loss(per, weights),
         "per_attribute": {name: float(v) for name, v in zip(table.schema.qis, per)},
         "aggregate": "geometric-mean",
+        "gs_factor": float(gs_factor),
     }
 
 
