@@ -200,6 +200,7 @@ def test_local_recoding_takes_the_factor_into_every_step():
         (["--metric", "loss", "--gs-factor", "0.2", "--algorithm", "mondrian"], "full-domain search"),
         (["--metric", "loss", "--gs-factor", "0.2", "--engine", "duckdb"], "needs the rows in memory"),
         (["--metric", "dm", "--gs-factor", "0.2", "--local", "3", "--split", "horizontal"], "not supported"),
+        (["--metric", "loss", "--local-gs-factor", "0.05"], "needs local recoding"),
     ],
 )
 def test_the_cli_refuses_a_factor_it_cannot_use_in_one_line(tmp_path, extra, message):
@@ -224,3 +225,32 @@ def test_the_cli_refuses_a_factor_it_cannot_use_in_one_line(tmp_path, extra, mes
     assert len(lines) == 1 and message in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
     assert not out.exists()
+
+
+def test_the_steps_take_their_own_factor_as_arx_s_gui_does():
+    """``local_gs_factor``: the global search at one factor, the re-searches at another (ARX's GUI: 0,
+    then 0.05). The first step must equal a separate search of just the rows the global one suppressed,
+    at the steps' factor and the run's suppression fraction."""
+    rng = np.random.default_rng(34)  # a table whose suppressed rows choose differently at 0 and 0.9
+    rows = [(int(rng.integers(0, 6)), JOB_ROWS[int(rng.integers(0, 5))][0]) for _ in range(80)]
+    df = table(rows)
+    kw = dict(algorithm="flash", models=[KAnonymity(4)], max_suppression=0.3, metric="loss", n_queries=0)
+    glob = anonymize_table(df, Schema(["age", "job"], []), hierarchies(), gs_factor=0.0, **kw)
+    sup = (glob.df[["age", "job"]] == "*").all(axis=1).to_numpy()
+    assert sup.sum() >= 4
+    sub = anonymize_table(
+        df[sup].reset_index(drop=True), Schema(["age", "job"], []), hierarchies(), gs_factor=0.9, **kw
+    )
+    loc = anonymize_table(
+        df, Schema(["age", "job"], []), hierarchies(), gs_factor=0.0, local_gs_factor=0.9, local_recoding=True, **kw
+    )
+    assert loc.levels == glob.levels  # the global node is the search's at 0
+    first = loc.report["local_recoding"]["runs"][0]
+    assert first["levels"] == [sub.levels["age"], sub.levels["job"]]
+    at_zero = anonymize_table(
+        df[sup].reset_index(drop=True), Schema(["age", "job"], []), hierarchies(), gs_factor=0.0, **kw
+    )
+    assert at_zero.levels != sub.levels  # the steps' factor decides the step
+    assert loc.report["parameters"]["local_gs_factor"] == 0.9
+    with pytest.raises(AnonymizeError, match="needs local recoding"):
+        anonymize_table(df, Schema(["age", "job"], []), hierarchies(), gs_factor=0.0, local_gs_factor=0.9, **kw)

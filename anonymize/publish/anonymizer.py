@@ -291,6 +291,7 @@ def anonymize_table(
     local_iterations: int | None = None,
     local_records: float | None = None,
     gs_factor: float | None = None,
+    local_gs_factor: float | None = None,
     options: Mapping | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> AnonymizationResult:
@@ -319,7 +320,8 @@ def anonymize_table(
     measured on the written tuples. ``gs_factor`` — ARX's generalization/suppression factor of the
     Loss (``metric='loss'`` only; :func:`.metrics.loss.gs_factors`; default 0.5, both weigh the
     same): 0 favours suppression, 1 generalization; the search, every local recoding step and the
-    report's ``loss_geometric`` use it.
+    report's ``loss_geometric`` use it — the steps take ``local_gs_factor`` instead when it is given
+    (ARX's GUI: 0 for the search, 0.05 for the steps of its local transformation).
 
     Errors are :class:`AnonymizeError` (one line): unknown column, NaN in a QI, value missing from a
     hierarchy, k larger than the table, no satisfying generalization, bad option values.
@@ -371,6 +373,11 @@ def anonymize_table(
                 "'loss' and a full-domain search (flash, incognito, samarati)"
             )
     gs = DEFAULT_GS_FACTOR if gs_factor is None else float(gs_factor)
+    if local_gs_factor is not None:
+        gs_factors(local_gs_factor)
+        if not local_recoding or metric != "loss":
+            raise AnonymizeError("the local recoding steps' gs-factor needs local recoding and the metric 'loss'")
+    step_gs = gs if local_gs_factor is None else float(local_gs_factor)
     t = time.perf_counter()
     table = _encode(table_or_df, schema, hierarchies)
     timings["encode"] = time.perf_counter() - t
@@ -410,7 +417,7 @@ def anonymize_table(
                     suppressed_rows=suppressed_rows,
                     progress=progress,
                     lattice=lat,
-                    lattice_options={"ncp_categorical": ncp_categorical, "weights": qi_weights, "gs_factor": gs},
+                    lattice_options={"ncp_categorical": ncp_categorical, "weights": qi_weights, "gs_factor": step_gs},
                     budget="fraction" if local_records is None else "records",
                     records=local_records,
                 )
@@ -533,6 +540,7 @@ def anonymize_table(
             else None,
             "ncp_categorical": ncp_categorical,
             "gs_factor": gs if metric == "loss" and alg.kind == registry.FULL_DOMAIN else None,
+            "local_gs_factor": step_gs if local_recoding and metric == "loss" else None,
             "weights": None if qi_weights is None else {name: float(x) for name, x in zip(qis, qi_weights)},
             "options": _jsonable(dict(options or {})),
             "hierarchies": {

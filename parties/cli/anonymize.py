@@ -12,7 +12,7 @@
         [--metric ncp|dm|cdm|height|suppressed|avg-class-size|loss] [--ncp-categorical height|leaves|span]
         [--weights COL=W,...] [--suppressed-rows star|drop|arx]
         [--local-recoding [--local-iterations N] [--local-records FRACTION]]   (flash, incognito, samarati)
-        [--metric loss --gs-factor G]   (ARX's generalization/suppression factor, in [0, 1])
+        [--metric loss --gs-factor G [--local-gs-factor G]]   (ARX's generalization/suppression factor)
 
 A thin layer over :func:`anonymize.publish.anonymizer.anonymize_table`; the algorithm choices come
 from the registry. What OUT holds depends on the algorithm's kind:
@@ -172,6 +172,14 @@ def register(subparsers) -> argparse.ArgumentParser:
         "value costs nothing); default 0.5, both the same. Every --local-recoding step uses it too",
     )
     p.add_argument(
+        "--local-gs-factor",
+        type=float,
+        default=None,
+        metavar="G",
+        help="with --local-recoding and --metric loss: the gs-factor of the re-searches (default: --gs-factor's); "
+        "ARX's GUI uses 0 for the search and 0.05 for its local transformation's steps",
+    )
+    p.add_argument(
         "--keep-order",
         action="store_true",
         help="write rows in the input's order (default: a fresh random order, so that two releases of the same "
@@ -321,6 +329,7 @@ def run_anonymize(args, progress=None, frame=None):
         local_iterations=getattr(args, "local_iterations", None),
         local_records=getattr(args, "local_records", None),
         gs_factor=getattr(args, "gs_factor", None),
+        local_gs_factor=getattr(args, "local_gs_factor", None),
         options=options,
         progress=progress,
     )
