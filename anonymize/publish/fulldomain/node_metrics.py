@@ -106,7 +106,9 @@ class NodeMetrics:
     def bounds(self, levels) -> tuple[float, float]:
         """Lower bounds of (NCP, Loss) at ``levels`` and at every generalization of it: the values
         without suppression (a suppressed cell costs 1, at least any generalized cell, and a cell's
-        loss only grows with its level; both aggregates grow with every per-attribute loss)."""
+        loss only grows with its level; both aggregates grow with every per-attribute loss). Under a
+        gs-factor every row is counted as kept, at g·share: a suppressed row costs
+        share + s·(1 − share) ≥ share ≥ g·share (:func:`..metrics.loss.loss_attribute`)."""
         _, totals = self.loss_tables()
         _, shares = self.share_tables()
         return self._aggregate(
