@@ -5,12 +5,15 @@ GS_SEARCH and a suppression limit of 1 − 1/N for the optimal search, then
 ``ARXResult.optimizeIterativeFast(output, 1/N, GS_STEPS)``. ppdm: the same recipe,
 ``anonymize_table(metric='loss', gs_factor=GS_SEARCH, max_suppression=1 − 1/N, local_recoding=True,
 local_records=1/N, local_gs_factor=GS_STEPS, suppressed_rows='arx')`` with no iteration cap (ARX's
-loop has none). Adult, the 8 QIs of ``bench_anonymize.py``. Prints both global nodes, the rows
+loop has none). With ``--adaption A --limit L`` the GUI's "fixpoint adaptive" mode instead: a
+suppression limit L, then ``optimizeIterative(output, GS_STEPS, ∞, A)`` — ppdm:
+``max_suppression=L, local_gs_factor=GS_STEPS, local_gs_adaption=A`` (each step keeps the fraction L).
+Adult, the 8 QIs of ``bench_anonymize.py``. Prints both global nodes, the rows
 suppressed before and after, the time of the local steps, and whether the two releases hold the same
 multiset of QI tuples.
 
     .venv/bin/python benchmarks/arx_local_recoding.py --arx CLASSPATH [--adult DIR] [--k 5] [--iterations 100]
-        [--gs-search 0] [--gs-steps 0.05]
+        [--gs-search 0] [--gs-steps 0.05] [--adaption A --limit L]
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ def main() -> int:
     ap.add_argument("--iterations", type=int, default=100, help="N: the GUI's iterations (default 100)")
     ap.add_argument("--gs-search", type=float, default=0.0, help="the search's gs-factor (GUI: 0)")
     ap.add_argument("--gs-steps", type=float, default=0.05, help="the steps' gs-factor (GUI: 0.05)")
+    ap.add_argument("--adaption", type=float, default=None, help="ARX's adaption factor (the fixpoint adaptive mode)")
+    ap.add_argument("--limit", type=float, default=None, help="with --adaption: the suppression limit")
     args = ap.parse_args()
     here = Path(__file__).resolve().parent
     adult = args.adult or Path(os.environ.get("PPDM_ADULT", here.parents[1] / "shared" / "data" / "adult"))
@@ -62,6 +67,11 @@ def main() -> int:
     arx_csv = out_dir / "arx.csv"
     cmd = ["java", "-Xmx3g", "-cp", f"{args.arx}:{out_dir}", "ArxLocalRecoding", str(adult), str(args.k)]
     cmd += [str(args.iterations), str(args.gs_search), str(args.gs_steps), str(arx_csv)]
+    adaptive = args.adaption is not None
+    if adaptive != (args.limit is not None):
+        raise SystemExit("give --adaption and --limit together")
+    if adaptive:
+        cmd += [str(args.adaption), str(args.limit)]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"ARX failed: {p.stderr.strip()[-300:]}")
@@ -69,11 +79,15 @@ def main() -> int:
     df = read_table(adult / "adult.csv")
     hs = read_hierarchies(adult, columns=set(QIS))
     t = time.perf_counter()
+    recipe: dict = (
+        {"max_suppression": args.limit, "local_gs_adaption": args.adaption}
+        if adaptive
+        else {"max_suppression": 1.0 - 1.0 / args.iterations, "local_records": 1.0 / args.iterations}
+    )
     r = anonymize_table(
         df[QIS], Schema(QIS, []), hs, algorithm="flash", models=[KAnonymity(args.k)],
-        max_suppression=1.0 - 1.0 / args.iterations, metric="loss", gs_factor=args.gs_search,
-        local_recoding=True, local_records=1.0 / args.iterations, local_gs_factor=args.gs_steps,
-        local_iterations=10**9, suppressed_rows="arx", n_queries=0,
+        metric="loss", gs_factor=args.gs_search, local_recoding=True, local_gs_factor=args.gs_steps,
+        local_iterations=10**9, suppressed_rows="arx", n_queries=0, **recipe,
     )  # fmt: skip
     ppdm_s = time.perf_counter() - t
     loc = r.report["local_recoding"]
@@ -81,9 +95,8 @@ def main() -> int:
     same = Counter(map(tuple, arx_rows[QIS].to_numpy().tolist())) == Counter(
         map(tuple, r.df[QIS].astype(str).to_numpy().tolist())
     )
-    print(
-        f"k = {args.k}, N = {args.iterations}, gs {args.gs_search:g} (search) / {args.gs_steps:g} (steps), Adult {len(df):,} rows"
-    )
+    mode = f"limit {args.limit:g}, adaption {args.adaption:g}" if adaptive else f"N = {args.iterations}"
+    print(f"k = {args.k}, {mode}, gs {args.gs_search:g} (search) / {args.gs_steps:g} (steps), Adult {len(df):,} rows")
     print(f"  global node      ARX {a['levels']}\n                   ppdm {r.levels}")
     print(f"  suppressed       ARX {a['suppressed_before']:,} -> {a['suppressed_after']:,}   "
           f"ppdm {loc['suppressed_before']:,} -> {loc['suppressed_after']:,} in {loc['iterations']} steps")  # fmt: skip

@@ -201,6 +201,11 @@ def test_local_recoding_takes_the_factor_into_every_step():
         (["--metric", "loss", "--gs-factor", "0.2", "--engine", "duckdb"], "needs the rows in memory"),
         (["--metric", "dm", "--gs-factor", "0.2", "--local", "3", "--split", "horizontal"], "not supported"),
         (["--metric", "loss", "--local-gs-factor", "0.05"], "needs local recoding"),
+        (["--metric", "loss", "--local-gs-adaption", "0.05"], "give local recoding too"),
+        (
+            ["--metric", "loss", "--local-recoding", "--local-records", "0.1", "--local-gs-adaption", "0.05"],
+            "optimizeIterative",
+        ),
     ],
 )
 def test_the_cli_refuses_a_factor_it_cannot_use_in_one_line(tmp_path, extra, message):
@@ -254,3 +259,43 @@ def test_the_steps_take_their_own_factor_as_arx_s_gui_does():
     assert loc.report["parameters"]["local_gs_factor"] == 0.9
     with pytest.raises(AnonymizeError, match="needs local recoding"):
         anonymize_table(df, Schema(["age", "job"], []), hierarchies(), gs_factor=0.0, local_gs_factor=0.9, **kw)
+
+
+def test_adapting_the_steps_factor_follows_arx_s_loop():
+    """``local_gs_adaption`` (ARX's ``optimizeIterative`` with an adaption factor): the release equals
+    ARX's loop written out here with plain searches — search the rows still suppressed at the current
+    factor; if none is released, raise the factor by the adaption and go on while it stays ≤ 1 — and
+    the factor did rise at least once (a suppression limit of 1 lets a step keep every row)."""
+    rng = np.random.default_rng(5)
+    rows = [(int(rng.integers(0, 6)), JOB_ROWS[int(rng.integers(0, 5))][0]) for _ in range(60)]
+    df = table(rows)
+    schema = Schema(["age", "job"], [])
+    kw = dict(algorithm="flash", models=[KAnonymity(3)], metric="loss", suppressed_rows="arx", n_queries=0)
+    got = anonymize_table(
+        df, schema, hierarchies(), max_suppression=1.0, gs_factor=0.0, local_recoding=True,
+        local_gs_factor=0.05, local_gs_adaption=0.05, local_iterations=1000, **kw,
+    )  # fmt: skip
+    runs = got.report["local_recoding"]["runs"]
+    assert any(r["recovered"] == 0 for r in runs[:-1])  # the adaption was needed
+    # ARX's loop, with plain searches of the rows still suppressed
+    first = anonymize_table(df, schema, hierarchies(), max_suppression=1.0, gs_factor=0.0, **kw)
+    left = df[(first.df[["age", "job"]] == "*").all(axis=1).to_numpy()].reset_index(drop=True)
+    released = [first.df[~(first.df[["age", "job"]] == "*").all(axis=1)]]
+    gs, steps = 0.05, 0
+    while len(left) >= 3:
+        step = anonymize_table(left, schema, hierarchies(), max_suppression=1.0, gs_factor=gs, **kw)
+        steps += 1
+        sup = (step.df[["age", "job"]] == "*").all(axis=1).to_numpy()
+        if sup.all():
+            if gs + 0.05 > 1.0:
+                break
+            gs += 0.05
+            continue
+        released.append(step.df[~sup])
+        left = left[sup].reset_index(drop=True)
+    expected = pd.concat(released + [pd.DataFrame({"age": ["*"] * len(left), "job": ["*"] * len(left)})])
+    assert steps == len(runs)
+    assert sorted(map(tuple, got.df[["age", "job"]].to_numpy().tolist())) == sorted(
+        map(tuple, expected[["age", "job"]].to_numpy().tolist())
+    )
+    assert [r.get("gs_factor") for r in runs][-1] == pytest.approx(gs)

@@ -292,6 +292,7 @@ def anonymize_table(
     local_records: float | None = None,
     gs_factor: float | None = None,
     local_gs_factor: float | None = None,
+    local_gs_adaption: float | None = None,
     options: Mapping | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> AnonymizationResult:
@@ -321,7 +322,9 @@ def anonymize_table(
     Loss (``metric='loss'`` only; :func:`.metrics.loss.gs_factors`; default 0.5, both weigh the
     same): 0 favours suppression, 1 generalization; the search, every local recoding step and the
     report's ``loss_geometric`` use it — the steps take ``local_gs_factor`` instead when it is given
-    (ARX's GUI: 0 for the search, 0.05 for the steps of its local transformation).
+    (ARX's GUI: 0 for the search, 0.05 for the steps of its local transformation), and with
+    ``local_gs_adaption`` it grows after a step that releases nothing (ARX's adaption factor,
+    :func:`.fulldomain.local_recoding.local_recoding`).
 
     Errors are :class:`AnonymizeError` (one line): unknown column, NaN in a QI, value missing from a
     hierarchy, k larger than the table, no satisfying generalization, bad option values.
@@ -378,6 +381,8 @@ def anonymize_table(
         if not local_recoding or metric != "loss":
             raise AnonymizeError("the local recoding steps' gs-factor needs local recoding and the metric 'loss'")
     step_gs = gs if local_gs_factor is None else float(local_gs_factor)
+    if local_gs_adaption is not None and not local_recoding:
+        raise AnonymizeError("adapting the steps' gs-factor is a setting of local recoding: give local recoding too")
     t = time.perf_counter()
     table = _encode(table_or_df, schema, hierarchies)
     timings["encode"] = time.perf_counter() - t
@@ -420,6 +425,7 @@ def anonymize_table(
                     lattice_options={"ncp_categorical": ncp_categorical, "weights": qi_weights, "gs_factor": step_gs},
                     budget="fraction" if local_records is None else "records",
                     records=local_records,
+                    gs_adaption=0.0 if local_gs_adaption is None else float(local_gs_adaption),
                 )
                 search = local.search
             else:
@@ -541,6 +547,7 @@ def anonymize_table(
             "ncp_categorical": ncp_categorical,
             "gs_factor": gs if metric == "loss" and alg.kind == registry.FULL_DOMAIN else None,
             "local_gs_factor": step_gs if local_recoding and metric == "loss" else None,
+            "local_gs_adaption": None if local_gs_adaption is None else float(local_gs_adaption),
             "weights": None if qi_weights is None else {name: float(x) for name, x in zip(qis, qi_weights)},
             "options": _jsonable(dict(options or {})),
             "hierarchies": {

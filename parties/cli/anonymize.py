@@ -12,7 +12,7 @@
         [--metric ncp|dm|cdm|height|suppressed|avg-class-size|loss] [--ncp-categorical height|leaves|span]
         [--weights COL=W,...] [--suppressed-rows star|drop|arx]
         [--local-recoding [--local-iterations N] [--local-records FRACTION]]   (flash, incognito, samarati)
-        [--metric loss --gs-factor G [--local-gs-factor G]]   (ARX's generalization/suppression factor)
+        [--metric loss --gs-factor G [--local-gs-factor G] [--local-gs-adaption A]]   (ARX's gs-factor)
 
 A thin layer over :func:`anonymize.publish.anonymizer.anonymize_table`; the algorithm choices come
 from the registry. What OUT holds depends on the algorithm's kind:
@@ -180,6 +180,15 @@ def register(subparsers) -> argparse.ArgumentParser:
         "ARX's GUI uses 0 for the search and 0.05 for its local transformation's steps",
     )
     p.add_argument(
+        "--local-gs-adaption",
+        type=float,
+        default=None,
+        metavar="A",
+        help="with --local-recoding and --metric loss (not --local-records): after a re-search that releases no "
+        "row, raise the steps' gs-factor by A and go on while it stays <= 1 (ARX's adaption factor, its GUI's "
+        "fixpoint-adaptive mode; GUI default 0.05)",
+    )
+    p.add_argument(
         "--keep-order",
         action="store_true",
         help="write rows in the input's order (default: a fresh random order, so that two releases of the same "
@@ -330,6 +339,7 @@ def run_anonymize(args, progress=None, frame=None):
         local_records=getattr(args, "local_records", None),
         gs_factor=getattr(args, "gs_factor", None),
         local_gs_factor=getattr(args, "local_gs_factor", None),
+        local_gs_adaption=getattr(args, "local_gs_adaption", None),
         options=options,
         progress=progress,
     )

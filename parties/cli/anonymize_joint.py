@@ -151,6 +151,7 @@ def _refuse_unsupported(args) -> None:
         ("--local-records", getattr(args, "local_records", None) is not None),
         ("--gs-factor", getattr(args, "gs_factor", None) is not None),
         ("--local-gs-factor", getattr(args, "local_gs_factor", None) is not None),
+        ("--local-gs-adaption", getattr(args, "local_gs_adaption", None) is not None),
         ("--keep-order", args.keep_order),
         ("--plot", args.plot),
         ("--queries", args.queries),

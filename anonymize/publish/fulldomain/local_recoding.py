@@ -75,6 +75,7 @@ from .. import registry
 from ..classes import ClassStats, class_stats, equivalence_classes
 from ..hierarchy import value_str
 from ..metrics import measure_release
+from ..metrics.loss import DEFAULT_GS_FACTOR
 from ..metrics.release import sensitive_summary
 from ..models import PrivacyModel, all_ok
 from ..models_population import bind_models, table_models
@@ -316,6 +317,7 @@ def local_recoding(
     lattice: Lattice | None = None,
     lattice_options: Mapping | None = None,
     records: float | None = None,
+    gs_adaption: float = 0.0,
 ) -> LocalRecodingResult:
     """Global full-domain search, then iterative re-searches of the suppressed rows (module docstring).
 
@@ -328,7 +330,13 @@ def local_recoding(
     these models and budget (the global search runs on it); ``lattice_options`` — further keyword
     arguments of :class:`.engine.Lattice` (e.g. the NCP flavour, QI weights), the same for the global
     lattice and every sub-search's; ``records`` — with ``budget='records'``, the fraction in (0, 1] of
-    all rows each sub-search must release (ARX's ``optimizeIterativeFast``).
+    all rows each sub-search must release (ARX's ``optimizeIterativeFast``); ``gs_adaption`` — ARX's
+    adaption factor (``optimizeIterative(handle, gsFactor, maxIterations, adaptionFactor)``, the GUI's
+    "fixpoint adaptive" mode; ``budget='fraction'`` and ``metric='loss'`` only): after a sub-search that
+    releases no row (or finds no node) the steps' gs-factor (``lattice_options['gs_factor']``) grows by
+    it and the loop goes on while it stays ≤ 1 — each such step counts as an iteration, as in ARX.
+    It matters where a step may keep every row suppressed (a suppression limit of 1): a low factor
+    makes suppression cheap, a higher one makes the next step release rows.
 
     Errors (:class:`AnonymizeError`, one line): another algorithm, a refused model
     (:func:`check_local_models`), a bad budget or iteration count, or no global node.
@@ -351,10 +359,18 @@ def local_recoding(
             )
     elif records is not None:
         raise AnonymizeError(f"a share of records per step needs the budget 'records' (budget: {budget})")
+    if not 0.0 <= float(gs_adaption) <= 1.0:
+        raise AnonymizeError(f"the gs-factor's adaption must be in [0, 1], got {gs_adaption}")
+    if gs_adaption and (budget != "fraction" or metric != "loss"):
+        raise AnonymizeError(
+            "adapting the gs-factor is ARX's optimizeIterative: it needs the metric 'loss' and each step's "
+            "suppression fraction (not a share of records per step)"
+        )
     models = bind_models(list(models), table.n)
     check_local_models(models)
     alg = registry.get(algorithm)
     opts = dict(lattice_options or {})
+    step_gs = float(opts.get("gs_factor", DEFAULT_GS_FACTOR))
     lat = lattice
     if lat is None:
         lat = Lattice(table, models, max_suppression, suppressed_rows=suppressed_rows, **opts)
@@ -404,13 +420,19 @@ def local_recoding(
         if budget == "records":  # ARX's optimizeIterativeFast: release at least records·n rows of the sub-table
             assert records is not None
             sub_fraction = 1.0 - min(1.0, float(records) * float(table.n) / float(n_sub))
+        if gs_adaption:
+            opts["gs_factor"] = step_gs
         try:
             slat = Lattice(sub, models, sub_fraction, suppressed_rows=suppressed_rows, **opts)
             sres = alg.run(slat, metric=sub_metric, progress=sub_progress)
         except AnonymizeError as e:
             res.iterations.append(
                 {"iteration": it, "rows": n_sub, "recovered": 0, "levels": None, "seconds": time.perf_counter() - t}
+                | ({"gs_factor": step_gs} if gs_adaption else {})
             )
+            if gs_adaption and step_gs + gs_adaption <= 1.0:  # ARX: adapt and try again
+                step_gs += gs_adaption
+                continue
             res.stopped = f"no node satisfies the models on the {n_sub} suppressed rows ({e})"
             break
         scid, sfail = slat.row_classes(sres.levels)
@@ -424,9 +446,14 @@ def local_recoding(
             "checked": int(sres.stats.get("checked", 0) or 0),
             "seconds": 0.0,
         }
+        if gs_adaption:
+            run["gs_factor"] = step_gs
         res.iterations.append(run)
         if len(released) == 0:
             run["seconds"] = time.perf_counter() - t
+            if gs_adaption and step_gs + gs_adaption <= 1.0:  # ARX: adapt and try again
+                step_gs += gs_adaption
+                continue
             res.stopped = "an iteration released no row"
             break
         candidate = node_of_row.copy()
