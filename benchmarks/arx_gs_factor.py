@@ -15,11 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -53,23 +50,13 @@ def main() -> int:
     )
     ap.add_argument("specs", nargs="*", default=SPECS, help="k:SUP:loss@G[:lL] (default: the list above)")
     args = ap.parse_args()
-    adult = args.adult or Path(
-        os.environ.get("PPDM_ADULT", Path(__file__).resolve().parents[2] / "shared" / "data" / "adult")
-    )
+    adult = args.adult or B.default_adult()
     if not (adult / "adult.csv").exists():
         raise SystemExit(f"no adult.csv in {adult} (give --adult DIR)")
-    if not shutil.which("javac") or not shutil.which("java"):
-        raise SystemExit("needs a JDK (javac and java on PATH)")
     for spec in args.specs:
         if ":loss@" not in spec:
             raise SystemExit(f"a configuration is k:SUP:loss@G[:lL], got {spec!r}")
-    out_dir = Path(tempfile.mkdtemp(prefix="ppdm-arx-gs-"))
-    src = Path(__file__).resolve().parent / "arx" / "ArxSideBySide.java"
-    p = subprocess.run(
-        ["javac", "-nowarn", "-d", str(out_dir), "-cp", args.arx, str(src)], capture_output=True, text=True
-    )
-    if p.returncode != 0:
-        raise SystemExit(f"compiling the ARX harness failed: {p.stderr.strip()[-300:]}")
+    out_dir = B.compile_arx_harness(args.arx, "ArxSideBySide.java")
     p = subprocess.run(
         ["java", "-Xmx2g", "-cp", f"{args.arx}:{out_dir}", "ArxSideBySide", str(adult), "0", "1", *args.specs],
         capture_output=True,

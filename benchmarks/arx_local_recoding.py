@@ -20,24 +20,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_anonymize as B
 import pandas as pd
 
 from anonymize.publish import KAnonymity, Schema
 from anonymize.publish.anonymizer import anonymize_table
 from anonymize.publish.io import read_hierarchies, read_table
 
-QIS = ["age", "sex", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
+QIS = B.QIS  # the 8 QIs of the ARX side-by-side runs
 
 
 def main() -> int:
@@ -53,17 +52,10 @@ def main() -> int:
     ap.add_argument("--adaption", type=float, default=None, help="ARX's adaption factor (the fixpoint adaptive mode)")
     ap.add_argument("--limit", type=float, default=None, help="with --adaption: the suppression limit")
     args = ap.parse_args()
-    here = Path(__file__).resolve().parent
-    adult = args.adult or Path(os.environ.get("PPDM_ADULT", here.parents[1] / "shared" / "data" / "adult"))
+    adult = args.adult or B.default_adult()
     if not (adult / "adult.csv").exists():
         raise SystemExit(f"no adult.csv in {adult} (give --adult DIR)")
-    if not shutil.which("javac") or not shutil.which("java"):
-        raise SystemExit("needs a JDK (javac and java on PATH)")
-    out_dir = Path(tempfile.mkdtemp(prefix="ppdm-arx-local-"))
-    srcs = [str(here / "arx" / "ArxSideBySide.java"), str(here / "arx" / "ArxLocalRecoding.java")]
-    p = subprocess.run(["javac", "-nowarn", "-d", str(out_dir), "-cp", args.arx, *srcs], capture_output=True, text=True)
-    if p.returncode != 0:
-        raise SystemExit(f"compiling the ARX harness failed: {p.stderr.strip()[-300:]}")
+    out_dir = B.compile_arx_harness(args.arx, "ArxSideBySide.java", "ArxLocalRecoding.java")
     arx_csv = out_dir / "arx.csv"
     cmd = ["java", "-Xmx3g", "-cp", f"{args.arx}:{out_dir}", "ArxLocalRecoding", str(adult), str(args.k)]
     cmd += [str(args.iterations), str(args.gs_search), str(args.gs_steps), str(arx_csv)]

@@ -245,6 +245,33 @@ ARX_CONFIGS = [
 ]
 
 
+def default_adult() -> Path:
+    """Adult's directory: ``$PPDM_ADULT``, else ``../shared/data/adult`` beside the repository."""
+    return Path(os.environ.get("PPDM_ADULT", Path(__file__).resolve().parents[1].parent / "shared" / "data" / "adult"))
+
+
+def compile_arx_harness(classpath: str, *sources: str) -> Path:
+    """Compile ppdm's ARX harness files ``sources`` (in ``benchmarks/arx``) against the ARX build on
+    ``classpath``; the directory of the classes. Exits with one line without a JDK or on a failed compile."""
+    import shutil
+    import tempfile
+
+    if not shutil.which("javac") or not shutil.which("java"):
+        raise SystemExit("the ARX side-by-side runs need a JDK (javac and java on PATH)")
+    here = Path(__file__).resolve().parent / "arx"
+    out_dir = Path(tempfile.mkdtemp(prefix="ppdm-arx-"))
+    p = subprocess.run(
+        ["javac", "-nowarn", "-d", str(out_dir), "-cp", classpath, *(str(here / f) for f in sources)],
+        capture_output=True,
+        text=True,
+    )
+    if p.returncode != 0:
+        raise SystemExit(
+            f"compiling the ARX harness failed (is {classpath!r} an ARX build?): {p.stderr.strip()[-300:]}"
+        )
+    return out_dir
+
+
 def arx_spec(cfg) -> str:
     """A configuration as ArxSideBySide's argument ``k:SUP:dm[:lL][:tT@ATTR]`` (also the ppdm child's)."""
     k, sup, l, tc = cfg
@@ -353,20 +380,9 @@ def bench_arx(
     ``ppdm_star`` also times ppdm's default 'star' release for reference."""
     import shutil
     import statistics
-    import tempfile
 
     configs = configs or ARX_CONFIGS
-    if not shutil.which("javac") or not shutil.which("java"):
-        raise SystemExit("--arx needs a JDK (javac and java on PATH)")
-    src = Path(__file__).resolve().parent / "arx" / "ArxSideBySide.java"
-    out_dir = Path(tempfile.mkdtemp(prefix="ppdm-arx-"))
-    p = subprocess.run(
-        ["javac", "-nowarn", "-d", str(out_dir), "-cp", classpath, str(src)], capture_output=True, text=True
-    )
-    if p.returncode != 0:
-        raise SystemExit(
-            f"compiling the ARX harness failed (is {classpath!r} an ARX build?): {p.stderr.strip()[-300:]}"
-        )
+    out_dir = compile_arx_harness(classpath, "ArxSideBySide.java")
     rows = []
     print(
         f"ARX vs ppdm Flash, DM metric, {adult_dir / 'adult.csv'}; per configuration one JVM and one Python process, "
@@ -486,9 +502,7 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--adult",
         type=Path,
-        default=Path(
-            os.environ.get("PPDM_ADULT", Path(__file__).resolve().parents[1].parent / "shared" / "data" / "adult")
-        ),
+        default=default_adult(),
     )
     ap.add_argument("--rows", type=int, default=1_000_000, help="synthetic rows for the Mondrian scale run (0: skip)")
     ap.add_argument("--k", type=int, default=5)

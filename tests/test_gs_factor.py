@@ -80,6 +80,11 @@ def table(rows: list[tuple[int, str]]) -> pd.DataFrame:
     return pd.DataFrame({"age": [str(a) for a, _ in rows], "job": [j for _, j in rows]})
 
 
+def search(df: pd.DataFrame, **kw):
+    """``anonymize_table`` of ``df`` over (age, job) with the test hierarchies, the Loss metric, no query error."""
+    return anonymize_table(df, Schema(["age", "job"], []), hierarchies(), metric="loss", n_queries=0, **kw)
+
+
 def test_the_factors_are_arx_s():
     assert gs_factors(0.0) == (1.0, 0.0)
     assert gs_factors(0.25) == (1.0, 0.5)
@@ -112,17 +117,8 @@ def test_the_search_finds_arx_s_least_loss_and_reports_it(rows, k, sup, gs, algo
             scores[lv] = loss
     assert scores  # the top node always satisfies k (k <= n)
     best = min(scores.values())
-    r = anonymize_table(
-        df,
-        Schema(["age", "job"], []),
-        hierarchies(),
-        algorithm=algorithm,
-        models=[KAnonymity(k)],
-        max_suppression=sup,
-        metric="loss",
-        gs_factor=gs,
-        suppressed_rows="arx",
-        n_queries=0,
+    r = search(
+        df, algorithm=algorithm, models=[KAnonymity(k)], max_suppression=sup, gs_factor=gs, suppressed_rows="arx"
     )
     chosen = (r.levels["age"], r.levels["job"])
     assert chosen in scores
@@ -141,19 +137,9 @@ def test_the_factor_moves_the_optimum_between_suppressing_and_generalizing():
     df = table(rows)
     chosen = {}
     for gs in (0.0, 1.0):
-        r = anonymize_table(
-            df,
-            Schema(["age", "job"], []),
-            hierarchies(),
-            algorithm="flash",
-            models=[KAnonymity(2)],
-            max_suppression=0.2,
-            metric="loss",
-            gs_factor=gs,
-            suppressed_rows="arx",
-            n_queries=0,
+        chosen[gs] = search(
+            df, algorithm="flash", models=[KAnonymity(2)], max_suppression=0.2, gs_factor=gs, suppressed_rows="arx"
         )
-        chosen[gs] = r
     assert chosen[0.0].metrics["suppressed_rows"] == 2  # keeps the ages, drops the two rare rows
     assert chosen[1.0].metrics["suppressed_rows"] == 0  # generalizes instead
     assert (
@@ -176,18 +162,7 @@ def test_the_default_factor_changes_nothing():
 def test_local_recoding_takes_the_factor_into_every_step(tmp_path):
     rows = [(a % 6, JOB_ROWS[(a * 7) % 5][0]) for a in range(60)] + [(5, "teacher"), (4, "doctor")]
     df = table(rows)
-    r = anonymize_table(
-        df,
-        Schema(["age", "job"], []),
-        hierarchies(),
-        algorithm="flash",
-        models=[KAnonymity(4)],
-        max_suppression=0.2,
-        metric="loss",
-        gs_factor=0.05,
-        local_recoding=True,
-        n_queries=0,
-    )
+    r = search(df, algorithm="flash", models=[KAnonymity(4)], max_suppression=0.2, gs_factor=0.05, local_recoding=True)
     assert r.report["parameters"]["gs_factor"] == 0.05
     sizes = r.df[r.df["age"] != "*"].groupby(["age", "job"]).size()
     assert (sizes >= 4).all()  # every released tuple's class holds k rows
