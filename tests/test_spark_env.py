@@ -102,12 +102,18 @@ def test_a_job_runs_on_both_workers_and_the_local_session_comes_back(spark_clust
     assert local.sparkContext.master == "local[2]" and local.range(10).count() == 10
 
 
-def _wait_for_running_tasks(sc: SparkContext, n: int, timeout: float = JOB_BOUND) -> None:
+def _wait_for_running_tasks(sc: SparkContext, n: int, job: Future[int], timeout: float = JOB_BOUND) -> None:
+    """Wait until the status tracker shows ``n`` running tasks; fail at once if ``job`` ended first (its tasks
+    must outlast the listener bus's lag, which on a loaded machine can swallow a whole short job)."""
     tracker, deadline = sc.statusTracker(), time.monotonic() + timeout
     while time.monotonic() < deadline:
         infos = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
         if sum(i.numActiveTasks for i in infos if i is not None) >= n:
             return
+        if job.done():
+            raise AssertionError(
+                f"the job ended before {n} of its tasks were seen running: {job.exception() or 'done'}"
+            )
         time.sleep(0.1)
     raise AssertionError(f"fewer than {n} tasks running after {timeout} s")
 
@@ -142,15 +148,16 @@ def test_a_lost_worker_costs_its_tasks_only_and_with_no_worker_left_the_job_wait
     sc = spark.sparkContext
     with ThreadPoolExecutor(1) as pool:
         # worker 0 dies (JVM, executor and Python workers: kill -9) while both workers run a task
-        job = _submit(pool, sc, "one-lost", partitions=4, seconds=1.5)
-        _wait_for_running_tasks(sc, 2)
+        job = _submit(pool, sc, "one-lost", partitions=4, seconds=3.0)
+        _wait_for_running_tasks(sc, 2, job)
         spark_cluster.kill_worker(0)
         assert job.result(timeout=JOB_BOUND) == sum(range(60))  # its lost task re-ran on worker 1
         assert executor_count(spark) == 1 and len(spark_cluster.worker_pids) == 1
 
-        # the last worker dies mid-job: Spark does not fail the job (2 tasks of 1 s) ...
-        job = _submit(pool, sc, "none-left", partitions=2, seconds=1.0)
-        _wait_for_running_tasks(sc, 1)
+        # the last worker dies mid-job: Spark does not fail the job (2 tasks of 30 s, killed with the worker:
+        # long enough that the status tracker sees one running even when its listener bus lags) ...
+        job = _submit(pool, sc, "none-left", partitions=2, seconds=30.0)
+        _wait_for_running_tasks(sc, 1, job)
         spark_cluster.kill_worker(1)
         deadline = time.monotonic() + JOB_BOUND
         while executor_count(spark) > 0 and time.monotonic() < deadline:
