@@ -250,11 +250,10 @@ def _ring(bits: int) -> np.dtype:
 def _to_ring(v: Any, dt: np.dtype) -> np.ndarray:
     """Integer values (array or scalar, any sign) as their residues mod 2^R in dtype ``dt``."""
     a = integer_array(v, "RSS3 values")
-    if a.dtype.kind == "i":
-        u = a.astype(np.int64).view(np.uint64)
-    else:
-        u = a.astype(np.uint64)
-    return u.astype(dt)
+    if a.dtype.kind == "i":  # two's complement: the residue mod 2^64, then mod 2^R
+        a = a.astype(np.int64, copy=False).view(np.uint64)
+    # unsigned to unsigned widens exactly and truncates mod 2^R; always a new array (callers change it)
+    return a.astype(dt)
 
 
 def _segment_summer(offsets: Any, n: int) -> Callable[[np.ndarray], np.ndarray]:

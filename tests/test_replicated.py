@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from mpc.channel import run_parties, unpack_arrays
 from mpc.errors import InputMismatchError, ProtocolError
-from mpc.replicated import RING_DTYPES, RSS3, _to_planes, ltz_and_count, ltz_rounds, pack_bits, unpack_bits
+from mpc.replicated import RING_DTYPES, RSS3, _to_planes, _to_ring, ltz_and_count, ltz_rounds, pack_bits, unpack_bits
 
 SMALL = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -67,6 +67,23 @@ def test_bit_planes_of_values(dtype, n, chunk):
     planes = _to_planes(v, k, chunk=chunk)
     want = np.array([(v >> dtype(j)) & dtype(1) for j in range(k)], np.uint8).reshape(k, n)
     assert np.array_equal(unpack_bits(planes, n), want)
+
+
+@SMALL
+@given(
+    dtype=st.sampled_from([np.int8, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]),
+    bits=st.sampled_from(sorted(RING_DTYPES)),
+    data=st.data(),
+)
+def test_values_to_ring_residues_in_a_new_array(dtype, bits, data) -> None:
+    """Any integer vector becomes its residues mod 2^bits (Python's own modulo of the exact values), and
+    never the caller's array: shares are updated in place afterwards."""
+    info = np.iinfo(dtype)
+    vals = data.draw(st.lists(st.integers(int(info.min), int(info.max)), min_size=1, max_size=20))
+    v = np.array(vals, dtype=dtype)
+    got = _to_ring(v, RING_DTYPES[bits])
+    assert got.dtype == RING_DTYPES[bits] and [int(x) for x in got] == [x % (1 << bits) for x in vals]
+    assert not np.shares_memory(got, v)
 
 
 def test_cost_model():

@@ -509,12 +509,13 @@ class _Circuit:
         if hist and presence:  # the cell numbers computed once for both; presence value-major
             cvec, pres = counter.counts_and_presence(nodes, sizes)
         else:
-            cvec = counter.counts(nodes, sizes=sizes)
+            cvec = counter.counts(nodes, sizes=sizes, dtype=counter.count_dtype)
         jobs: list[Coroutine[Any, Any, Arith | Bool | None]] = []
         if full:
             jobs.append(rss.input_sum(cvec, self.R))
         if self.capped:
-            jobs.append(rss.input_sum(np.minimum(cvec, np.uint64(self.spec.k)), self.Rk))
+            cap = cvec.dtype.type(min(self.spec.k, np.iinfo(cvec.dtype).max))  # k in the counts' own type
+            jobs.append(rss.input_sum(np.minimum(cvec, cap), self.Rk))
         if hist:
             # with presence each party's 0/1 "I have a row there" bits, XOR-shared, one plane per party
             if presence:
