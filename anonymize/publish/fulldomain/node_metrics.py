@@ -93,14 +93,11 @@ class NodeMetrics:
             ncp = (sum(ncp_totals) + suppressed * self.q) / (n * self.q)
         else:
             ncp = weighted_mean([(t + suppressed) / n for t in ncp_totals], self.weights)
-        if self.gs_factor == DEFAULT_GS_FACTOR:
-            per = [arx_round(max((t + suppressed) / n, 0.0)) for t in share_totals]
-        else:
-            sup = share_sup if share_sup is not None else [0.0] * self.q
-            per = [
-                arx_round(max(loss_attribute(t, u, suppressed, n, a, self.gs_factor), 0.0))
-                for t, u, a in zip(share_totals, sup, self._leaves)
-            ]
+        sup = share_sup if share_sup is not None else [0.0] * self.q
+        per = [
+            arx_round(max(loss_attribute(t, u, suppressed, n, a, self.gs_factor), 0.0))
+            for t, u, a in zip(share_totals, sup, self._leaves)
+        ]
         return ncp, geometric_loss(per, self.weights)
 
     def bounds(self, levels) -> tuple[float, float]:
@@ -134,13 +131,9 @@ class NodeMetrics:
         ncp = (ncp + 0.0 * self.q) / (n * self.q)
         w = arx_weights(None, self.q)
         loss = np.ones(N)
-        g, _s = gs_factors(self.gs_factor)
         for j in range(self.q):  # left to right, as np.prod multiplies
-            if self.gs_factor == DEFAULT_GS_FACTOR:
-                per = np.asarray(shares[j], dtype=np.float64)[lv[:, j]] / n
-            else:  # loss_attribute with nothing suppressed
-                a = 0.0 if self._leaves[j] <= 1 else 1.0 / self._leaves[j]
-                per = g * (1.0 - a) * np.asarray(shares[j], dtype=np.float64)[lv[:, j]] / (n * (1.0 - g * a))
+            kept = np.asarray(shares[j], dtype=np.float64)[lv[:, j]]
+            per = loss_attribute(kept, 0.0, 0.0, n, self._leaves[j], self.gs_factor)  # nothing suppressed
             per = np.floor(np.maximum(per, 0.0) * 1e10) / 1e10  # arx_round
             loss = loss * np.power(w[j] * per + 1.0, 1.0 / self.q)
         return ncp, loss - 1.0

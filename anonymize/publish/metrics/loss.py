@@ -127,8 +127,9 @@ def gs_factors(gs_factor: float) -> tuple[float, float]:
     return (1.0 if gs <= 0.5 else 1.0 - 2.0 * (gs - 0.5)), (2.0 * gs if gs < 0.5 else 1.0)
 
 
-def loss_attribute(kept: float, sup: float, n_sup: float, n: float, n_leaves: int, gs_factor: float) -> float:
-    """One attribute's Loss (ARX's ``MetricMDNMLoss``, before its rounding) under a gs-factor.
+def loss_attribute(kept, sup, n_sup: float, n: float, n_leaves: int, gs_factor: float):
+    """One attribute's Loss (ARX's ``MetricMDNMLoss``, before its rounding) under a gs-factor
+    (``kept`` and ``sup`` may also be arrays, one value per node: the result is then one).
 
     ``kept`` / ``sup`` — the sums of :func:`.cells.share_loss` ℓ over the kept and the suppressed rows
     (a suppressed row's ℓ is that of the cell it had at the node: ARX keeps an outlier's generalized
