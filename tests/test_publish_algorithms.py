@@ -503,3 +503,51 @@ def test_compact_codes_equal_numpy_unique(values, dtype):
         want_p, want_inv = np.unique(c, return_inverse=True)
         assert present.dtype == c.dtype and np.array_equal(present, want_p)
         assert np.array_equal(inv, want_inv.reshape(-1))
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(
+    st.integers(1, 60),
+    st.lists(st.integers(1, 12), min_size=1, max_size=3),
+    st.sampled_from([None, 1, 300, 70_000]),
+    st.integers(0, 2**32 - 1),
+)
+def test_packed_histograms_equal_a_pandas_count_of_the_generalized_rows(n, widths, weight, seed):
+    """Sensitive histograms roll up packed, several counts to a word (``HistogramLayout``: 8-bit lanes
+    below 256 rows, 16-bit below 65,536, 32-bit beyond; sensitive attributes whose values straddle a
+    word). At random nodes, reached directly and through a specialization, they equal a pandas count
+    of the rows' generalized QI tuples and sensitive values (weights counted as multiplicities)."""
+    rng = np.random.default_rng(seed)
+    qis = ["a0", "a1"]
+    df = pd.DataFrame({c: [f"v{x}" for x in rng.integers(0, 7, n)] for c in qis})
+    sens = [f"s{i}" for i in range(len(widths))]
+    for s, w in zip(sens, widths):
+        df[s] = [f"x{x}" for x in rng.integers(0, w, n)]
+    w = None if weight is None else rng.integers(1, weight + 1, n)
+    hs = {c: _small_hierarchy(c, 7, 2) for c in qis}
+    table = EncodedTable.encode(df, Schema(qis, sens), hs, weights=w)
+    lat = Lattice(table, [KAnonymity(1)], 0.0, histograms=True)
+    total = int(n if w is None else w.sum())
+    assert lat.freq.hist_layout.lane == next(b for b in (8, 16, 32, 64) if total < 1 << b)
+    weights = np.ones(n, dtype=np.int64) if w is None else w
+    for node in [(0, 0), (1, 0), (1, 2), (3, 3), (2, 1)]:
+        fs = lat.rollup(lat.rollup(lat.base, (min(node[0], 1), 0)), node)
+        codes = lat.tuple_codes(fs)
+        g = {c: hs[c].maps[lv][hs[c].encode(df[c])] for c, lv in zip(qis, node)}
+        for s, got in zip(sens, lat.freq.histograms(fs)):
+            j = table.schema.sensitive.index(s)
+            vals = list(table.sens_values[j])
+            want = (
+                pd.DataFrame({**g, "v": df[s].map({v: i for i, v in enumerate(vals)}), "w": weights})
+                .groupby(qis + ["v"])["w"]
+                .sum()
+            )
+            node_codes = [lat.freq.node_of[i][lv][codes[:, i]] for i, lv in enumerate(node)]
+            have = {
+                (int(a), int(b), v): int(got[r, v])
+                for r, (a, b) in enumerate(zip(*node_codes))
+                for v in range(len(vals))
+                if got[r, v]
+            }
+            assert have == {tuple(int(x) for x in key): int(c) for key, c in want.items()}
+            assert np.array_equal(got.sum(axis=1), fs.counts)

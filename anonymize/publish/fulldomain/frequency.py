@@ -22,6 +22,13 @@ faster than ``argsort``) and ``np.add.reduceat`` of counts over the runs. When
 ``Σ_j ⌈log2 R_j⌉ > 62`` bits the engine switches to a code-matrix
 representation (slower, same results).
 
+Sensitive histograms (l-diversity, t-closeness) roll up with the counts, packed: every count is
+at most ``n``, so each takes a *lane* of the fewest bits of 8, 16 or 32 that hold ``n`` (16 on
+Adult), several lanes to a uint64 word (:class:`HistogramLayout`). Adding two words adds their lanes
+without a carry crossing a lane (a lane's sums never exceed ``n``), so ``np.add.reduceat`` runs over
+⌈V·lane/64⌉ words per tuple instead of V counts — its cost grows with the columns (4 words instead
+of 14 counts on Adult's occupation: about 3× faster) — and a lane is read back through a view.
+
 Incognito's attribute subsets are also nodes here: dropping attribute ``j``
 (projecting the table onto the other QIs) is a virtual level ``h_j + 1`` that
 maps every value to one code, above ``*``. So one key space and one roll-up
@@ -38,7 +45,7 @@ import numpy as np
 from ..classes import equivalence_classes
 from ..table import EncodedTable
 
-__all__ = ["DROPPED", "FrequencySet", "FrequencySets", "sensitive_offsets"]
+__all__ = ["DROPPED", "FrequencySet", "FrequencySets", "HistogramLayout", "sensitive_offsets"]
 
 DROPPED = -1
 """Marker used in level vectors passed to :meth:`.engine.Lattice.node_info` for a dropped attribute
@@ -57,6 +64,44 @@ def sensitive_offsets(table: EncodedTable) -> tuple[list[int], int]:
         offsets.append(off)
         off += len(vals)
     return offsets, off
+
+
+class HistogramLayout:
+    """How a frequency set's sensitive histograms are packed: ``V`` counts per tuple (the sensitive
+    attributes' values concatenated, :func:`sensitive_offsets`), each in a ``lane`` of 8, 16 or 32
+    bits — the fewest that hold ``n``, the largest sum a count can reach — or 64 (unpacked) beyond
+    2^32, ``64 // lane`` lanes to a uint64 word, ``words`` words per tuple. Lanes are written and
+    read through a view of the words as unsigned ``lane``-bit integers, so packing and reading agree
+    on any byte order."""
+
+    def __init__(self, table: EncodedTable):
+        self.offsets, self.V = sensitive_offsets(table)
+        self.widths = [len(v) for v in table.sens_values]
+        n = int(table.n)
+        self.lane = next((b for b in (8, 16, 32) if n < 1 << b), 64)
+        self.per_word = 64 // self.lane
+        self.words = max(-(-self.V // self.per_word), 1)
+        self._lane_dtype = np.dtype(f"u{self.lane // 8}")
+
+    def lanes(self, packed: np.ndarray) -> np.ndarray:
+        """``(m, words · 64/lane)`` view of packed ``(m, words)`` uint64 histograms, one lane per column
+        (columns from ``V`` on are zero)."""
+        return packed.view(self._lane_dtype)
+
+    def pack(self, m: int, value_index: list[np.ndarray], counts: np.ndarray) -> np.ndarray:
+        """``(m, words)`` packed histograms of ``m`` tuples that each hold ``counts[i]`` rows, all with
+        the value ``value_index[s][i]`` of sensitive attribute ``s`` (the bottom node's rows)."""
+        packed = np.zeros((m, self.words), dtype=np.uint64)
+        view = self.lanes(packed)
+        rows = np.arange(m)
+        for s, off in enumerate(self.offsets):
+            view[rows, off + value_index[s]] = counts
+        return packed
+
+    def unpack(self, packed: np.ndarray) -> list[np.ndarray]:
+        """Per sensitive attribute, its ``(m, V_s)`` int64 counts (a copy)."""
+        view = self.lanes(packed)
+        return [view[:, off : off + w].astype(np.int64) for off, w in zip(self.offsets, self.widths)]
 
 
 @dataclass
@@ -156,7 +201,8 @@ class FrequencySets:
         self.mask = [(1 << b) - 1 for b in self.bits]
         self._up: dict = {}
         # sensitive histogram layout
-        self.sens_offsets, self.V = sensitive_offsets(table)
+        self.hist_layout = HistogramLayout(table)
+        self.sens_offsets, self.V = self.hist_layout.offsets, self.hist_layout.V
         self.rows_scanned = 0
         self._cache: dict[tuple, int] = {}  # levels -> slot
         self._slots: list = []
@@ -204,9 +250,8 @@ class FrequencySets:
         counts = self.table.row_weights().copy()
         hist = None
         if self.need_hist:
-            hist = np.zeros((m, self.V), dtype=np.int64)
-            for s, off in enumerate(self.sens_offsets):
-                hist[np.arange(m), off + self.table.sens_codes[:, s]] = counts
+            sens = self.table.sens_codes
+            hist = self.hist_layout.pack(m, [sens[:, s] for s in range(len(self.sens_offsets))], counts)
         if self.wide:
             fs = FrequencySet(lv, None, counts, hist, codes=self.leaf_compact.astype(np.int32))
         else:
@@ -215,6 +260,14 @@ class FrequencySets:
                 key |= self.leaf_compact[:, j] << self.shift[j]
             fs = FrequencySet(lv, key, counts, hist)
         return self._group(fs, lv, fs.keys, fs.codes, presorted=False, runs=False)
+
+    def histograms(self, fs: FrequencySet, rows: np.ndarray | None = None) -> list[np.ndarray]:
+        """Per sensitive attribute, the ``(m, V_s)`` int64 value counts of every tuple of ``fs`` — or
+        of its tuples ``rows`` (an index array) — unpacked from :attr:`FrequencySet.hist`; empty
+        without histograms."""
+        if fs.hist is None:
+            return []
+        return self.hist_layout.unpack(fs.hist if rows is None else np.take(fs.hist, rows, axis=0))
 
     # ------------------------------------------------------------------ roll-up
     def _group(self, src: FrequencySet, levels: tuple, keys, codes, presorted: bool, runs: bool = True) -> FrequencySet:

@@ -165,14 +165,18 @@ class PrivacyCheck:
         self.judges_absent = any(getattr(m, "judges_absent", False) for m in self.models)
 
     # ------------------------------------------------------------------ checking
-    def class_stats(self, fs: FrequencySet) -> ClassStats:
-        """:class:`ClassStats` of a frequency set (one class per distinct tuple)."""
-        hists = []
-        if fs.hist is not None:
-            for s, off in enumerate(self.sens_offsets):
-                hists.append(fs.hist[:, off : off + len(self.table.sens_values[s])])
+    def class_stats(self, fs: FrequencySet, rows: np.ndarray | None = None) -> ClassStats:
+        """:class:`ClassStats` of a frequency set (one class per distinct tuple), or of its tuples
+        ``rows`` only (an index array; only their histograms are unpacked)."""
+        if fs.hist is not None and self.freq is None:
+            raise AnonymizeError("packed sensitive histograms need the lattice's frequency sets (attach them first)")
+        hists = [] if self.freq is None else self.freq.histograms(fs, rows)
         pop = None if self.population is None else self.population.for_set(fs)
-        return ClassStats(fs.counts, hists, self.table.global_dist(), self.table, pop)
+        if rows is None:
+            return ClassStats(fs.counts, hists, self.table.global_dist(), self.table, pop)
+        return ClassStats(
+            fs.counts[rows], hists, self.table.global_dist(), self.table, None if pop is None else pop[rows]
+        )
 
     def failing(self, fs: FrequencySet, models=None) -> np.ndarray:
         """Bool per tuple: its class fails some model (so its rows would be suppressed)."""
@@ -186,7 +190,7 @@ class PrivacyCheck:
         # the other models judge only the classes large enough: the small ones fail whatever they say
         big = np.flatnonzero(~small)
         fail = small.copy()
-        fail[big] = ~all_ok(rest, self.class_stats(fs).select(big))
+        fail[big] = ~all_ok(rest, self.class_stats(fs, big))
         return fail
 
     def release_check(self, counts: np.ndarray, hists: list, fail: np.ndarray) -> tuple[np.ndarray, bool]:
