@@ -478,7 +478,7 @@ def test_no_import_cycle(module):
 @settings(max_examples=25, deadline=None)
 @given(heights=st.lists(st.integers(0, 3), min_size=1, max_size=5), data=st.data())
 def test_vectorized_tagging_equals_the_closure_through_neighbours(heights, data):
-    """LatticeGrid.tag (masks of the nodes above / below) against tag_closure's walk through
+    """LatticeGrid.tag (a box of the node array above / below) against tag_closure's walk through
     succ / pred, on taggings as Flash makes them: a monotone predicate (a weighted level sum over a
     threshold), PASS tagged upward from passing nodes, FAIL downward from failing ones."""
     from anonymize.publish.fulldomain.grid import LatticeGrid, tag_closure
@@ -493,6 +493,35 @@ def test_vectorized_tagging_equals_the_closure_through_neighbours(heights, data)
         tag_closure(a, i, 1 if up else 2, g.succ if up else g.pred)
         g.tag(b, i, 1 if up else 2, up)
         assert a == b
+
+
+@settings(max_examples=25, deadline=None)
+@given(q=st.integers(1, 11), seed=st.integers(0, 2**32 - 1))
+def test_smallest_cached_specialization_equals_a_scan_of_the_cache(q, seed):
+    """FrequencySets.best_cached (eight level comparisons read as one word, QIs padded to whole
+    words) against a plain scan of the cached nodes: the smallest frequency set whose levels are all
+    at most the node's, else the bottom node — for 1 to 11 QIs (one and two words per node)."""
+    from anonymize.publish.fulldomain import Lattice
+
+    rng = np.random.default_rng(seed)
+    rows = [[f"v{v}", f"g{v // 2}", "*"] for v in range(4)]
+    qis = [f"a{j}" for j in range(q)]
+    hs = {c: Hierarchy.from_rows(c, rows, numeric=False) for c in qis}
+    # mostly v0, so that generalizing merges rows and the frequency sets' sizes differ
+    df = pd.DataFrame({c: [f"v{x}" for x in rng.choice(4, 60, p=[0.85, 0.05, 0.05, 0.05])] for c in qis})
+    lat = Lattice(EncodedTable.encode(df, Schema(qis, []), hs), [KAnonymity(1)])
+    cached = []
+    for _ in range(int(rng.integers(1, 12))):
+        fs = lat.rollup(lat.base, tuple(int(x) for x in rng.integers(0, 3, q)))
+        lat.remember(fs)
+        cached.append(fs)
+    for _ in range(10):
+        probe = tuple(int(x) for x in rng.integers(0, 3, q))
+        below = [f for f in cached if all(a <= b for a, b in zip(f.levels, probe))]
+        got = lat.best_cached(probe)
+        want = min([f.size for f in below if f.size < lat.base.size], default=lat.base.size)
+        assert got.size == want
+        assert all(a <= b for a, b in zip(got.levels, probe))
 
 
 @settings(max_examples=30, deadline=None)

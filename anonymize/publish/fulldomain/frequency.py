@@ -52,6 +52,7 @@ DROPPED = -1
 (internally the virtual level ``h_j + 1``)."""
 
 _I16MAX = int(np.iinfo(np.int16).max)
+_ALL_TRUE = np.uint64(0x0101010101010101)  # eight bytes of True, read as one word
 _I64MAX = int(np.iinfo(np.int64).max)
 
 
@@ -206,7 +207,10 @@ class FrequencySets:
         self.rows_scanned = 0
         self._cache: dict[tuple, int] = {}  # levels -> slot
         self._slots: list = []
-        self._slot_lv = np.zeros((0, self.q), dtype=np.int16)
+        # the cached nodes' levels, a row per slot padded to whole 8-byte words (pad columns 0), so
+        # that a row's eight comparisons are read as one uint64 (:meth:`best_cached`)
+        self._lv_cols = max(8, -(-self.q // 8) * 8)
+        self._slot_lv = np.zeros((0, self._lv_cols), dtype=np.int16)
         self._slot_size = np.zeros(0, dtype=np.int64)
         self._free: list[int] = []
         self._order: collections.deque = collections.deque()
@@ -392,7 +396,10 @@ class FrequencySets:
         if not self._cache:
             return self.base
         used = len(self._slots)
-        ok = (self._slot_lv[:used] <= np.asarray(levels, dtype=np.int16)).all(axis=1)
+        probe = np.zeros(self._lv_cols, dtype=np.int16)
+        probe[: self.q] = levels
+        words = (self._slot_lv[:used] <= probe).view(np.uint64)  # 8 comparisons per word
+        ok = words[:, 0] == _ALL_TRUE if words.shape[1] == 1 else (words == _ALL_TRUE).all(axis=1)
         sizes = np.where(ok, self._slot_size[:used], _I64MAX)
         slot = int(np.argmin(sizes))
         if sizes[slot] >= self.base.size:
@@ -451,12 +458,13 @@ class FrequencySets:
             self._slots.append(fs)
             if slot >= len(self._slot_size):
                 cap = max(64, 2 * len(self._slot_size))
-                lv = np.full((cap, self.q), _I16MAX, dtype=np.int16)
+                lv = np.full((cap, self._lv_cols), _I16MAX, dtype=np.int16)
                 lv[: len(self._slot_lv)] = self._slot_lv
                 sz = np.full(cap, _I64MAX, dtype=np.int64)
                 sz[: len(self._slot_size)] = self._slot_size
                 self._slot_lv, self._slot_size = lv, sz
-        self._slot_lv[slot] = fs.levels
+        self._slot_lv[slot, : self.q] = fs.levels
+        self._slot_lv[slot, self.q :] = 0
         self._slot_size[slot] = fs.size
         self._cache[fs.levels] = slot
         self._order.append(fs.levels)

@@ -56,9 +56,7 @@ class LatticeGrid:
         #: without suppression)
         self.succ = _Neighbours(self.levels, self.H, self.strides, up=True)
         self.pred = _Neighbours(self.levels, self.H, self.strides, up=False)
-        # per attribute and level: which nodes are at least / at most that level (for tagging),
-        # kept for lattices small enough that the masks cost little memory
-        self._masks: dict[tuple[int, int, bool], np.ndarray] | None = {} if self.N <= 1 << 18 else None
+        self._dims = tuple(dims)
 
     def index_of(self, levels: Sequence[int]) -> int:
         """Row-major index of the node with level vector ``levels`` (the inverse of :attr:`levels`)."""
@@ -66,37 +64,19 @@ class LatticeGrid:
             raise KeyError(tuple(levels))
         return sum(int(v) * s for v, s in zip(levels, self.strides))
 
-    def _mask(self, j: int, v: int, ge: bool) -> np.ndarray:
-        key = (j, v, ge)
-        got = None if self._masks is None else self._masks.get(key)
-        if got is None:
-            got = self.lv[:, j] >= v if ge else self.lv[:, j] <= v
-            if self._masks is not None:
-                self._masks[key] = got
-        return got
-
-    def above(self, i: int) -> np.ndarray:
-        """Boolean mask of node ``i`` and all its generalizations (every level ≥ node i's)."""
-        mask = np.ones(self.N, dtype=bool)
-        for j, v in enumerate(self.levels[i]):
-            if v:
-                mask &= self._mask(j, v, True)
-        return mask
-
-    def below(self, i: int) -> np.ndarray:
-        """Boolean mask of node ``i`` and all its specializations (every level ≤ node i's)."""
-        mask = np.ones(self.N, dtype=bool)
-        for j, v in enumerate(self.levels[i]):
-            if v < self.H[j]:
-                mask &= self._mask(j, v, False)
-        return mask
+    def box(self, i: int, up: bool) -> tuple[slice, ...]:
+        """Node ``i`` and all its generalizations (``up``: every level ≥ node i's) or specializations
+        (every level ≤ node i's) as a box of the ``(h_1 + 1, …, h_q + 1)`` node array: one slice per
+        attribute (the row-major numbering makes the lattice that array)."""
+        lv = self.levels[i]
+        return tuple(slice(v, None) for v in lv) if up else tuple(slice(0, v + 1) for v in lv)
 
     def tag(self, tags: bytearray, i: int, value: int, up: bool) -> None:
         """Predictive tagging, vectorized: ``value`` on node ``i`` and every node above it (``up``) or
         below it — what :func:`tag_closure` does through ``succ`` / ``pred``, for a monotone tagging
-        (a node above a passing node passes, a node below a failing node fails)."""
-        view = np.frombuffer(tags, dtype=np.uint8)
-        view[self.above(i) if up else self.below(i)] = value
+        (a node above a passing node passes, a node below a failing node fails). One assignment to a
+        box of the tags viewed as the q-dimensional node array (:meth:`box`)."""
+        np.frombuffer(tags, dtype=np.uint8).reshape(self._dims)[self.box(i, up)] = value
 
 
 class _Levels(Sequence[tuple[int, ...]]):
