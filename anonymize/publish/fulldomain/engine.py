@@ -171,8 +171,8 @@ class Lattice:
         levels = tuple(levels)
         fs = self.frequency_set(levels, source)
         self.n_evaluated += 1
-        ok, okm, fail = self.check(fs)
-        info = NodeInfo(levels, ok, okm, int(fs.counts[fail].sum()))
+        ok, okm, fail, sup = self.check(fs)
+        info = NodeInfo(levels, ok, okm, sup)
         if ok and metrics and all(levels[j] <= self.heights[j] for j in range(self.q)):
             self._prepare_metrics(info, fs, fail)
         if keep:
@@ -183,8 +183,8 @@ class Lattice:
         """Evaluate a full-lattice node from scratch-or-cache and always fill its metrics."""
         levels = self.internal(levels)
         fs = self.cached(levels) or self.rollup(self.best_cached(levels), levels)
-        ok, okm, fail = self.check(fs)
-        info = NodeInfo(levels, ok, okm, int(fs.counts[fail].sum()))
+        ok, okm, fail, sup = self.check(fs)
+        info = NodeInfo(levels, ok, okm, sup)
         self._prepare_metrics(info, fs, fail)
         return self.complete(info)
 

@@ -57,6 +57,7 @@ class NodeMetrics:
         self._leaf_counts = _LeafCounts(freq)
         gs_factors(gs_factor)  # a one-line error for a bad factor
         self.gs_factor = float(gs_factor)
+        self._int_squares = self.n < 1 << 31
         #: per QI, the hierarchy's leaves (:func:`..metrics.loss.loss_attribute`)
         self._leaves = [h.n_leaves for h in freq.table.hierarchies]
 
@@ -154,7 +155,9 @@ class NodeMetrics:
         :meth:`complete` can fill them later for the nodes that matter."""
         fc = fs.counts[fail]
         info.n_classes = int(len(fs.counts) - len(fc))
-        sq_all = float(np.dot(fs.counts.astype(np.float64), fs.counts))
+        c = fs.counts
+        # Σ c² exactly in int64 while n² fits (n < 2^31), else in float64
+        sq_all = float(np.dot(c, c)) if self._int_squares else float(np.dot(c.astype(np.float64), c))
         sub = FrequencySet(
             fs.levels,
             None if fs.keys is None else fs.keys[fail],

@@ -136,6 +136,9 @@ class PrivacyCheck:
                 "attribute to check l-diversity / t-closeness on it"
             )
         self.models = models
+        # what :meth:`failing` reads on every node: the least class size, the models that judge more
+        self._k_min = max((m.minimal_class_size for m in models), default=1)
+        self._judging = [m for m in models if not m.size_only]
         #: the table-level models, checked on every node's release (:meth:`table_check`)
         self.table_models = table_models(models)
         if self.freq is not None:
@@ -180,9 +183,12 @@ class PrivacyCheck:
 
     def failing(self, fs: FrequencySet, models=None) -> np.ndarray:
         """Bool per tuple: its class fails some model (so its rows would be suppressed)."""
-        models = self.models if models is None else models
-        small = fs.counts < max((m.minimal_class_size for m in models), default=1)
-        rest = [m for m in models if not m.size_only]
+        if models is None:  # the models' own (set_models keeps both)
+            k_min, rest = self._k_min, self._judging
+        else:
+            k_min = max((m.minimal_class_size for m in models), default=1)
+            rest = [m for m in models if not m.size_only]
+        small = fs.counts < k_min
         if not rest:
             return small
         if not small.any():
@@ -288,28 +294,31 @@ class PrivacyCheck:
         """No population row falls in a generalized class without a table row (see :attr:`judges_absent`)."""
         return not self.judges_absent or self.population is None or self.population.absent(fs) == 0
 
-    def check(self, fs: FrequencySet) -> tuple[bool, bool, np.ndarray]:
-        """``(ok, ok_monotone, failing mask)`` of a frequency set against the budget and, when
-        rows are suppressed, the release checks (:meth:`release_check`); a node :meth:`absent_ok`
-        rejects fails both (that part is monotone under generalization)."""
+    def check(self, fs: FrequencySet) -> tuple[bool, bool, np.ndarray, int]:
+        """``(ok, ok_monotone, failing mask, rows suppressed)`` of a frequency set against the budget
+        and, when rows are suppressed, the release checks (:meth:`release_check`); a node
+        :meth:`absent_ok` rejects fails both (that part is monotone under generalization)."""
         if not self.absent_ok(fs):
-            return False, False, self.failing(fs)
+            fail = self.failing(fs)
+            return False, False, fail, int(fs.counts[fail].sum())
         fail = self.failing(fs)
         sup = int(fs.counts[fail].sum())
         ok = sup <= self.max_sup
         within_budget = ok
         if ok and sup and self.release_checks:
             fail, ok = self.release_check(fs.counts, self.class_stats(fs).sens_hist, fail)
+            sup = int(fs.counts[fail].sum())
         if ok and self.table_models:
             fail, ok = self.table_check(fs.counts, self.class_stats(fs).sens_hist, fail)
+            sup = int(fs.counts[fail].sum())
         if self.exact_monotone:
-            return ok, ok, fail
+            return ok, ok, fail, sup
         if ok:
-            return True, True, fail
+            return True, True, fail, sup
         if self.models_prune:  # the models themselves are the monotone part: no second pass
-            return False, within_budget, fail
+            return False, within_budget, fail, sup
         mfail = self.failing(fs, self.monotone_models)
-        return False, int(fs.counts[mfail].sum()) <= self.max_sup, fail
+        return False, int(fs.counts[mfail].sum()) <= self.max_sup, fail, sup
 
     def failing_classes(self, stats: ClassStats) -> np.ndarray:
         """Bool per class of ``stats`` (classes computed from the rows): it fails some model, or
