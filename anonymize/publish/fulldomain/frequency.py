@@ -205,6 +205,7 @@ class FrequencySets:
         self.hist_layout = HistogramLayout(table)
         self.sens_offsets, self.V = self.hist_layout.offsets, self.hist_layout.V
         self.rows_scanned = 0
+        self._arange = np.zeros(0, dtype=np.int64)
         self._cache: dict[tuple, int] = {}  # levels -> slot
         self._slots: list = []
         # the cached nodes' levels, a row per slot padded to whole 8-byte words (pad columns 0), so
@@ -274,6 +275,14 @@ class FrequencySets:
         return self.hist_layout.unpack(fs.hist if rows is None else np.take(fs.hist, rows, axis=0))
 
     # ------------------------------------------------------------------ roll-up
+    def _positions(self, m: int) -> np.ndarray:
+        """``0 … m − 1`` as int64, a view of one array kept for all roll-ups (read only)."""
+        ar = self._arange
+        if len(ar) < m:
+            ar = self._arange = np.arange(max(m, 2 * len(ar)), dtype=np.int64)
+            ar.flags.writeable = False
+        return ar[:m]
+
     def _group(self, src: FrequencySet, levels: tuple, keys, codes, presorted: bool, runs: bool = True) -> FrequencySet:
         """Merge equal tuples: sort (unless already sorted), find runs, add counts/histograms.
         ``runs``: the keys are sorted runs (a roll-up's), so a merging sort is used; the rows' keys
@@ -310,7 +319,9 @@ class FrequencySets:
             elif (self.key_space << b) < 2**63:
                 # the keys are sorted runs of the source (one per combination of the changed
                 # attributes' old values): a merging sort (timsort) takes about half quicksort's time
-                packed = np.sort((keys << b) | np.arange(m, dtype=np.int64), kind="stable" if runs else "quicksort")
+                packed = np.left_shift(keys, b)
+                packed |= self._positions(m)
+                packed.sort(kind="stable" if runs else "quicksort")  # in place: no copy
                 order = packed & ((1 << b) - 1)
                 sk = packed >> b
             else:
@@ -351,10 +362,12 @@ class FrequencySets:
             return self._group(src, levels, None, codes, presorted=False)
         keys = src.keys
         assert keys is not None
+        keys = keys.copy()  # updated in place below (the source's keys stay as they are)
+        c = np.empty_like(keys)
         for j in changed:
-            sh = self.shift[j]
-            c = (keys >> sh) & self.mask[j] if sh else keys & self.mask[j]
-            keys = keys + self._delta(j, src.levels[j], levels[j])[c]
+            np.right_shift(keys, self.shift[j], out=c)
+            c &= self.mask[j]
+            keys += self._delta(j, src.levels[j], levels[j]).take(c)
         # a strictly increasing map (no two present nodes merge) keeps keys sorted and distinct
         if all(self.n_nodes[j][levels[j]] == self.n_nodes[j][src.levels[j]] for j in changed):
             return FrequencySet(levels, keys, src.counts, src.hist)
