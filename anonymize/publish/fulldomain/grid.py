@@ -57,6 +57,10 @@ class LatticeGrid:
         self.succ = _Neighbours(self.levels, self.H, self.strides, up=True)
         self.pred = _Neighbours(self.levels, self.H, self.strides, up=False)
         self._dims = tuple(dims)
+        top = max(self.H, default=0) + 1
+        self._from = [slice(v, None) for v in range(top)]  # levels ≥ v
+        self._upto = [slice(0, v + 1) for v in range(top)]  # levels ≤ v
+        self._view: tuple[bytearray | None, np.ndarray | None] = (None, None)
 
     def index_of(self, levels: Sequence[int]) -> int:
         """Row-major index of the node with level vector ``levels`` (the inverse of :attr:`levels`)."""
@@ -68,15 +72,18 @@ class LatticeGrid:
         """Node ``i`` and all its generalizations (``up``: every level ≥ node i's) or specializations
         (every level ≤ node i's) as a box of the ``(h_1 + 1, …, h_q + 1)`` node array: one slice per
         attribute (the row-major numbering makes the lattice that array)."""
-        lv = self.levels[i]
-        return tuple(slice(v, None) for v in lv) if up else tuple(slice(0, v + 1) for v in lv)
+        return tuple(map((self._from if up else self._upto).__getitem__, self.levels[i]))
 
     def tag(self, tags: bytearray, i: int, value: int, up: bool) -> None:
         """Predictive tagging, vectorized: ``value`` on node ``i`` and every node above it (``up``) or
         below it — what :func:`tag_closure` does through ``succ`` / ``pred``, for a monotone tagging
         (a node above a passing node passes, a node below a failing node fails). One assignment to a
         box of the tags viewed as the q-dimensional node array (:meth:`box`)."""
-        np.frombuffer(tags, dtype=np.uint8).reshape(self._dims)[self.box(i, up)] = value
+        held, view = self._view
+        if held is not tags or view is None:  # the view of the last tags array is kept (a search tags one)
+            view = np.frombuffer(tags, dtype=np.uint8).reshape(self._dims)
+            self._view = (tags, view)
+        view[self.box(i, up)] = value
 
 
 class _Levels(Sequence[tuple[int, ...]]):
