@@ -159,6 +159,9 @@ class FrequencySets:
     cache_rows = 4_000_000
     #: cap on the rows of hub frequency sets kept (:meth:`hub`)
     hub_rows = 4_000_000
+    #: roll-ups of at least this many tuples group by a radix sort (:meth:`_radix_order`); below it a
+    #: comparison sort of the packed keys is faster (numpy's radix pass has a fixed cost)
+    radix_min = 6_000
 
     def __init__(self, table: EncodedTable, *, need_hist: bool, wide: bool | None = None):
         self.table = table
@@ -275,6 +278,20 @@ class FrequencySets:
         return self.hist_layout.unpack(fs.hist if rows is None else np.take(fs.hist, rows, axis=0))
 
     # ------------------------------------------------------------------ roll-up
+    def _radix_order(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(order, keys[order])`` sorting ``keys`` (at most 48 bits) stably, by an LSD radix sort over
+        16-bit digits: numpy's stable sort of uint16 values is a counting sort, linear in the keys,
+        where a comparison sort of int64 is not (18,000 keys: 63 us a digit against 500 us)."""
+        order = None
+        sk = keys
+        for lo in range(0, max(self.key_bits, 1), 16):
+            digit = (sk >> lo).astype(np.uint16) if lo else sk.astype(np.uint16)  # the low 16 bits
+            step = np.argsort(digit, kind="stable")
+            order = step if order is None else order[step]
+            sk = sk[step]
+        assert order is not None
+        return order, sk
+
     def _positions(self, m: int) -> np.ndarray:
         """``0 … m − 1`` as int64, a view of one array kept for all roll-ups (read only)."""
         ar = self._arange
@@ -316,6 +333,8 @@ class FrequencySets:
             b = int(m - 1).bit_length()
             if b == 0:
                 sk, order = keys, None
+            elif m >= self.radix_min and self.key_bits <= 48:
+                order, sk = self._radix_order(keys)
             elif (self.key_space << b) < 2**63:
                 # the keys are sorted runs of the source (one per combination of the changed
                 # attributes' old values): a merging sort (timsort) takes about half quicksort's time
