@@ -496,6 +496,24 @@ def test_vectorized_tagging_equals_the_closure_through_neighbours(heights, data)
 
 
 @settings(max_examples=25, deadline=None)
+@given(heights=st.lists(st.integers(0, 3), min_size=1, max_size=6), data=st.data())
+def test_indices_of_many_nodes_equal_index_of_each(heights, data):
+    """LatticeGrid.indices_of (one product with the strides) against index_of node by node, and the
+    same KeyError for a level outside the lattice."""
+    from anonymize.publish.fulldomain.grid import LatticeGrid
+
+    g = LatticeGrid(heights)
+    nodes = [g.levels[data.draw(st.integers(0, g.N - 1))] for _ in range(data.draw(st.integers(0, 6)))]
+    assert g.indices_of(nodes) == [g.index_of(x) for x in nodes]
+    bad = list(nodes[0] if nodes else g.levels[0])
+    bad[data.draw(st.integers(0, len(heights) - 1))] = data.draw(st.sampled_from([-1, 4]))
+    with pytest.raises(KeyError):
+        g.index_of(bad)
+    with pytest.raises(KeyError):
+        g.indices_of([*nodes, bad])
+
+
+@settings(max_examples=25, deadline=None)
 @given(q=st.integers(1, 11), seed=st.integers(0, 2**32 - 1))
 def test_smallest_cached_specialization_equals_a_scan_of_the_cache(q, seed):
     """FrequencySets.best_cached (eight level comparisons read as one word, QIs padded to whole

@@ -68,6 +68,14 @@ class LatticeGrid:
             raise KeyError(tuple(levels))
         return sum(int(v) * s for v, s in zip(levels, self.strides))
 
+    def indices_of(self, levels: Sequence[Sequence[int]]) -> list[int]:
+        """:meth:`index_of` of many level vectors at once (one product with the strides)."""
+        lv = np.asarray(levels, dtype=np.int64).reshape(len(levels), self.q)
+        if len(lv) and ((lv < 0).any() or (lv > np.asarray(self.H)).any()):
+            bad = next(tuple(int(x) for x in row) for row in lv if (row < 0).any() or (row > np.asarray(self.H)).any())
+            raise KeyError(bad)
+        return (lv @ np.asarray(self.strides, dtype=np.int64)).tolist()
+
     def box(self, i: int, up: bool) -> tuple[slice, ...]:
         """Node ``i`` and all its generalizations (``up``: every level ≥ node i's) or specializations
         (every level ≤ node i's) as a box of the ``(h_1 + 1, …, h_q + 1)`` node array: one slice per

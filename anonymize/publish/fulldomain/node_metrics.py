@@ -139,6 +139,13 @@ class NodeMetrics:
             loss = loss * np.power(w[j] * per + 1.0, 1.0 / self.q)
         return ncp, loss - 1.0
 
+    def _squares(self, counts: np.ndarray) -> float:
+        """Σ c²: exactly, in int64, while n² fits (n < 2^31), else in float64."""
+        if self._int_squares:
+            return float(np.dot(counts, counts))
+        c = counts.astype(np.float64)
+        return float(np.dot(c, c))
+
     def dm(self, info: NodeInfo) -> float:
         """DM of a node evaluated earlier (its other metrics stay pending for :meth:`complete`)."""
         pending = info._pending
@@ -147,7 +154,7 @@ class NodeMetrics:
         assert isinstance(pending, tuple)
         sq_all, sub = pending
         fc = sub.counts
-        info.dm = sq_all - float(np.dot(fc.astype(np.float64), fc)) + info.suppressed * float(self.n)
+        info.dm = sq_all - self._squares(fc) + info.suppressed * float(self.n)
         return info.dm
 
     def prepare(self, info: NodeInfo, fs: FrequencySet, fail: np.ndarray) -> None:
@@ -155,9 +162,7 @@ class NodeMetrics:
         :meth:`complete` can fill them later for the nodes that matter."""
         fc = fs.counts[fail]
         info.n_classes = int(len(fs.counts) - len(fc))
-        c = fs.counts
-        # Σ c² exactly in int64 while n² fits (n < 2^31), else in float64
-        sq_all = float(np.dot(c, c)) if self._int_squares else float(np.dot(c.astype(np.float64), c))
+        sq_all = self._squares(fs.counts)
         sub = FrequencySet(
             fs.levels,
             None if fs.keys is None else fs.keys[fail],
@@ -178,7 +183,7 @@ class NodeMetrics:
         per_node, totals = self.loss_tables()
         share_node, shares = self.share_tables()
         fc = sub.counts
-        info.dm = sq_all - float(np.dot(fc.astype(np.float64), fc)) + info.suppressed * float(self.n)
+        info.dm = sq_all - self._squares(fc) + info.suppressed * float(self.n)
         ncp_t = [totals[j][info.levels[j]] for j in range(self.q)]
         share_t = [shares[j][info.levels[j]] for j in range(self.q)]
         share_sup = [0.0] * self.q

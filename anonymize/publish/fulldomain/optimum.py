@@ -75,8 +75,10 @@ def best_node(lat: Lattice, grid: LatticeGrid, minimal: Sequence[NodeInfo], metr
         def lower(i: int) -> tuple[float, float]:
             return metrics.bounds(grid.levels[i])
 
+    exact = lat.n < 1 << 31  # Σ c·max(c, m) ≤ n² fits int64: exact without a float copy
+
     def dm_lower(counts: np.ndarray) -> float:
-        c = counts.astype(np.float64)
+        c = counts if exact else counts.astype(np.float64)
         return float(np.dot(c, np.maximum(c, m)))
 
     def bound(i: int) -> tuple:
@@ -94,11 +96,10 @@ def best_node(lat: Lattice, grid: LatticeGrid, minimal: Sequence[NodeInfo], metr
                 seen[s] = 1
                 heapq.heappush(heap, (bound(s), s))
 
-    for info in minimal:
-        i = grid.index_of(info.levels)
+    start = grid.indices_of([info.levels for info in minimal])
+    for i in start:
         seen[i] = 1
-    for info in minimal:
-        i = grid.index_of(info.levels)
+    for i, info in zip(start, minimal):
         fs = lat.frequency_set(info.levels)
         push_successors(i, dm_lower(fs.counts))
     while heap:
