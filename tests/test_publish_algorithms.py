@@ -325,6 +325,29 @@ def test_searches_equal_exhaustive_on_random_tables(case):
     assert d.chosen.levels in sat
 
 
+@HYP
+@given(small_tables())
+def test_verdict_only_checks_agree_with_the_exact_check_on_every_node(case):
+    """PrivacyCheck.check with exact_failing=False (what Flash asks: a node whose too-small classes
+    alone exceed the budget fails without its l / t checks) gives the exact check's verdicts,
+    ``ok`` and ``ok_monotone``, on every node; its failing mask is a subset of the exact one and its
+    count a lower bound, equal whenever the node passes."""
+    df, nvals, fans, kind, k, sup, param, mode = case
+    qis = [c for c in df.columns if c != "s"]
+    hs = {c: _small_hierarchy(c, nv, f) for c, nv, f in zip(qis, nvals, fans)}
+    table = EncodedTable.encode(df, Schema(qis, ["s"]), hs)
+    extra = {"k": [], "distinct": [DistinctLDiversity(2)], "entropy": [EntropyLDiversity(1.6)],
+             "t": [TCloseness(0.35, distance="variational")]}[kind]  # fmt: skip
+    lat = Lattice(table, [KAnonymity(max(k, 2)), *extra], sup, suppressed_rows=mode)
+    for node in lattice_nodes(lat.heights):
+        fs = lat.rollup(lat.base, tuple(int(x) for x in node))
+        ok, okm, fail, n_sup = lat.privacy.check(fs)
+        ok2, okm2, fail2, n_sup2 = lat.privacy.check(fs, exact_failing=False)
+        assert (ok2, okm2) == (ok, okm)
+        assert not (fail2 & ~fail).any() and n_sup2 <= n_sup
+        assert not ok or (n_sup2 == n_sup and np.array_equal(fail2, fail))
+
+
 # ---------------------------------------------------------------- Mondrian
 @pytest.mark.parametrize("mode", ["strict", "relaxed"])
 def test_mondrian_k_anonymity_classes_and_ncp(adult, mode):

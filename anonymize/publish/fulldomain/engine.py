@@ -163,15 +163,24 @@ class Lattice:
 
     # ------------------------------------------------------------------ nodes
     def evaluate(
-        self, levels, *, keep: bool = True, metrics: bool = True, source: FrequencySet | None = None
+        self,
+        levels,
+        *,
+        keep: bool = True,
+        metrics: bool = True,
+        source: FrequencySet | None = None,
+        exact_failing: bool = True,
     ) -> tuple[NodeInfo, FrequencySet]:
         """Evaluate a node (internal levels): roll its frequency set up from the best cached
         specialization, check the models, and (``metrics``, for satisfying full-lattice nodes)
-        compute DM and NCP. ``keep`` caches the frequency set as a later roll-up source."""
+        compute DM and NCP. ``keep`` caches the frequency set as a later roll-up source.
+        ``exact_failing=False`` — the search needs only the verdicts: a node whose too-small classes
+        alone exceed the budget fails without the other models being run, and its ``suppressed`` is
+        those classes' rows, a lower bound (:meth:`.privacy.PrivacyCheck.check`)."""
         levels = tuple(levels)
         fs = self.frequency_set(levels, source)
         self.n_evaluated += 1
-        ok, okm, fail, sup = self.check(fs)
+        ok, okm, fail, sup = self.check(fs, exact_failing)
         info = NodeInfo(levels, ok, okm, sup)
         if ok and metrics and all(levels[j] <= self.heights[j] for j in range(self.q)):
             self._prepare_metrics(info, fs, fail)

@@ -63,7 +63,7 @@ def minimal_scan(lat: Lattice, grid: LatticeGrid, candidate, known: dict | None 
             continue
         info = known.get(i)
         if info is None:
-            info, _ = lat.evaluate(grid.levels[i], source=lat.source_for(grid.levels[i]))
+            info, _ = lat.evaluate(grid.levels[i], source=lat.source_for(grid.levels[i]), exact_failing=False)
         if info.ok:
             dominated[i] = 1
             found.append(info)
@@ -92,7 +92,8 @@ def flash(lat: Lattice, metric: str = "ncp", progress: Callable[[str], None] | N
 
     def check(i) -> bool:
         lv = g.levels[i]
-        info, _ = lat.evaluate(lv, source=lat.source_for(lv))
+        # only the verdict matters for a node that fails (exact_failing=False); the returned nodes pass
+        info, _ = lat.evaluate(lv, source=lat.source_for(lv), exact_failing=False)
         infos[i] = info
         if progress and len(infos) % 200 == 0:
             progress(f"flash: {len(infos)} nodes checked, {g.N - tags.count(0)} of {g.N} classified")

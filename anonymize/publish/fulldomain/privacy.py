@@ -294,13 +294,26 @@ class PrivacyCheck:
         """No population row falls in a generalized class without a table row (see :attr:`judges_absent`)."""
         return not self.judges_absent or self.population is None or self.population.absent(fs) == 0
 
-    def check(self, fs: FrequencySet) -> tuple[bool, bool, np.ndarray, int]:
+    def check(self, fs: FrequencySet, exact_failing: bool = True) -> tuple[bool, bool, np.ndarray, int]:
         """``(ok, ok_monotone, failing mask, rows suppressed)`` of a frequency set against the budget
         and, when rows are suppressed, the release checks (:meth:`release_check`); a node
-        :meth:`absent_ok` rejects fails both (that part is monotone under generalization)."""
+        :meth:`absent_ok` rejects fails both (that part is monotone under generalization).
+
+        ``exact_failing=False`` — for a search that needs only the verdicts: when the classes too
+        small for any model already hold more rows than the budget, the node fails whatever the
+        other models (l, t, …) say, so they are not run; the mask and count are then those classes'
+        (a subset and a lower bound of what the node would suppress). ``ok_monotone`` stays exact."""
         if not self.absent_ok(fs):
             fail = self.failing(fs)
             return False, False, fail, int(fs.counts[fail].sum())
+        if not exact_failing and self._judging:
+            small = fs.counts < self._k_min
+            small_rows = int(fs.counts[small].sum())
+            if small_rows > self.max_sup:  # the failing classes include these: over the budget
+                if self.exact_monotone:
+                    return False, False, small, small_rows
+                mfail = self.failing(fs, self.monotone_models)
+                return False, int(fs.counts[mfail].sum()) <= self.max_sup, small, small_rows
         fail = self.failing(fs)
         sup = int(fs.counts[fail].sum())
         ok = sup <= self.max_sup

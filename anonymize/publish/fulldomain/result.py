@@ -19,7 +19,8 @@ class NodeInfo:
 
     ``ok`` — satisfies every model within the suppression budget; ``ok_monotone`` — satisfies the
     monotone part used for pruning (equal to ``ok`` when :attr:`Lattice.exact_monotone`);
-    ``suppressed`` — rows in failing classes; ``n_classes`` — released (non-suppressed) classes;
+    ``suppressed`` — rows in failing classes (of a failing node a search evaluated for its verdict
+    only, possibly a lower bound: :meth:`Lattice.evaluate`'s ``exact_failing``); ``n_classes`` — released (non-suppressed) classes;
     ``dm`` — discernibility Σ|E|² + suppressed·n (Bayardo & Agrawal, "Data privacy through optimal
     k-anonymization", ICDE 2005); ``ncp`` — the information loss of :func:`.metrics.ncp` averaged
     over all QI cells, suppressed cells counting 1 (Jiang, Zeng, Ma, "Greedy clustering-anonymity
