@@ -307,13 +307,13 @@ class PrivacyCheck:
             fail = self.failing(fs)
             return False, False, fail, int(fs.counts[fail].sum())
         if not exact_failing and self._judging:
-            small = fs.counts < self._k_min
-            small_rows = int(fs.counts[small].sum())
-            if small_rows > self.max_sup:  # the failing classes include these: over the budget
+            verdict = self._fails_early(fs)
+            if verdict is not None:
+                fail, rows = verdict
                 if self.exact_monotone:
-                    return False, False, small, small_rows
+                    return False, False, fail, rows
                 mfail = self.failing(fs, self.monotone_models)
-                return False, int(fs.counts[mfail].sum()) <= self.max_sup, small, small_rows
+                return False, int(fs.counts[mfail].sum()) <= self.max_sup, fail, rows
         fail = self.failing(fs)
         sup = int(fs.counts[fail].sum())
         ok = sup <= self.max_sup
@@ -332,6 +332,36 @@ class PrivacyCheck:
             return False, within_budget, fail, sup
         mfail = self.failing(fs, self.monotone_models)
         return False, int(fs.counts[mfail].sum()) <= self.max_sup, fail, sup
+
+    #: classes the early verdict judges first (:meth:`_fails_early`): the largest quarter of them
+    early_share = 4
+
+    def _fails_early(self, fs: FrequencySet) -> tuple[np.ndarray, int] | None:
+        """``(failing classes found, their rows)`` when they already exceed the budget — the node then
+        fails whatever the rest — else None: first the classes too small for any model, then, when
+        the predicate is not monotone (t-closeness with suppression: Flash's last scan checks every
+        candidate, and most fail), the other models on the largest quarter of the rest (the rows a
+        failing class costs grow with its size), so a node far over the budget is judged on a part
+        of its classes. (Where the models prune exactly, nodes pass about as often as they fail and
+        the partial step only added work: distinct l = 2 on Adult 143 → 157 ms.)"""
+        counts = fs.counts
+        fail = counts < self._k_min
+        rows = int(counts[fail].sum())
+        if rows > self.max_sup:
+            return fail, rows
+        if self.exact_monotone:
+            return None
+        big = np.flatnonzero(~fail)
+        top = len(big) // self.early_share
+        if top < 16:
+            return None
+        part = big[np.argpartition(counts[big], len(big) - top)[len(big) - top :]]
+        bad = part[~all_ok(self._judging, self.class_stats(fs, part))]
+        rows += int(counts[bad].sum())
+        if rows > self.max_sup:
+            fail[bad] = True
+            return fail, rows
+        return None
 
     def failing_classes(self, stats: ClassStats) -> np.ndarray:
         """Bool per class of ``stats`` (classes computed from the rows): it fails some model, or
