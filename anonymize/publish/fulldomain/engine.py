@@ -175,8 +175,9 @@ class Lattice:
         specialization, check the models, and (``metrics``, for satisfying full-lattice nodes)
         compute DM and NCP. ``keep`` caches the frequency set as a later roll-up source.
         ``exact_failing=False`` — the search needs only the verdicts: a node whose too-small classes
-        alone exceed the budget fails without the other models being run, and its ``suppressed`` is
-        those classes' rows, a lower bound (:meth:`.privacy.PrivacyCheck.check`)."""
+        (or, when the predicate is not monotone, largest classes) already fail more rows than the
+        budget fails without the models being run on the rest, and its ``suppressed`` is those
+        classes' rows, a lower bound (:meth:`.privacy.PrivacyCheck.check`)."""
         levels = tuple(levels)
         fs = self.frequency_set(levels, source)
         self.n_evaluated += 1

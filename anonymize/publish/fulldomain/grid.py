@@ -71,9 +71,9 @@ class LatticeGrid:
     def indices_of(self, levels: Sequence[Sequence[int]]) -> list[int]:
         """:meth:`index_of` of many level vectors at once (one product with the strides)."""
         lv = np.asarray(levels, dtype=np.int64).reshape(len(levels), self.q)
-        if len(lv) and ((lv < 0).any() or (lv > np.asarray(self.H)).any()):
-            bad = next(tuple(int(x) for x in row) for row in lv if (row < 0).any() or (row > np.asarray(self.H)).any())
-            raise KeyError(bad)
+        outside = ((lv < 0) | (lv > np.asarray(self.H, dtype=np.int64))).any(axis=1)
+        if outside.any():
+            raise KeyError(tuple(int(x) for x in lv[int(np.argmax(outside))]))
         return (lv @ np.asarray(self.strides, dtype=np.int64)).tolist()
 
     def box(self, i: int, up: bool) -> tuple[slice, ...]:

@@ -299,9 +299,9 @@ class PrivacyCheck:
         and, when rows are suppressed, the release checks (:meth:`release_check`); a node
         :meth:`absent_ok` rejects fails both (that part is monotone under generalization).
 
-        ``exact_failing=False`` — for a search that needs only the verdicts: when the classes too
-        small for any model already hold more rows than the budget, the node fails whatever the
-        other models (l, t, …) say, so they are not run; the mask and count are then those classes'
+        ``exact_failing=False`` — for a search that needs only the verdicts: when some classes
+        already fail more rows than the budget (:meth:`_fails_early`), the node fails whatever the
+        models say of the others, so they are not judged; the mask and count are then those classes'
         (a subset and a lower bound of what the node would suppress). ``ok_monotone`` stays exact."""
         if not self.absent_ok(fs):
             fail = self.failing(fs)
