@@ -60,15 +60,16 @@ def best_node(lat: Lattice, grid: LatticeGrid, minimal: Sequence[NodeInfo], metr
     if lat.max_sup == 0 or metric == "height":
         return best, stats
     best_key = metric_key(best, metric, lat.n)
-    dm_bound = np.zeros(grid.N)
+    dm_bound = [0.0] * grid.N
     m = max((mod.minimal_class_size for mod in lat.models), default=1)
     # NCP and Loss without suppression: every node's at once, unless weighted (node by node, for the
     # nodes the search reaches: bounds_all could only loop over all of them)
     if metrics.weights is None:
-        ncp_lbs, loss_lbs = metrics.bounds_all(grid.lv)
+        ncp_all, loss_all = metrics.bounds_all(grid.lv)
+        ncp_lbs, loss_lbs = ncp_all.tolist(), loss_all.tolist()  # Python floats: read once per node
 
         def lower(i: int) -> tuple[float, float]:
-            return float(ncp_lbs[i]), float(loss_lbs[i])
+            return ncp_lbs[i], loss_lbs[i]
 
     else:
 
@@ -83,7 +84,14 @@ def best_node(lat: Lattice, grid: LatticeGrid, minimal: Sequence[NodeInfo], metr
 
     def bound(i: int) -> tuple:
         ncp_lb, loss_lb = lower(i)
-        first = {"ncp": ncp_lb, "dm": dm_bound[i], "loss": loss_lb - 1e-12}.get(metric, 0.0)
+        if metric == "dm":
+            first = dm_bound[i]
+        elif metric == "ncp":
+            first = ncp_lb
+        elif metric == "loss":
+            first = loss_lb - 1e-12
+        else:
+            first = 0.0
         return (first, round(ncp_lb, 12), dm_bound[i], grid.height[i], grid.levels[i])
 
     seen = bytearray(grid.N)
