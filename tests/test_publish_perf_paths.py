@@ -495,6 +495,26 @@ def test_vectorized_tagging_equals_the_closure_through_neighbours(heights, data)
         assert a == b
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.integers(0, 300),
+    cols=st.integers(0, 40),
+    top=st.sampled_from([1, 5, 30_162, 2**40]),
+    kind=st.sampled_from(["int", "float", "bool"]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_row_counts_equal_numpys_row_sums_exactly(rows, cols, top, kind, seed):
+    """distances.row_counts (a matrix-vector product) equals ``sum(axis=1)`` bit for bit on count
+    matrices — integers, their float64 copies and 0/1 flags — of any shape, empty ones included."""
+    from anonymize.publish.distances import row_counts
+
+    a = np.random.default_rng(seed).integers(0, top, (rows, cols), endpoint=True)
+    a = {"int": a, "float": a.astype(np.float64), "bool": a > top // 2}[kind]
+    got = row_counts(a)
+    assert got.dtype == np.float64 and got.shape == (rows,)
+    assert np.array_equal(got, a.sum(axis=1).astype(np.float64))
+
+
 @settings(max_examples=25, deadline=None)
 @given(heights=st.lists(st.integers(0, 3), min_size=1, max_size=6), data=st.data())
 def test_indices_of_many_nodes_equal_index_of_each(heights, data):

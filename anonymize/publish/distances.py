@@ -20,6 +20,7 @@ from .classes import ClassStats
 from .hierarchy import Hierarchy
 
 __all__ = [
+    "row_counts",
     "class_entropy",
     "sorted_desc",
     "probabilities",
@@ -34,10 +35,21 @@ __all__ = [
 ]
 
 
+def row_counts(counts: np.ndarray) -> np.ndarray:
+    """Σ of every row of a ``(C, V)`` matrix of counts (or 0/1 flags), as float64, by one
+    matrix-vector product: numpy's reduction along a short last axis costs several times more
+    ((521, 2): 9 µs against 2). Exact — whole numbers below 2^53 add up the same in any order — so
+    it equals ``counts.sum(axis=1)`` for every count matrix here (at most n rows each)."""
+    c = np.asarray(counts)
+    if c.dtype != np.float64:
+        c = c.astype(np.float64)
+    return c @ np.ones(c.shape[1])
+
+
 def class_entropy(hist: np.ndarray) -> np.ndarray:
     """−Σ p log p per row of a (C, V) count matrix (natural log; 0 log 0 = 0; empty rows → 0)."""
     hist = np.asarray(hist, dtype=np.float64)
-    tot = hist.sum(axis=1, keepdims=True)
+    tot = row_counts(hist)[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(tot > 0, hist / np.where(tot > 0, tot, 1), 0.0)
         plogp = np.where(p > 0, p * np.log(np.where(p > 0, p, 1)), 0.0)
@@ -52,7 +64,7 @@ def sorted_desc(hist: np.ndarray) -> np.ndarray:
 def probabilities(hist: np.ndarray) -> np.ndarray:
     """Rows of a ``(C, V)`` count matrix as distributions (empty rows stay 0)."""
     hist = np.asarray(hist, dtype=np.float64)
-    tot = hist.sum(axis=1, keepdims=True)
+    tot = row_counts(hist)[:, None]
     return hist / np.where(tot > 0, tot, 1)
 
 

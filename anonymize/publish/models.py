@@ -53,7 +53,7 @@ import numpy as np
 
 from ..errors import AnonymizeError
 from .classes import ClassStats
-from .distances import DISTANCES, GROUNDS, class_entropy, sorted_desc, t_distances
+from .distances import DISTANCES, GROUNDS, class_entropy, row_counts, sorted_desc, t_distances
 from .hierarchy import Hierarchy
 
 __all__ = [
@@ -207,7 +207,7 @@ class DistinctLDiversity(_SensitiveModel):
         return None
 
     def _ok(self, hist, stats, j):
-        return (hist > 0).sum(axis=1) >= self.l
+        return row_counts(hist > 0) >= self.l  # distinct values per class
 
     def describe(self):
         return {"model": self.name, "l": self.l, "attribute": self.attribute}
