@@ -57,7 +57,8 @@ class NodeMetrics:
         self._leaf_counts = _LeafCounts(freq)
         gs_factors(gs_factor)  # a one-line error for a bad factor
         self.gs_factor = float(gs_factor)
-        self._int_squares = self.n < 1 << 31
+        #: sums of products of counts (Σ c², DM bounds) are exact in int64: n² fits (n < 2^31)
+        self.int_sums = self.n < 1 << 31
         #: per QI, the hierarchy's leaves (:func:`..metrics.loss.loss_attribute`)
         self._leaves = [h.n_leaves for h in freq.table.hierarchies]
 
@@ -141,7 +142,7 @@ class NodeMetrics:
 
     def _squares(self, counts: np.ndarray) -> float:
         """Σ c²: exactly, in int64, while n² fits (n < 2^31), else in float64."""
-        if self._int_squares:
+        if self.int_sums:
             return float(np.dot(counts, counts))
         c = counts.astype(np.float64)
         return float(np.dot(c, c))

@@ -76,7 +76,7 @@ def best_node(lat: Lattice, grid: LatticeGrid, minimal: Sequence[NodeInfo], metr
         def lower(i: int) -> tuple[float, float]:
             return metrics.bounds(grid.levels[i])
 
-    exact = lat.n < 1 << 31  # Σ c·max(c, m) ≤ n² fits int64: exact without a float copy
+    exact = metrics.int_sums  # Σ c·max(c, m) ≤ n² fits int64: exact without a float copy
 
     def dm_lower(counts: np.ndarray) -> float:
         c = counts if exact else counts.astype(np.float64)
