@@ -69,6 +69,13 @@ Constructions
   injection of ABY3 §5.4: with ``x = x_0 ⊕ x_1 ⊕ x_2``, party c0 knows
   ``u = x_0 ⊕ x_1`` and shares it (one message to c2), and
   ``x = u + x_2 − 2·u·x_2``; ``x·a = w + u·(a − 2w)`` with ``w = x_2·a``.
+* A bit times additively held values (:meth:`RSS3.mul_bit_additive`): when
+  V = v_0 + v_1 + v_2 is held 3-out-of-3 (:meth:`RSS3.input_additive`), party
+  i knows u = x_i ⊕ x_{i+1} and v_i, so v_i·x = v_i·u + x_{i+2}·v_i·(1 − 2u);
+  it sends v_i·(1 − 2u) masked by the stream it shares with party i−1 to
+  party i+1, and the two holders of x_{i+2} multiply it in — one ring element
+  per element and party, the product's pieces additive again
+  (:meth:`RSS3.reshare_additive` makes them replicated).
 * Dot products per segment (:meth:`RSS3.segment_dot`): the local product
   terms summed over a segment before the one reshare — one ring element per
   segment. Lifting to a wider ring (:meth:`RSS3.lift`): the three components,
@@ -105,6 +112,7 @@ same order.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -117,7 +125,18 @@ from .errors import ProtocolError
 from .ints import integer_array
 from .keys import claim_tag, pairwise_seed, prg_bytes, step_key
 
-__all__ = ["Arith", "Bool", "RSS3", "RING_DTYPES", "pack_bits", "unpack_bits", "ltz_rounds", "ltz_and_count"]
+__all__ = [
+    "ARGMIN_MAX_PAIRS",
+    "Arith",
+    "Bool",
+    "RSS3",
+    "RING_DTYPES",
+    "argmin_plan",
+    "pack_bits",
+    "unpack_bits",
+    "ltz_rounds",
+    "ltz_and_count",
+]
 
 RING_DTYPES: dict[int, np.dtype] = {
     8: np.dtype("<u1"),
@@ -238,6 +257,38 @@ def ltz_and_count(bits: int) -> int:
     if bits <= 1:
         return 0
     return (bits - 1) + (bits - 2) + _tree_ands(bits - 2)
+
+
+ARGMIN_MAX_PAIRS = 1 << 16
+"""Comparisons a level of :meth:`RSS3.argmin` may batch (its groups' pairs)."""
+
+
+def argmin_plan(n: int, keys: int = 1, bits: int = 32) -> list[int]:
+    """Group sizes, level by level, of :meth:`RSS3.argmin` on ``n`` candidates: the fewest rounds
+    (per level of groups of g: :func:`ltz_rounds`, the keys' fold, ceil(log2(g − 1)) AND rounds and
+    two of selection), each level comparing at most :data:`ARGMIN_MAX_PAIRS` pairs (pairs of 2 always
+    allowed); among plans of equal rounds the fewest comparisons. Public: depends on n only."""
+    fold = math.ceil(math.log2(keys)) if keys > 1 else 0
+    per = ltz_rounds(bits) + fold + 2
+
+    @functools.cache
+    def best(m: int) -> tuple[int, int, tuple[int, ...]]:  # (rounds, pairs, plan) for m candidates
+        if m <= 1:
+            return 0, 0, ()
+        out: tuple[int, int, tuple[int, ...]] | None = None
+        for g in range(2, m + 1):
+            groups = -(-m // g)
+            pairs = groups * g * (g - 1) // 2
+            if g > 2 and pairs > ARGMIN_MAX_PAIRS:
+                break
+            r, p, plan = best(groups)
+            cand = (per + (math.ceil(math.log2(g - 1)) if g > 2 else 0) + r, pairs + p, (g, *plan))
+            if out is None or cand[:2] < out[:2]:
+                out = cand
+        assert out is not None
+        return out
+
+    return list(best(n)[2])
 
 
 # --------------------------------------------------------------------------- helpers
@@ -620,6 +671,24 @@ class RSS3:
         from each computing party. Reveals nothing: every message is masked by
         a PRG stream its receiver does not know.
         """
+        t, s = await self._input_pieces(x_local, bits)
+        if s is None:
+            return None
+        ((ya, yb),), _ = await self._reshare(f"{t}/conv", [s], xor=False)
+        return Arith(ya, yb, bits)
+
+    async def input_additive(self, x_local: Any, bits: int) -> np.ndarray | None:
+        """``Σ_p x_p mod 2^bits`` over every session party's vector as a 3-out-of-3 *additive* sharing:
+        computing party c_i gets its piece s_i in the clear (its own vector plus its pieces of the
+        non-computing parties' vectors; s_0 + s_1 + s_2 = Σ_p x_p), the others ``None`` — the first
+        half of :meth:`input_sum`, without the reshare, for :meth:`mul_bit_additive`. Every session
+        party calls it. Rounds: one agreement, one upload (non-computing parties only); nothing sent
+        by a computing party. Reveals nothing (a piece received is masked by PRG streams its
+        receiver does not know)."""
+        return (await self._input_pieces(x_local, bits))[1]
+
+    async def _input_pieces(self, x_local: Any, bits: int) -> tuple[str, np.ndarray | None]:
+        """The step's tag and this computing party's additive piece of Σ_p x_p (None elsewhere)."""
         dt = _ring(bits)
         x = _to_ring(x_local, dt).reshape(-1)
         n = x.size
@@ -638,7 +707,7 @@ class RSS3:
                 if j != j0:
                     e -= piece(self.me, c)
             await self.ch.send(self.computers[j0], f"{t}/in", pack_arrays(e))
-            return None
+            return t, None
 
         s = x.copy()
         senders = []
@@ -652,8 +721,59 @@ class RSS3:
             if len(got) != 1 or got[0].dtype != dt or got[0].shape != (n,):
                 raise ProtocolError(f"{p} sent a malformed input piece ({n} elements mod 2^{bits} expected)")
             s += got[0]
-        ((ya, yb),), _ = await self._reshare(f"{t}/conv", [s], xor=False)
+        return t, s
+
+    async def reshare_additive(self, pieces: Any, bits: int) -> Arith:
+        """A 3-out-of-3 additive sharing (this computing party's piece ``pieces``, s_0 + s_1 + s_2 = x)
+        as RSS of x mod 2^bits: one round, ``y_i = s_i + α_i`` to party i−1 with a fresh zero-sharing
+        α (Araki et al., CCS 2016). R/8 bytes per element from each computing party. Reveals
+        nothing."""
+        self._require_computing()
+        s = _to_ring(pieces, _ring(bits)).reshape(-1)
+        t = self._step()
+        ((ya, yb),), _ = await self._reshare(t, [s], xor=False)
         return Arith(ya, yb, bits)
+
+    async def mul_bit_additive(self, x: Bool, v: np.ndarray, bits: int) -> np.ndarray:
+        """Per element, this computing party's 3-out-of-3 additive piece of x·V mod 2^bits, where x is
+        a width-1 replicated Bool and V = v_0 + v_1 + v_2 is held additively (c_i knows its piece
+        v_i in the clear: its own counts, :meth:`input_additive`). One round; R/8 bytes per element
+        sent by each computing party, to the next one — a third of what injecting x into the ring
+        (:meth:`b2a`) and inputting V (:meth:`input_sum`) for a product cost.
+
+        Construction. c_i holds (x_i, x_{i+1}), so it knows u_i = x_i ⊕ x_{i+1}; the missing
+        component m = x_{i+2} is held by both other parties. With the bit-injection identity of
+        ABY3 (Mohassel & Rindal, CCS 2018, §5.4) x = u_i ⊕ m = u_i + m·(1 − 2u_i), so
+        v_i·x = v_i·u_i + m·w_i with w_i = v_i·(1 − 2u_i) known to c_i. c_i keeps v_i·u_i and sends
+        e_i = w_i + r_i to c_{i+1}, r_i = F(s_{i−1,i}, τ) the PRG stream it shares with c_{i−1};
+        c_{i+1} (which holds m as its second component) takes m·e_i and c_{i−1} (which holds m as
+        its first) takes −m·r_i: the three add up to v_i·x. Summed over i: x·V.
+
+        Reveals nothing: c_{i+1} sees w_i masked by r_i, a stream it does not know; c_{i−1} sees no
+        message. The output pieces are not uniform on their own — reshare them
+        (:meth:`reshare_additive`, fresh zero-sharing) or sum them per segment first, never open them
+        directly."""
+        self._require_computing()
+        if x.width != 1:
+            raise ValueError(f"expected a width-1 Bool, got width {x.width}")
+        dt = _ring(bits)
+        vi = _to_ring(v, dt).reshape(-1)
+        if vi.shape[0] != x.n:
+            raise ValueError(f"mul_bit_additive operands differ in length: {x.n} bits vs {vi.shape[0]} values")
+        t = self._step()
+        xa, xb = self._unpacked(x)
+        u = (xa ^ xb).astype(dt)
+        own = vi * u
+        w = vi - dt.type(2) * own  # v_i·(1 − 2u_i)
+        r_mine, r_prev = self._pair_streams(t, "mask", x.n * dt.itemsize)  # F(s_{i,i+1}), F(s_{i−1,i})
+        # c_i's mask is F(s_{i−1,i}) (known to c_{i−1}); the next party's mask F(s_{i,i+1}) is known here
+        e = w + r_prev.view(dt)
+        await self.ch.send(self._next, f"{t}/e", pack_arrays(e))
+        got = unpack_arrays(await self.ch.recv(self._prev, f"{t}/e"))
+        if len(got) != 1 or got[0].dtype != dt or got[0].shape != (x.n,):
+            raise ProtocolError(f"{self._prev} sent a malformed masked vector ({x.n} elements mod 2^{bits} expected)")
+        # from c_{i−1}: its missing component is x_{i+1} (xb here); for c_{i+1}: its missing x_{i+3} = x_i (xa)
+        return own + xb.astype(dt) * got[0] - xa.astype(dt) * r_mine.view(dt)
 
     # ----------------------------------------------------------------------- products
     async def mul(self, x: Arith, y: Arith) -> Arith:
@@ -1016,12 +1136,17 @@ class RSS3:
 
         Key values must be non-negative and below 2^(bits[j]−1) (so that
         differences keep their sign). Every session party calls it;
-        non-computing parties pass ``keys=None``. A tournament of ceil(log2 n)
-        levels; per level one batched comparison of all adjacent pairs and
-        keys (both directions, in one :meth:`ltz` circuit of the widest key:
-        :func:`ltz_rounds` rounds), ceil(log2 #keys) AND rounds to combine the
-        keys, and two rounds of oblivious selection of every key and the
-        index. Opens ONLY the winning index, to all session parties.
+        non-computing parties pass ``keys=None``. A tournament in groups
+        (:func:`argmin_plan`: as few levels as keep each level's comparisons
+        below :data:`ARGMIN_MAX_PAIRS`, two on a thousand keys, where pairs took
+        ten): per level, every pair of a group is compared in one batched
+        :meth:`ltz` circuit of the widest key (both directions with several
+        keys, folded by ceil(log2 #keys) AND rounds), each member's "beats
+        every other member" bits are ANDed by a tree (ceil(log2(g − 1))
+        rounds) into a one-hot winner per group, and two rounds of oblivious
+        selection (:meth:`mul_bit` of the one-hot bits, summed per group) carry
+        every key and the index up. Opens ONLY the winning index, to all
+        session parties.
         """
         t_open = self._step(session=True)  # taken first, on every party, so concurrent calls stay aligned
         if self.idx is None:
@@ -1036,32 +1161,72 @@ class RSS3:
         n = len(keys[0])
         cur = list(keys) + [self.public(np.arange(n), 32 if n < 2**31 else 64)]
         nk = len(keys)
-        level = 0
-        while len(cur[0]) > 1:
+        # a key's largest allowed value pads the last group: it never wins (ties go to the lower index)
+        top = [(1 << (int(b) - 1)) - 1 for b in bits] + [n]
+        for level, g in enumerate(argmin_plan(n, nk, max(int(b) for b in bits))):
             m = len(cur[0])
-            p = m // 2
-            left = [self.take(k, slice(0, 2 * p, 2)) for k in cur]
-            right = [self.take(k, slice(1, 2 * p, 2)) for k in cur]
+            pad = -m % g
+            if pad:
+                cur = [self.concat([k, self.public(np.full(pad, v), k.bits)]) for k, v in zip(cur, top)]
+            groups = (m + pad) // g
+            lo, hi = np.triu_indices(g, 1)  # the pairs (lo < hi) of a group
+            base = (np.arange(groups, dtype=np.int64) * g)[:, None]
+            left, right = (base + lo[None, :]).ravel(), (base + hi[None, :]).ravel()
             items: list[tuple[Arith, int]] = []
             for j in range(nk):
-                items.append((self.sub(right[j], left[j]), bits[j]))  # [R < L]
-                items.append((self.sub(left[j], right[j]), bits[j]))  # [L < R]
+                kl, kr = self.take(cur[j], left), self.take(cur[j], right)
+                items.append((self.sub(kr, kl), bits[j]))  # [R < L]
+                if nk > 1:
+                    items.append((self.sub(kl, kr), bits[j]))  # [L < R], for the keys' equality
             cmp = await self._ltz_many(f"{t}/v{level}/cmp", items)
-            lt = [cmp[2 * j] for j in range(nk)]
-            eq = [self.not_(self.xor(cmp[2 * j], cmp[2 * j + 1])) for j in range(nk)]
-            win = await self._lex(f"{t}/v{level}/lex", lt, eq)  # [(R_0, R_1, ...) < (L_0, L_1, ...)]
-            diffs = [self.sub(r, q) for r, q in zip(right, left)]
-            sel = await self._mul_bit_many(f"{t}/v{level}/mux", win, diffs)
-            nxt = [self.add(q, s) for q, s in zip(left, sel)]
-            if m % 2:
-                nxt = [self.concat([v, self.take(k, slice(m - 1, m))]) for v, k in zip(nxt, cur)]
-            cur = nxt
-            level += 1
+            if nk > 1:
+                lt = [cmp[2 * j] for j in range(nk)]
+                eq = [self.not_(self.xor(cmp[2 * j], cmp[2 * j + 1])) for j in range(nk)]
+                later = await self._lex(f"{t}/v{level}/lex", lt, eq)  # the later member comes first
+            else:
+                later = cmp[0]
+            win = await self._group_winners(f"{t}/v{level}/all", later, groups, g)
+            sel = await self._mul_bit_many(f"{t}/v{level}/mux", win, cur)
+            cur = [self._group_sums(x, g) for x in sel]
         winner = await self._reconstruct(f"{t_open}/rec", cur[-1])
         payload = pack_arrays(winner.astype(np.uint64))
         dests = [q for j, q in enumerate(self._noncomp) if j % 3 == self.idx]
         await asyncio.gather(*(self.ch.send(q, f"{t_open}/out", payload) for q in dests))
         return int(winner[0])
+
+    async def _group_winners(self, t: str, later: Bool, groups: int, g: int) -> Bool:
+        """One-hot winners of ``groups`` groups of ``g``: member i wins iff it beats every other member,
+        where ``later`` holds, per pair (lo < hi) of a group in :func:`numpy.triu_indices` order, the bit
+        "hi comes first" (so lo beats hi on its negation). The g − 1 bits of each member are ANDed by
+        a tree, ceil(log2(g − 1)) rounds."""
+        npairs = g * (g - 1) // 2
+        neg = self.not_(later)
+        a = np.concatenate([unpack_bits(later.a[0], later.n), unpack_bits(neg.a[0], neg.n)])
+        b = np.concatenate([unpack_bits(later.b[0], later.n), unpack_bits(neg.b[0], neg.n)])
+        pair = np.zeros((g, g), dtype=np.int64)  # the pair number of (i, j) within a group
+        lo, hi = np.triu_indices(g, 1)
+        pair[lo, hi] = pair[hi, lo] = np.arange(npairs)
+        other = np.array([[j for j in range(g) if j != i] for i in range(g)], dtype=np.int64).reshape(g, g - 1)
+        member = np.arange(g)[:, None]
+        # member i against other j: "i beats j" is later[(j, i)] when i > j, else ¬later[(i, j)]
+        idx = pair[member, other] + np.where(member > other, 0, groups * npairs)  # (g, g − 1)
+        full = (np.arange(groups, dtype=np.int64) * npairs)[None, None, :] + idx[:, :, None]  # (g, g − 1, groups)
+        sel = full.transpose(1, 2, 0).reshape(g - 1, groups * g)  # plane: the t-th other; element: group·g + i
+        x = Bool(pack_bits(a[sel]), pack_bits(b[sel]), groups * g)
+        level = 0
+        while x.width > 1:
+            h = x.width // 2
+            both = Bool(*(await self._and_raw(f"{t}/{level}", x.a[:h], x.b[:h], x.a[h : 2 * h], x.b[h : 2 * h])), x.n)
+            x = self.stack([both, self.planes(x, slice(2 * h, x.width))]) if x.width % 2 else both
+            level += 1
+        return x
+
+    @staticmethod
+    def _group_sums(x: Arith, g: int) -> Arith:
+        """Sums over consecutive groups of ``g`` elements (the selected member's value); local."""
+        return Arith(
+            x.a.reshape(-1, g).sum(axis=1, dtype=x.dtype), x.b.reshape(-1, g).sum(axis=1, dtype=x.dtype), x.bits
+        )
 
     async def _lex(self, t: str, lt: list[Bool], eq: list[Bool]) -> Bool:
         """Fold per-key (lt, eq), most significant key first: lt = lt_hi ⊕ eq_hi∧lt_lo, eq = eq_hi∧eq_lo."""

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mpc import replicated
 from mpc.channel import run_parties, unpack_arrays
 from mpc.errors import InputMismatchError, ProtocolError
 from mpc.replicated import RING_DTYPES, RSS3, _to_planes, _to_ring, ltz_and_count, ltz_rounds, pack_bits, unpack_bits
@@ -356,6 +357,80 @@ def test_b2a_and_mul_bit_equal_plain(bits, n, seed):
 
 @SMALL
 @given(
+    bits=st.sampled_from([8, 16, 32, 64]),
+    n=st.integers(0, 80),
+    n_parties=st.sampled_from([3, 4, 5]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_mul_bit_additive_equals_plain(bits, n, n_parties, seed):
+    """mul_bit_additive: the pieces of x·Σ_p v_p (every party's vector, non-computing ones through
+    input_additive) add up to the plain product; input_additive's pieces add up to the plain sum, and
+    reshared (reshare_additive) they open to it."""
+    rng = np.random.default_rng(seed)
+    vs = [rng.integers(0, 1 << 20, n) for _ in range(n_parties)]
+    signs = rng.integers(-50, 50, n)
+    xs = split3(signs, rng) + [np.zeros(n, np.int64)] * (n_parties - 3)
+
+    async def f(rss, both):
+        v, x = both
+        pieces = await rss.input_additive(v, bits)
+        a = await shared(rss, x, bits)
+        if rss.idx is None:
+            assert pieces is None
+            return None
+        bit = await rss.less_than(a, 0, 8)
+        prod = await rss.mul_bit_additive(bit, pieces, bits)
+        return pieces, prod, await rss.open(await rss.reshare_additive(pieces, bits))
+
+    out = run3(f, list(zip(vs, xs)), n_parties=n_parties)
+    total = sum(vs)
+    comp = [out[p] for p in ("p0", "p1", "p2")]
+    dt = RING_DTYPES[bits]
+    add = lambda arrs: sum(a.astype(dt) for a in arrs).astype(dt)  # noqa: E731 (wraps mod 2^bits)
+    assert all(out[p] is None for p in out if p not in ("p0", "p1", "p2"))
+    assert np.array_equal(add([c[0] for c in comp]), ring(total, bits))
+    assert np.array_equal(add([c[1] for c in comp]), ring(total * (signs < 0), bits))
+    assert all(c[1].dtype == RING_DTYPES[bits] for c in comp)
+    assert np.array_equal(comp[0][2], ring(total, bits))
+
+
+def test_mul_bit_additive_sends_one_masked_element_per_bit_to_the_next_party():
+    """Each computing party sends one ring element per element, to the next party only, and what the
+    next party receives of a party's vector v·(1 − 2u) is masked: the same statistics for v = 0 and
+    v = 2^31 (an attack that sent w unmasked fails here); the party before it receives nothing."""
+    n = 4096
+    got: dict[tuple[str, str, int], np.ndarray] = {}
+    sent: dict[str, int] = {}
+    current = [0]
+
+    async def f(ch, v):
+        orig = ch.recv
+
+        async def recv(frm, tag):
+            payload = await orig(frm, tag)
+            if tag.endswith("/e"):
+                got[(ch.me, frm, current[0])] = unpack_arrays(payload)[0]
+            return payload
+
+        ch.recv = recv
+        rss = await RSS3.create(ch, ch.parties[:3])
+        pieces = await rss.input_additive(v, 32)
+        bit = await rss.less_than(await rss.input_sum(np.zeros(n, np.int64), 8), 1, 4)  # all ones
+        before = ch.bytes_sent
+        await rss.mul_bit_additive(bit, pieces, 32)
+        sent[ch.me] = ch.bytes_sent - before
+
+    for value in (0, 1 << 31):
+        current[0] = value
+        run_parties(3, f, [np.full(n, value, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)], timeout=20)
+        e = got[("p1", "p0", value)].astype(np.float64)  # p0's masked vector, at its next party
+        assert 0.45 < e.mean() / 2**32 < 0.55 and len(np.unique(e)) > n - 10
+        assert ("p2", "p0", value) not in got  # p0 sends to p1 only (p2 hears from p1)
+    assert all(4 * n <= b < 4 * n + 200 for b in sent.values())
+
+
+@SMALL
+@given(
     pair=st.sampled_from([(8, 16), (8, 32), (16, 32), (16, 64), (32, 64)]),
     n=st.integers(0, 60),
     seed=st.integers(0, 2**32 - 1),
@@ -579,6 +654,48 @@ def test_argmin_property(n, nk, hi, seed):
         return await rss.argmin([k for k in ks if k is not None], bits)
 
     assert set(run3(f, inputs).values()) == {plain_argmin(keys)}
+
+
+@SMALL
+@given(
+    n=st.integers(2, 120),
+    nk=st.integers(1, 2),
+    hi=st.integers(1, 6),
+    cap=st.sampled_from([3, 10, 40, 1 << 16]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_argmin_in_groups_over_several_levels(n, nk, hi, cap, seed):
+    """Small pair budgets force several levels of groups (and padded last groups): the winner is still
+    the plain lexicographic arg-min with ties to the smallest index, keys up to the largest allowed
+    value (the padding's) included."""
+    rng = np.random.default_rng(seed)
+    keys = [rng.integers(0, hi, n) for _ in range(nk)]
+    if rng.random() < 0.5:
+        keys = [np.full(n, 127) if j == 0 else k for j, k in enumerate(keys)]  # every key at the top
+    xs = [split3(k, rng) for k in keys]
+    inputs = [[xs[j][p] for j in range(nk)] for p in range(3)]
+
+    async def f(rss, x):
+        ks = [await rss.input_sum(v, 16) for v in x]
+        return await rss.argmin(ks, [8] * nk)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(replicated, "ARGMIN_MAX_PAIRS", cap)
+        assert set(run3(f, inputs).values()) == {plain_argmin(keys)}
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 362, 363, 1297, 6480, 100_000])
+def test_argmin_plan_covers_every_candidate_within_the_pair_budget(n):
+    plan = replicated.argmin_plan(n)
+    m = n
+    for g in plan:
+        groups = -(-m // g)
+        assert g == 2 or groups * g * (g - 1) // 2 <= replicated.ARGMIN_MAX_PAIRS
+        m = groups
+    assert m == 1
+    rounds = sum(ltz_rounds(32) + 2 + (int(np.ceil(np.log2(g - 1))) if g > 2 else 0) for g in plan)
+    pairwise = (ltz_rounds(32) + 2) * max(0, (n - 1).bit_length())  # the tournament of pairs it replaced
+    assert rounds <= pairwise and (n < 300 or rounds <= pairwise // 2)
 
 
 # --------------------------------------------------------------------------- what a party sees and sends

@@ -22,9 +22,13 @@ Construction
   first three of the session) with replicated secret sharing (:mod:`mpc.replicated`: Araki,
   Furukawa, Lindell, Nof, Ohara, CCS 2016; comparisons by bit decomposition as in ABY3, Mohassel &
   Rindal, CCS 2018); further parties only contribute shares. Per cell: ``fail = [c < k] ∨ [distinct
-  sensitive values < l]``; per node: the suppressed rows ``S = Σ c·fail`` (the fail bits injected into
-  the ring, then a dot product: one ring element per node, not a product per cell) and ``within =
-  [S ≤ MaxSup]``
+  sensitive values < l]``; per node: the suppressed rows ``S = Σ c·fail`` and ``within =
+  [S ≤ MaxSup]``. S comes from additive pieces of the counts (each computing party's own counts,
+  plus its pieces of the other parties'): with l-diversity or NCP each computing party sends one
+  masked ring element per cell (:meth:`mpc.replicated.RSS3.mul_bit_additive`) and the per-node sums
+  are reshared, where injecting the fail bits into the ring and inputting the counts as shares cost
+  about 2.3 elements per cell; the kept counts c − c·fail of the satisfying nodes' cells are then
+  reshared from the same pieces for DM and NCP
   (Samarati's MaxSup = ⌊max_suppression·n⌋); with ``suppressed_rows='star'`` also whether the
   all-``*`` group passes the models (``S = 0`` or ``S ≥ k`` and ≥ l distinct values); and
   DM = Σ_{kept} c² + S·n (Bayardo & Agrawal, ICDE 2005).
@@ -369,6 +373,18 @@ def _packed(v: np.ndarray) -> np.ndarray:
 
 
 @dataclass
+class _StarCheck:
+    """What the deferred '*' group check of a batch needs (:meth:`_Circuit.star_ok`): the fail bits per
+    cell, the presence bits per (value, cell), value-major, and per node the bits [S = 0] and [S ≥ k]."""
+
+    fail: Bool
+    present: Bool
+    empty: Bool
+    big: Bool
+    or_width: int
+
+
+@dataclass
 class _Batch:
     """A batch of nodes as one party holds it: its own counts per cell (plain) and the shares of the
     pooled ones (None on a party that only contributes, or when not input)."""
@@ -378,6 +394,13 @@ class _Batch:
     capped: Arith | None
     hist: Arith | Bool | None
     or_width: int = 1
+    pieces: np.ndarray | None = None
+    """With :attr:`_Circuit.masked`: this computing party's additive piece of the pooled counts."""
+
+
+def _segment_sums(v: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Sums of ``v`` over the segments beginning at ``starts`` (non-empty segments), in v's ring."""
+    return np.add.reduceat(v, starts, dtype=v.dtype) if len(v) else np.zeros(len(starts), v.dtype)
 
 
 def _starts(sizes: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -390,7 +413,7 @@ def _rank_in_group(sizes: np.ndarray) -> np.ndarray:
     return np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(_starts(sizes), sizes)
 
 
-def _cells_of(sizes: Sequence[int], keep: np.ndarray) -> np.ndarray:
+def _cells_of(sizes: Sequence[int] | np.ndarray, keep: np.ndarray) -> np.ndarray:
     """Positions, in a batch of nodes with ``sizes`` cells, of the cells of the nodes with ``keep``."""
     sizes_a = np.asarray(sizes, dtype=np.int64)
     keep = np.asarray(keep, dtype=bool)
@@ -468,7 +491,6 @@ class _Circuit:
         self.Rh = 16 if self.ell <= 16 else self.R
         self.ell_d = _cmp_bits(n_sens, spec.l or 0)
         self.Rd = 8 if self.ell_d <= 8 else 16 if self.ell_d <= 16 else 32
-        self._branches = 0  # child engines made for concurrent branches (the same sequence on every party)
         self.use_hist = spec.l is not None
         self.star = spec.suppressed_rows == "star" and self.max_sup > 0
         # [c < k] needs only min(c_p, k) per party: their sum is below k exactly when c is, and lies in
@@ -487,6 +509,13 @@ class _Circuit:
         self.lean = (
             spec.l is None and spec.metric == "dm" and self.capped and self.Rk <= 16 and self.G2 >= 1 and self.R >= 32
         )
+        # otherwise S = Σ c·fail from additive pieces of the counts (:meth:`mpc.replicated.RSS3.mul_bit_additive`:
+        # one ring element per cell and party, where injecting the fail bits and inputting the counts as
+        # RSS cost about 2.3); the counts are then input as RSS only when [c < k] needs them (not capped)
+        self.masked = not self.lean
+        # with l-diversity and star, the '*' group's per-value check (about 3 bits per cell and value) runs
+        # after the budget bits are open, for the nodes within only, beside the next batch
+        self.deferred_star = self.star and self.use_hist
 
     async def inputs(
         self,
@@ -497,22 +526,27 @@ class _Circuit:
         full: bool = True,
         sizes: Sequence[int] | None = None,
         or_width: int = 1,
+        pieces: bool = False,
     ) -> _Batch:
         """Every party's counts for ``nodes`` summed into shares: per cell (ring R; not with ``full=False``);
         the capped counts Σ_p min(c_p, k) per cell (ring Rk, when they make [c < k] narrower); with
         ``hist`` per cell and sensitive value (ring Rh) — or with ``presence`` each party's bit "I
         have a row there", XOR-shared (a Bool with one plane per party, value-major: value·cells +
-        cell, the batch's cells a multiple of 64), all the search's checks need. The input rounds run concurrently. With ``sizes`` node j takes ``sizes[j]`` cells, its
-        own first and then empty ones (a multiple of ``or_width``, for :func:`_or_cells`)."""
+        cell, the batch's cells a multiple of 64), all the search's checks need; with ``pieces`` the pooled counts as
+        additive pieces (:meth:`mpc.replicated.RSS3.input_additive`). The input rounds run concurrently.
+        With ``sizes`` node j takes ``sizes[j]`` cells, its own first and then empty ones (a multiple of
+        ``or_width``, for :func:`_or_cells`)."""
         rss = self.rss
         pres = None
         if hist and presence:  # the cell numbers computed once for both; presence value-major
             cvec, pres = counter.counts_and_presence(nodes, sizes)
         else:
             cvec = counter.counts(nodes, sizes=sizes, dtype=counter.count_dtype)
-        jobs: list[Coroutine[Any, Any, Arith | Bool | None]] = []
+        jobs: list[Coroutine[Any, Any, Arith | Bool | np.ndarray | None]] = []
         if full:
             jobs.append(rss.input_sum(cvec, self.R))
+        if pieces:
+            jobs.append(rss.input_additive(cvec, self.R))
         if self.capped:
             cap = cvec.dtype.type(min(self.spec.k, np.iinfo(cvec.dtype).max))  # k in the counts' own type
             jobs.append(rss.input_sum(np.minimum(cvec, cap), self.Rk))
@@ -524,10 +558,12 @@ class _Circuit:
                 jobs.append(rss.input_sum(counter.counts(nodes, hist=True), self.Rh))
         got = list(await asyncio.gather(*jobs))
         c = got.pop(0) if full else None
+        piece = got.pop(0) if pieces else None
         capped = got.pop(0) if self.capped else None
         h = got.pop(0) if hist else None
-        assert not isinstance(c, Bool) and not isinstance(capped, Bool)
-        return _Batch(cvec, c, capped, h, or_width)
+        assert isinstance(c, Arith | None) and isinstance(capped, Arith | None) and isinstance(piece, np.ndarray | None)
+        assert not isinstance(h, np.ndarray)
+        return _Batch(cvec, c, capped, h, or_width, piece)
 
     async def input_kept(self, batch: _Batch, sizes: Sequence[int], keep: np.ndarray) -> Arith | None:
         """The full counts (ring R) of the cells of the batch's nodes with ``keep``, input by every party
@@ -571,21 +607,31 @@ class _Circuit:
 
     async def evaluate(self, batch: _Batch, sizes: Sequence[int]):
         """``(within, ok)`` bits per node of a batch (opened to every party) and, on computing
-        parties, the shares ``(sup per node, sup per cell)`` the DM of satisfying nodes needs
-        (per cell in ring Rk when :attr:`lean`)."""
+        parties, the shares ``(sup per node, per cell)`` the DM of satisfying nodes needs: per cell
+        t = c·fail in ring Rk when :attr:`lean`; when :attr:`masked` this party's additive piece of
+        the kept counts c − c·fail (ring R); else the fail bits in ring R."""
         rss, spec = self.rss, self.spec
         nodes = len(sizes)
         counts, capped, hist = batch.counts, batch.capped, batch.hist
         if rss.idx is None:  # a party that only contributes: it takes part in opening the bits
             got = await rss.open(None, to="all")
             b = np.asarray(got, dtype=bool).reshape(-1)
+            if self.deferred_star:
+                return b, None, None, None
             if self.star:
-                return b[:nodes], b[nodes:], None
-            return b, b.copy(), None
+                return b[:nodes], b[nodes:], None, None
+            return b, b.copy(), None, None
         starts = _starts(sizes)
         fail, present = await self.fail_bits(counts, capped, hist)
 
-        async def suppressed() -> tuple[Arith, Arith]:
+        async def suppressed() -> tuple[Arith | np.ndarray, Arith]:
+            if self.masked:
+                # S = Σ fail·c per node from the counts' additive pieces: one masked ring element per cell
+                # and party, then the per-node sums reshared (one element per node)
+                assert batch.pieces is not None
+                failed = await rss.mul_bit_additive(fail, batch.pieces, self.R)
+                sup = await rss.reshare_additive(_segment_sums(failed, starts), self.R)
+                return batch.pieces - failed, sup  # the kept counts' pieces, for DM / NCP later
             if self.lean:
                 assert capped is not None
                 t = await rss.mul_bit(fail, capped)  # t = c·fail < k: exact in ring Rk
@@ -596,34 +642,66 @@ class _Circuit:
             f = await rss.b2a(fail, self.R)
             return f, await rss.segment_dot(f, counts, starts)
 
-        enough: Bool | None = None
-        if self.star and spec.l is not None:
-            # the '*' group's distinct values need only fail and present: on a child engine of their own,
-            # beside the suppressed rows' chain (rounds: the longer of the two, not their sum)
-            assert present is not None
-            self._branches += 1
-            star_rss = rss.child(f"star{self._branches}")
-            (sup_cells, sup), enough = await asyncio.gather(
-                suppressed(), self._star_diversity(star_rss, fail, present, sizes, batch.or_width)
-            )
-        else:
-            sup_cells, sup = await suppressed()
+        sup_cells, sup = await suppressed()
         if not self.star:
             opened = await rss.open(await rss.less_than(sup, self.max_sup + 1, self.ell), to="all")  # [S ≤ MaxSup]
             w = np.asarray(opened, dtype=bool)
-            return w, w.copy(), (sup, sup_cells)
+            return w, w.copy(), (sup, sup_cells), None
         consts = [np.full(nodes, self.max_sup + 1), np.ones(nodes), np.full(nodes, spec.k)]
         lt = await rss.less_than(rss.concat([sup, sup, sup]), np.concatenate(consts).astype(np.int64), self.ell)
         within = rss.bool_take(lt, np.arange(nodes))  # [S < MaxSup + 1]
         empty = rss.bool_take(lt, np.arange(nodes, 2 * nodes))
         big = rss.not_(rss.bool_take(lt, np.arange(2 * nodes, 3 * nodes)))
-        if enough is not None:
-            big = await rss.and_(big, enough)
+        if self.deferred_star:
+            # the '*' group's distinct values are checked later, for the nodes within only (:meth:`star_ok`)
+            w = np.asarray(await rss.open(within, to="all"), dtype=bool)
+            assert present is not None
+            return w, None, (sup, sup_cells), _StarCheck(fail, present, empty, big, batch.or_width)
         star_ok = rss.not_(await rss.and_(rss.not_(empty), rss.not_(big)))  # empty ∨ big
         ok = await rss.and_(within, star_ok)
         bits = await rss.open(rss.bool_concat([within, ok]), to="all")
         b = np.asarray(bits, dtype=bool)
-        return b[:nodes], b[nodes:], (sup, sup_cells)
+        return b[:nodes], b[nodes:], (sup, sup_cells), None
+
+    async def star_ok(
+        self, rss: RSS3, check: _StarCheck | None, sizes: Sequence[int], within: np.ndarray
+    ) -> np.ndarray:
+        """With :attr:`deferred_star`, per node of a batch whether it satisfies the models (opened to every
+        party): the nodes ``within`` the budget whose '*' group is empty or holds at least k rows and l
+        distinct values — checked on the within nodes' cells only (every node's cells are whole
+        64-cell words, so they are taken word by word), on ``rss`` (a child engine: it runs beside the
+        search's next batch). ``check``: :meth:`evaluate`'s shares (None on a contributing party)."""
+        out = np.zeros(len(sizes), dtype=bool)
+        sel = np.flatnonzero(within)
+        if not sel.size:  # public: every party skips it alike
+            return out
+        if rss.idx is None:
+            out[sel] = np.asarray(await rss.open(None, to="all"), dtype=bool).reshape(-1)
+            return out
+        assert check is not None
+        S = self.S
+        words = np.asarray(sizes, dtype=np.int64) // 64
+        cols = _cells_of(words, within)  # the within nodes' words
+        f, p = check.fail, check.present
+        fail = Bool(np.ascontiguousarray(f.a[:, cols]), np.ascontiguousarray(f.b[:, cols]), 64 * len(cols))
+
+        def values(x: np.ndarray) -> np.ndarray:  # value-major: each value's words of the within nodes
+            return np.ascontiguousarray(x.reshape(S, -1)[:, cols]).reshape(1, -1)
+
+        present = Bool(values(p.a), values(p.b), S * 64 * len(cols))
+        enough = await self._star_diversity(rss, fail, present, [int(sizes[int(i)]) for i in sel], check.or_width)
+        big = await rss.and_(rss.bool_take(check.big, sel), enough)
+        ok = rss.not_(await rss.and_(rss.not_(rss.bool_take(check.empty, sel)), rss.not_(big)))  # empty ∨ big
+        out[sel] = np.asarray(await rss.open(ok, to="all"), dtype=bool).reshape(-1)
+        return out
+
+    async def kept_masked(self, pieces: np.ndarray, sizes: Sequence[int], keep: np.ndarray):
+        """As :meth:`kept` when :attr:`masked`, from this party's additive pieces of the kept counts
+        k = c − c·fail (:meth:`evaluate`): those of the nodes with ``keep`` reshared (one ring element
+        per cell). Σ_kept c² = Σ k² (k = c or 0), so k stands for both the counts and the kept counts."""
+        sel = np.flatnonzero(keep)
+        kc = await self.rss.reshare_additive(pieces[_cells_of(sizes, keep)], self.R)
+        return kc, kc, sel, _starts(np.asarray(sizes, dtype=np.int64)[sel])
 
     async def _star_diversity(self, rss: RSS3, fail: Bool, present: Bool, sizes: Sequence[int], width: int) -> Bool:
         """Per node, whether its '*' group (the rows of its failing cells) holds at least l distinct
@@ -768,7 +846,7 @@ async def publish_horizontal(
     fbits = _ncp_bits(n, len(hs))
     loss_tables = hierarchy_loss_tables(hs, spec.ncp_categorical) if spec.metric == "ncp" else []
     mult = spec.ncp_multipliers()
-    cells_total = cells_ok = 0
+    cells_total = cells_ok = cells_within = 0
     by_height: dict[int, list[int]] = {}
     for i in range(grid.N):
         by_height.setdefault(grid.height[i], []).append(i)
@@ -785,7 +863,10 @@ async def publish_horizontal(
         if kept_shares is None:
             return
         kept = None
-        if not sub.lean:  # the kept counts of these nodes' cells, for DM and NCP alike
+        if sub.masked:  # the kept counts of these nodes' cells, reshared from their additive pieces
+            kept = await sub.kept_masked(kept_shares[1], sizes, o)
+            counts = kept[0]
+        elif not sub.lean:  # the kept counts of these nodes' cells, for DM and NCP alike
             assert counts is not None
             kept = await sub.kept(counts, kept_shares[1], sizes, o)
         dm = await sub.dm(counts, kept_shares[0], kept_shares[1], sizes, o, kept)
@@ -797,6 +878,18 @@ async def publish_horizontal(
             nc = sub.ncp(kept, kept_shares[0], lv, sizes, loss_tables, fbits, mult)
             for j, i in enumerate(np.asarray(nodes)[o]):
                 ncps[int(i)] = (nc, j)
+
+    def satisfying(nodes: list[int], real: list[int], o: np.ndarray) -> None:
+        nonlocal cells_ok
+        cells_ok += int(np.asarray(real, dtype=np.int64)[np.asarray(o, dtype=bool)].sum())
+        for j, i in enumerate(nodes):
+            ok[i] = bool(o[j])
+
+    async def star_then_metrics(b: int, batch: _Batch, kept_shares, nodes, sizes, real, w: np.ndarray, star) -> None:
+        o = await circ.star_ok(rss.child(f"star{b}"), star, sizes, w)
+        satisfying(nodes, real, o)
+        if o.any():
+            await node_metrics(b, batch, kept_shares, nodes, sizes, o)
 
     per_cell = circ.S if circ.use_hist else 1  # with l-diversity a cell is counted per sensitive value
 
@@ -831,27 +924,34 @@ async def publish_horizontal(
                 # the '*' group's per-value OR runs over groups of cells: every node padded with empty
                 # cells to a multiple of the group width (about 1 % more cells on Adult)
                 width = _or_width(real, OR_LEVELS) if circ.star and circ.use_hist else 1
-                # with l-diversity the presence bits are value-major, each value's cells whole words
-                sizes = _padded(real, width, 64 if circ.use_hist else 1)
+                # with l-diversity the presence bits are value-major, each value's cells whole words; with the
+                # deferred '*' group check every node's cells are whole words (taken word by word)
+                sizes = _padded(real, 64 if circ.deferred_star else width, 64 if circ.use_hist else 1)
                 batch = await circ.inputs(
                     counter,
                     [grid.levels[i] for i in nodes],
                     circ.use_hist,
                     presence=True,
-                    full=not circ.lean,
+                    full=not circ.lean and not circ.capped,  # RSS counts only where [c < k] needs them
                     sizes=sizes,
                     or_width=width,
+                    pieces=circ.masked,
                 )
-                w, o, kept_shares = await circ.evaluate(batch, sizes)
+                w, o, kept_shares, star = await circ.evaluate(batch, sizes)
                 rounds += 1
                 cells_total += int(sum(real))
-                cells_ok += int(np.asarray(real, dtype=np.int64)[np.asarray(o, dtype=bool)].sum())
+                cells_within += int(np.asarray(real, dtype=np.int64)[np.asarray(w, dtype=bool)].sum())
                 for j, i in enumerate(nodes):
                     evaluated[i] = True
                     within[i] = bool(w[j])
-                    ok[i] = bool(o[j])
-                if o.any():
-                    pending.append(asyncio.create_task(node_metrics(rounds, batch, kept_shares, nodes, sizes, o)))
+                if o is None:  # the '*' group check, then the metrics, beside the next batch
+                    pending.append(
+                        asyncio.create_task(star_then_metrics(rounds, batch, kept_shares, nodes, sizes, real, w, star))
+                    )
+                else:
+                    satisfying(nodes, real, o)
+                    if o.any():
+                        pending.append(asyncio.create_task(node_metrics(rounds, batch, kept_shares, nodes, sizes, o)))
                 for t in pending:  # a failed one ends the search now
                     if t.done() and t.exception() is not None:
                         raise t.exception()  # type: ignore[misc]
@@ -864,6 +964,7 @@ async def publish_horizontal(
         for t in pending:
             t.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
+    t_search = time.perf_counter()
     sat = sorted((i for i in range(grid.N) if ok[i]), key=lambda i: (grid.height[i], grid.levels[i]))
     if not sat:
         raise ProtocolError("no full-domain generalization satisfies the privacy models within the suppression budget")
@@ -875,6 +976,7 @@ async def publish_horizontal(
     order = [ncps, dms] if spec.metric == "ncp" else [dms]
     keys = None if rss.idx is None else [column(v) for v in order]
     win = await rss.argmin(keys, [circ.R] * len(order))
+    t_optimum = time.perf_counter()
     chosen = sat[int(win)]
     levels = tuple(int(x) for x in grid.levels[chosen])
     say(f"publish: chosen node {levels} of {len(sat)} satisfying nodes")
@@ -890,8 +992,13 @@ async def publish_horizontal(
             "satisfying_nodes": len(sat),
             "cells_evaluated": cells_total,
             "cells_of_satisfying_nodes": cells_ok,
+            "cells_of_nodes_within": cells_within,
             "batches": rounds,
             "seconds": time.perf_counter() - t0,
+            # wall seconds of the phases: the search (every batch and its metrics), the arg-min, the release
+            "seconds_search": t_search - t0,
+            "seconds_optimum": t_optimum - t_search,
+            "seconds_release": time.perf_counter() - t_optimum,
         },
         "revealed": _revealed(spec, n, domain_line, int(evaluated.sum()), grid.N, circ.star),
     }
