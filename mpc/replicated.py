@@ -761,19 +761,22 @@ class RSS3:
         if vi.shape[0] != x.n:
             raise ValueError(f"mul_bit_additive operands differ in length: {x.n} bits vs {vi.shape[0]} values")
         t = self._step()
-        xa, xb = self._unpacked(x)
-        u = (xa ^ xb).astype(dt)
-        own = vi * u
-        w = vi - dt.type(2) * own  # v_i·(1 − 2u_i)
+        xa, xb = self._unpacked(x)  # 0/1 bytes: products with them stay in the ring's dtype
+        own = vi * (xa ^ xb)  # v_i·u_i
         r_mine, r_prev = self._pair_streams(t, "mask", x.n * dt.itemsize)  # F(s_{i,i+1}), F(s_{i−1,i})
         # c_i's mask is F(s_{i−1,i}) (known to c_{i−1}); the next party's mask F(s_{i,i+1}) is known here
-        e = w + r_prev.view(dt)
+        e = vi - own
+        e -= own  # w_i = v_i·(1 − 2u_i)
+        e += r_prev.view(dt)
         await self.ch.send(self._next, f"{t}/e", pack_arrays(e))
         got = unpack_arrays(await self.ch.recv(self._prev, f"{t}/e"))
         if len(got) != 1 or got[0].dtype != dt or got[0].shape != (x.n,):
             raise ProtocolError(f"{self._prev} sent a malformed masked vector ({x.n} elements mod 2^{bits} expected)")
         # from c_{i−1}: its missing component is x_{i+1} (xb here); for c_{i+1}: its missing x_{i+3} = x_i (xa)
-        return own + xb.astype(dt) * got[0] - xa.astype(dt) * r_mine.view(dt)
+        out = got[0] * xb
+        out += own
+        out -= r_mine.view(dt) * xa
+        return out
 
     # ----------------------------------------------------------------------- products
     async def mul(self, x: Arith, y: Arith) -> Arith:

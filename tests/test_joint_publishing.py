@@ -590,7 +590,7 @@ def test_a_batch_takes_whole_levels_of_nodes_whose_bits_are_unknown(heights, see
     has all its direct generalizations within or in the batch, and no node that has is left out of
     its level; the batch stays within ``cap`` unless its first level alone exceeds it."""
     from anonymize.publish.fulldomain.grid import LatticeGrid
-    from parties.joint.publishing import _next_layers
+    from parties.joint.publishing import _next_layers, _successors
 
     rng = np.random.default_rng(seed)
     g = LatticeGrid(heights)
@@ -605,7 +605,7 @@ def test_a_batch_takes_whole_levels_of_nodes_whose_bits_are_unknown(heights, see
         for i in by_height[h]:
             if all(within[s] for s in g.succ[i]):
                 within[i] = bool(rng.random() < 0.85)
-    layers = _next_layers(hs[settled:], by_height, g.succ, within, size.__getitem__, cap)
+    layers = _next_layers(hs[settled:], by_height, _successors(g.succ, g.N), within, size.__getitem__, cap)
     first = [i for i in by_height[hs[settled]] if all(within[s] for s in g.succ[i])]
     if not first:
         assert layers == []

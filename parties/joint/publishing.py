@@ -907,13 +907,14 @@ async def publish_horizontal(
     pending: list[asyncio.Task] = []
     try:
         heights = sorted(by_height, reverse=True)
+        succ = _successors(grid.succ, grid.N)
         cap = MAX_BATCH_ELEMENTS // circ.S if circ.use_hist else MAX_BATCH_CELLS
         pos = 0
         while pos < len(heights):
             # the next level's candidates, then — while the batch has room — the next levels' nodes whose
             # generalizations are all within or in this batch (a bit that a failing generalization implies
             # comes out 0 anyway: "within" is monotone, so evaluating such a node reveals nothing new)
-            layers = _next_layers(heights[pos:], by_height, grid.succ, within, lambda i: _cells(i) * per_cell, cap)
+            layers = _next_layers(heights[pos:], by_height, succ, within, lambda i: _cells(i) * per_cell, cap)
             if not layers:
                 break
             pos += len(layers)
@@ -1023,31 +1024,42 @@ def _split(sized: Sequence[tuple[int, int]], cap: int) -> list[list[tuple[int, i
     return out
 
 
+def _successors(succ: Sequence[Sequence[int]], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The direct generalizations of every node as two arrays: (node, generalization) pairs."""
+    owner = np.repeat(np.arange(n, dtype=np.int64), [len(succ[i]) for i in range(n)])
+    target = np.fromiter((s for i in range(n) for s in succ[i]), dtype=np.int64, count=len(owner))
+    return owner, target
+
+
 def _next_layers(
     heights: Sequence[int],
     by_height: dict[int, list[int]],
-    succ: Sequence[Sequence[int]],
+    succ: tuple[np.ndarray, np.ndarray],
     within: np.ndarray,
     size: Callable[[int], int],
     cap: int,
 ) -> list[tuple[int, list[int]]]:
     """The levels one batch evaluates, top-down from ``heights[0]``: that level's candidates (nodes
-    whose direct generalizations are all ``within``), then, while the batch's total ``size`` stays
-    within ``cap``, each next level's nodes whose generalizations are all within or in the batch. A
-    level whose candidates exceed ``cap`` alone makes the batch (split later). An empty list: no
-    candidate left (every lower node fails by monotonicity)."""
+    whose direct generalizations — ``succ``, :func:`_successors` — are all ``within``), then, while the
+    batch's total ``size`` stays within ``cap``, each next level's nodes whose generalizations are all
+    within or in the batch. A level whose candidates exceed ``cap`` alone makes the batch (split
+    later). An empty list: no candidate left (every lower node fails by monotonicity)."""
+    owner, target = succ
     out: list[tuple[int, list[int]]] = []
-    inside: set[int] = set()
+    inside = np.zeros(len(within), dtype=bool)
     total = 0
     for h in heights:
-        cand = [i for i in by_height[h] if all(within[s] or s in inside for s in succ[i])]
+        settled = np.asarray(within, dtype=bool) | inside
+        open_gens = np.bincount(owner[~settled[target]], minlength=len(within))
+        nodes = np.asarray(by_height[h], dtype=np.int64)
+        cand = [int(i) for i in nodes[open_gens[nodes] == 0]]
         if not cand:
             break
         grown = total + sum(size(i) for i in cand)
         if out and grown > cap:
             break
         out.append((h, cand))
-        inside.update(cand)
+        inside[cand] = True
         total = grown
         if total > cap:
             break

@@ -271,8 +271,8 @@ class CellCounter:
             if hist:
                 idx = self._with_values(idx)
                 lo, span = lo * v, span * v
-            if present:  # only whether a row lands there: a scatter, not a count
-                out[lo : lo + span][idx.ravel()] = 1
+            if present:  # only whether a row lands there: a scatter (by intp positions: faster), not a count
+                out[lo : lo + span][idx.ravel().astype(np.intp)] = 1
                 continue
             w = None if self.weights is None else np.tile(self.weights, reps)
             out[lo : lo + span] = np.bincount(idx.ravel(), weights=w, minlength=span)
@@ -290,17 +290,16 @@ class CellCounter:
         total = int(sum(self._layout(nodes, sizes)))
         cnt = np.zeros(total, dtype=self.count_dtype)
         pres = np.zeros(total * v, dtype=np.uint8)
-        offset: np.ndarray | None = None  # each row's value·total, in the cell numbers' type
+        # each row's value·total; positions in numpy's index type (intp): converting the 32-bit cell
+        # numbers first makes the scatter about 1.6x faster than indexing with them (Adult, l = 3: 61 -> 38 ms)
+        offset = (self.sens.astype(np.intp) * total)[None, :]
         for lo, span, idx, reps in self._cell_numbers(nodes, sizes):
             w = None if self.weights is None else np.tile(self.weights, reps)
             cnt[lo : lo + span] = np.bincount(idx.ravel(), weights=w, minlength=span)
-            if total * v >= (1 << 31) and idx.dtype != np.int64:
-                idx = idx.astype(np.int64)
-            if offset is None or offset.dtype != idx.dtype:
-                offset = (self.sens.astype(idx.dtype) * idx.dtype.type(total))[None, :]
-            idx += idx.dtype.type(lo)  # the batch's cell numbers (idx is this chunk's own array)
-            idx += offset
-            pres[idx.ravel()] = 1
+            pos = idx.astype(np.intp)
+            pos += lo  # the batch's cell numbers
+            pos += offset
+            pres[pos.ravel()] = 1
         return cnt, pres
 
     def _with_values(self, idx: np.ndarray) -> np.ndarray:
