@@ -90,9 +90,11 @@ Constructions
   and a ripple comparison with a public constant (:meth:`RSS3.ge_public`).
 * Child engines (:meth:`RSS3.child`): the same parties and seeds in their own
   tag namespace, so two multi-round computations may run concurrently.
-* Lexicographic arg-min (:meth:`RSS3.argmin`): a tournament of ⌈log₂ n⌉
-  levels, each comparing adjacent pairs and selecting the winner's keys and
-  index obliviously (``L + b·(R − L)``); only the winning index is opened.
+* Lexicographic arg-min (:meth:`RSS3.argmin`): a tournament in groups
+  (:func:`argmin_plan`): within a group every pair is compared at once and
+  each member's "beats every other" bits are ANDed into a one-hot winner,
+  whose keys and index are selected obliviously (a bit times each value,
+  summed); only the winning index is opened.
 
 What is revealed
 ----------------
@@ -101,9 +103,10 @@ the computing parties, every vector length, ring sizes, segment offsets and
 comparison widths.
 
 Calling convention: every session party calls :meth:`RSS3.create`,
-:meth:`RSS3.input_sum`, :meth:`RSS3.input_bits`, :meth:`RSS3.open` with ``to="all"`` and
-:meth:`RSS3.argmin` (non-computing parties pass ``None`` for shares); the
-other operations are called by the computing parties only. Each public call
+:meth:`RSS3.input_sum`, :meth:`RSS3.input_additive`, :meth:`RSS3.input_bits`,
+:meth:`RSS3.open` with ``to="all"`` and :meth:`RSS3.argmin` (non-computing
+parties pass ``None`` for shares); the other operations are called by the
+computing parties only. Each public call
 reserves its tag when it starts, so several calls may run concurrently
 (e.g. under ``asyncio.gather``) as long as every party starts them in the
 same order.

@@ -25,7 +25,7 @@ from anonymize.publish.fulldomain.cells import (
     release_from_counts,
 )
 from anonymize.publish.hierarchy import Hierarchy
-from mpc.channel import run_parties
+from mpc.channel import run_parties, unpack_arrays
 from mpc.errors import ProtocolError
 from parties.analyst.publishing import split_rows
 from parties.joint.publishing import JointPublishSpec, LocalRows, combine_release, publish_horizontal
@@ -421,6 +421,37 @@ def test_what_a_party_receives_holds_no_other_party_s_counts():
             bitstream = np.unpackbits(np.frombuffer(blob, np.uint8), bitorder="little").tobytes()
             for bits in patterns:
                 assert bits not in bitstream, (name, q)
+
+
+def test_the_masked_counts_a_party_receives_look_uniform():
+    """S = Σ c·fail from the counts' additive pieces: each computing party sends the next one its
+    counts times ±1, masked by a stream the receiver does not know. Most cells are empty, so an
+    unmasked send would be mostly zero words; what arrives looks uniform in every batch (an attack
+    that sent the pieces unmasked, or the counts themselves, fails here)."""
+    hs = _hierarchies()
+    df = _table(np.random.default_rng(4), 200)
+    spec = JointPublishSpec(("age", "zip", "sex"), "disease", 3, 2, 0.05, "star")
+    qis = list(spec.qis)
+    hl = [hs[c] for c in qis]
+    got: list[np.ndarray] = []
+
+    async def f(ch, part):
+        orig = ch.recv
+
+        async def recv(frm, tag):
+            b = await orig(frm, tag)
+            if tag.endswith("/e"):
+                got.append(unpack_arrays(b)[0])
+            return b
+
+        ch.recv = recv
+        return await publish_horizontal(ch, hl, _local_rows(part, hs, qis, "disease"), spec)
+
+    out = run_parties(3, f, split_rows(df, 3), timeout=120)
+    assert len(got) == 3 * out["p0"]["stats"]["batches"]  # one masked vector per batch and party
+    words = np.concatenate(got).astype(np.float64)
+    assert words.size > 2000
+    assert np.count_nonzero(words == 0) < 5 and 0.45 < words.mean() / 2**32 < 0.55
 
 
 def test_the_job_refuses_a_release_that_would_be_the_pooled_table():

@@ -359,7 +359,8 @@ def test_a_refusal_reaches_the_other_parties_at_once(cluster):
         assert kind == "peer" and "'alice'" in msg, o.error
         assert o.seconds < 5.0, o.seconds  # told by alice's Abort (or its FAILED state), not the 10 s grace
     # the slot is freed by the job's completion callback, which may run just after the reply was sent
-    assert _eventually_idle(cluster, "bob", within=10.0)
+    # (when it is not, bob's log says which session it still holds: pending, or running)
+    assert _eventually_idle(cluster, "bob", within=10.0), cluster.log("bob")[-3000:]
 
 
 def _eventually_idle(cluster, name, within):

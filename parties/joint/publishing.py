@@ -606,10 +606,12 @@ class _Circuit:
         return rss.not_(await rss.and_(rss.not_(lt_k), rss.not_(lt_l))), present
 
     async def evaluate(self, batch: _Batch, sizes: Sequence[int]):
-        """``(within, ok)`` bits per node of a batch (opened to every party) and, on computing
-        parties, the shares ``(sup per node, per cell)`` the DM of satisfying nodes needs: per cell
-        t = c·fail in ring Rk when :attr:`lean`; when :attr:`masked` this party's additive piece of
-        the kept counts c − c·fail (ring R); else the fail bits in ring R."""
+        """``(within, ok, shares, star)`` of a batch: the bits per node (opened to every party; ``ok`` is
+        None with :attr:`deferred_star`, whose :meth:`star_ok` opens it later from ``star``, the shares
+        it needs), and on computing parties the ``shares`` ``(sup per node, per cell)`` the DM of
+        satisfying nodes needs: per cell t = c·fail in ring Rk when :attr:`lean`; when :attr:`masked`
+        this party's additive piece of the kept counts c − c·fail (ring R); else the fail bits in
+        ring R."""
         rss, spec = self.rss, self.spec
         nodes = len(sizes)
         counts, capped, hist = batch.counts, batch.capped, batch.hist
