@@ -622,3 +622,29 @@ def test_packed_histograms_equal_a_pandas_count_of_the_generalized_rows(n, width
             }
             assert have == {tuple(int(x) for x in key): int(c) for key, c in want.items()}
             assert np.array_equal(got.sum(axis=1), fs.counts)
+            assert fs.counts.dtype == np.int64
+
+
+@pytest.mark.parametrize("values", [7, 8, 15, 16])
+def test_counts_ride_in_a_free_lane_and_equal_the_plain_count(values):
+    """When the packed histograms' last word has a free lane it carries each tuple's count (7 or 15
+    values in 8-bit lanes), else the counts roll up apart (8 or 16: the words are full); either way
+    every node's counts equal a pandas count of the generalized rows."""
+    rng = np.random.default_rng(values)
+    n = 200
+    qis = ["a0", "a1"]
+    df = pd.DataFrame({c: [f"v{x}" for x in rng.integers(0, 7, n)] for c in qis})
+    df["s"] = [f"x{x}" for x in np.arange(n) % values]
+    hs = {c: _small_hierarchy(c, 7, 2) for c in qis}
+    table = EncodedTable.encode(df, Schema(qis, ["s"]), hs)
+    lat = Lattice(table, [KAnonymity(1)], 0.0, histograms=True)
+    layout = lat.freq.hist_layout
+    assert layout.lane == 8 and (layout.count_lane is None) == (values % 8 == 0)
+    for node in [(0, 0), (1, 0), (1, 2), (3, 3), (2, 1), (0, 3)]:
+        fs = lat.rollup(lat.rollup(lat.base, (min(node[0], 1), 0)), node)
+        codes = lat.tuple_codes(fs)
+        g = pd.DataFrame({c: hs[c].maps[lv][hs[c].encode(df[c])] for c, lv in zip(qis, node)})
+        want = g.groupby(qis).size()
+        node_codes = [lat.freq.node_of[i][lv][codes[:, i]] for i, lv in enumerate(node)]
+        have = {(int(a), int(b)): int(c) for a, b, c in zip(*node_codes, fs.counts)}
+        assert have == {tuple(int(x) for x in key): int(c) for key, c in want.items()}
