@@ -162,9 +162,12 @@ class _SensitiveModel(PrivacyModel):
         return [(j, stats.sens_hist[j]) for j in stats.sens_index(self.attribute)]
 
     def class_ok(self, stats):
-        ok = np.ones(stats.n_classes, dtype=bool)
+        ok = None
         for j, hist in self._hists(stats):
-            ok &= self._ok(hist, stats, j)
+            r = self._ok(hist, stats, j)
+            ok = r if ok is None else ok & r
+        if ok is None:
+            return np.ones(stats.n_classes, dtype=bool)
         return ok | (stats.sizes == 0)
 
     def _ok(self, hist, stats, j):  # pragma: no cover - interface
@@ -378,11 +381,12 @@ def _attr_name(stats: ClassStats, j: int) -> str:
 
 
 def all_ok(models, stats: ClassStats) -> np.ndarray:
-    """Classes that satisfy every model (logical AND of ``class_ok``)."""
-    ok = np.ones(stats.n_classes, dtype=bool)
+    """Classes that satisfy every model (logical AND of ``class_ok``; a new array)."""
+    ok = None
     for m in models:
-        ok &= m.class_ok(stats)
-    return ok
+        r = m.class_ok(stats)  # a fresh bool array per model
+        ok = r if ok is None else ok & r
+    return np.ones(stats.n_classes, dtype=bool) if ok is None else ok
 
 
 def pruning_models(models) -> list[PrivacyModel]:
