@@ -164,7 +164,7 @@ class _SensitiveModel(PrivacyModel):
     def class_ok(self, stats):
         ok = None
         for j, hist in self._hists(stats):
-            r = self._ok(hist, stats, j)
+            r = np.asarray(self._ok(hist, stats, j), dtype=bool)
             ok = r if ok is None else ok & r
         if ok is None:
             return np.ones(stats.n_classes, dtype=bool)
@@ -384,7 +384,7 @@ def all_ok(models, stats: ClassStats) -> np.ndarray:
     """Classes that satisfy every model (logical AND of ``class_ok``; a new array)."""
     ok = None
     for m in models:
-        r = m.class_ok(stats)  # a fresh bool array per model
+        r = np.asarray(m.class_ok(stats), dtype=bool)  # a fresh array per model (no copy when bool)
         ok = r if ok is None else ok & r
     return np.ones(stats.n_classes, dtype=bool) if ok is None else ok
 
