@@ -395,7 +395,7 @@ class _Batch:
     hist: Arith | Bool | None
     or_width: int = 1
     pieces: np.ndarray | None = None
-    """With :attr:`_Circuit.masked`: this computing party's additive piece of the pooled counts."""
+    """Unless :attr:`_Circuit.lean`: this computing party's additive piece of the pooled counts."""
 
 
 def _segment_sums(v: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -512,7 +512,6 @@ class _Circuit:
         # otherwise S = Σ c·fail from additive pieces of the counts (:meth:`mpc.replicated.RSS3.mul_bit_additive`:
         # one ring element per cell and party, where injecting the fail bits and inputting the counts as
         # RSS cost about 2.3); the counts are then input as RSS only when [c < k] needs them (not capped)
-        self.masked = not self.lean
         # with l-diversity and star, the '*' group's per-value check (about 3 bits per cell and value) runs
         # after the budget bits are open, for the nodes within only, beside the next batch
         self.deferred_star = self.star and self.use_hist
@@ -609,9 +608,8 @@ class _Circuit:
         """``(within, ok, shares, star)`` of a batch: the bits per node (opened to every party; ``ok`` is
         None with :attr:`deferred_star`, whose :meth:`star_ok` opens it later from ``star``, the shares
         it needs), and on computing parties the ``shares`` ``(sup per node, per cell)`` the DM of
-        satisfying nodes needs: per cell t = c·fail in ring Rk when :attr:`lean`; when :attr:`masked`
-        this party's additive piece of the kept counts c − c·fail (ring R); else the fail bits in
-        ring R."""
+        satisfying nodes needs: per cell t = c·fail in ring Rk when :attr:`lean`, else this party's
+        additive piece of the kept counts c − c·fail (ring R)."""
         rss, spec = self.rss, self.spec
         nodes = len(sizes)
         counts, capped, hist = batch.counts, batch.capped, batch.hist
@@ -627,22 +625,16 @@ class _Circuit:
         fail, present = await self.fail_bits(counts, capped, hist)
 
         async def suppressed() -> tuple[Arith | np.ndarray, Arith]:
-            if self.masked:
-                # S = Σ fail·c per node from the counts' additive pieces: one masked ring element per cell
-                # and party, then the per-node sums reshared (one element per node)
-                assert batch.pieces is not None
-                failed = await rss.mul_bit_additive(fail, batch.pieces, self.R)
-                sup = await rss.reshare_additive(_segment_sums(failed, starts), self.R)
-                return batch.pieces - failed, sup  # the kept counts' pieces, for DM / NCP later
             if self.lean:
                 assert capped is not None
                 t = await rss.mul_bit(fail, capped)  # t = c·fail < k: exact in ring Rk
                 return t, await self._lifted_sums(t, sizes, self.G)
-            assert counts is not None
-            # S = Σ fail·c per node is a dot product: the fail bits injected into ring R, then one ring
-            # element per node (not a product per cell); the kept nodes' cells get fail·c for DM later
-            f = await rss.b2a(fail, self.R)
-            return f, await rss.segment_dot(f, counts, starts)
+            # S = Σ fail·c per node from the counts' additive pieces: one masked ring element per cell
+            # and party, then the per-node sums reshared (one element per node)
+            assert batch.pieces is not None
+            failed = await rss.mul_bit_additive(fail, batch.pieces, self.R)
+            sup = await rss.reshare_additive(_segment_sums(failed, starts), self.R)
+            return batch.pieces - failed, sup  # the kept counts' pieces, for DM / NCP later
 
         sup_cells, sup = await suppressed()
         if not self.star:
@@ -697,10 +689,11 @@ class _Circuit:
         out[sel] = np.asarray(await rss.open(ok, to="all"), dtype=bool).reshape(-1)
         return out
 
-    async def kept_masked(self, pieces: np.ndarray, sizes: Sequence[int], keep: np.ndarray):
-        """As :meth:`kept` when :attr:`masked`, from this party's additive pieces of the kept counts
-        k = c − c·fail (:meth:`evaluate`): those of the nodes with ``keep`` reshared (one ring element
-        per cell). Σ_kept c² = Σ k² (k = c or 0), so k stands for both the counts and the kept counts."""
+    async def kept(self, pieces: np.ndarray, sizes: Sequence[int], keep: np.ndarray):
+        """The cells of the batch's nodes with ``keep`` (unless :attr:`lean`): ``(their counts, their kept
+        counts c − fail·c, the kept nodes' indices, their segment offsets)`` — what DM and NCP sum over —
+        from this party's additive pieces of the kept counts k = c − c·fail (:meth:`evaluate`), reshared
+        (one ring element per cell). Σ_kept c² = Σ k² (k = c or 0), so k stands for both."""
         sel = np.flatnonzero(keep)
         kc = await self.rss.reshare_additive(pieces[_cells_of(sizes, keep)], self.R)
         return kc, kc, sel, _starts(np.asarray(sizes, dtype=np.int64)[sel])
@@ -718,17 +711,6 @@ class _Circuit:
         occurs = rss.not_(await rss.less_than(per_value, 1, ell2))
         distinct = _sum_groups(await rss.b2a(occurs, self.Rd), S)  # per node
         return rss.not_(await rss.less_than(distinct, self.spec.l, self.ell_d))
-
-    async def kept(self, counts: Arith, fail: Arith, sizes: Sequence[int], keep: np.ndarray):
-        """The cells of the batch's nodes with ``keep``: ``(their counts, their kept counts c − fail·c, the
-        kept nodes' indices, their segment offsets)`` — what DM and NCP sum over (``fail``: the fail bits
-        in ring R; one product per cell of these nodes)."""
-        rss = self.rss
-        sel = np.flatnonzero(keep)
-        idx = _cells_of(sizes, keep)
-        c = rss.take(counts, idx)
-        failed = await rss.mul(rss.take(fail, idx), c)
-        return c, rss.sub(c, failed), sel, _starts(np.asarray(sizes, dtype=np.int64)[sel])
 
     async def _lifted_sums(self, x: Arith, sizes: Sequence[int] | np.ndarray, per: int, square: bool = False) -> Arith:
         """Per node (of ``sizes`` cells) the sum over its cells of x (or, with ``square``, of x²) in ring
@@ -752,7 +734,7 @@ class _Circuit:
         kept: tuple | None = None,
     ) -> Arith:
         """DM = Σ_{kept cells} c² + S·n of the batch's nodes with ``keep`` (one dot product per node;
-        ``kept``: :meth:`kept` of them, else computed here from the fail bits ``sup_cells``).
+        ``kept``: :meth:`kept` of them, unless :attr:`lean`).
         When :attr:`lean`, ``counts`` are the full counts of those nodes' cells only
         (:meth:`input_kept`), ``sup_cells`` t = c·fail in ring Rk, and Σ_kept c² = Σ c² − Σ t²
         (t·(c − t) = 0), Σ t² from chunks of :attr:`G2` cells in ring Rk, lifted."""
@@ -768,7 +750,8 @@ class _Circuit:
                 self._lifted_sums(t, sizes_a[sel], self.G2, square=True),
             )
             return rss.add(rss.sub(c2, t2), rss.mul_const(rss.take(sup, sel), self.n))
-        c, kept_c, sel, sel_starts = kept if kept is not None else await self.kept(counts, sup_cells, sizes, keep)
+        assert kept is not None
+        c, kept_c, sel, sel_starts = kept
         sq = await rss.segment_dot(kept_c, c, sel_starts)  # Σ c² over the kept cells, per node
         return rss.add(sq, rss.mul_const(rss.take(sup, sel), self.n))
 
@@ -865,12 +848,9 @@ async def publish_horizontal(
         if kept_shares is None:
             return
         kept = None
-        if sub.masked:  # the kept counts of these nodes' cells, reshared from their additive pieces
-            kept = await sub.kept_masked(kept_shares[1], sizes, o)
+        if not sub.lean:  # the kept counts of these nodes' cells, reshared from their additive pieces
+            kept = await sub.kept(kept_shares[1], sizes, o)
             counts = kept[0]
-        elif not sub.lean:  # the kept counts of these nodes' cells, for DM and NCP alike
-            assert counts is not None
-            kept = await sub.kept(counts, kept_shares[1], sizes, o)
         dm = await sub.dm(counts, kept_shares[0], kept_shares[1], sizes, o, kept)
         for j, i in enumerate(np.asarray(nodes)[o]):
             dms[int(i)] = (dm, j)
@@ -938,7 +918,7 @@ async def publish_horizontal(
                     full=not circ.lean and not circ.capped,  # RSS counts only where [c < k] needs them
                     sizes=sizes,
                     or_width=width,
-                    pieces=circ.masked,
+                    pieces=not circ.lean,
                 )
                 w, o, kept_shares, star = await circ.evaluate(batch, sizes)
                 rounds += 1

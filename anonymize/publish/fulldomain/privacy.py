@@ -310,10 +310,7 @@ class PrivacyCheck:
             verdict = self._fails_early(fs)
             if verdict is not None:
                 fail, rows = verdict
-                if self.exact_monotone:
-                    return False, False, fail, rows
-                mfail = self.failing(fs, self.monotone_models)
-                return False, int(fs.counts[mfail].sum()) <= self.max_sup, fail, rows
+                return False, not self.exact_monotone and self._monotone_within(fs), fail, rows
         fail = self.failing(fs)
         sup = int(fs.counts[fail].sum())
         ok = sup <= self.max_sup
@@ -330,8 +327,12 @@ class PrivacyCheck:
             return True, True, fail, sup
         if self.models_prune:  # the models themselves are the monotone part: no second pass
             return False, within_budget, fail, sup
+        return False, self._monotone_within(fs), fail, sup
+
+    def _monotone_within(self, fs: FrequencySet) -> bool:
+        """Whether the classes failing the monotone part of the models hold at most the budget's rows."""
         mfail = self.failing(fs, self.monotone_models)
-        return False, int(fs.counts[mfail].sum()) <= self.max_sup, fail, sup
+        return int(fs.counts[mfail].sum()) <= self.max_sup
 
     #: classes the early verdict judges first (:meth:`_fails_early`): the largest quarter of them
     early_share = 4
