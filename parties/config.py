@@ -113,7 +113,7 @@ class Limits:
     peer_check_interval: float = 0.5  # watchdog: Health ping period per session peer (s)
     peer_dead_after: float = 30.0  # a peer answering nothing (not even refusing) for this long is dead (s)
     max_job_memory_bytes: int = 2048 * MiB  # a job whose estimated peak exceeds this is refused before it starts
-    max_peer_streams: int = 128  # message streams (Deliver calls) one peer may have open here at once
+    max_peer_streams: int = 128  # message streams (Deliver* calls) one peer may have open here at once
     stream_idle_timeout: float = 60.0  # a message stream that sends no chunk for this long is cut (s)
     tls_handshake_timeout: float = 10.0  # a connection that has not completed TLS by then is closed (s)
     max_queued_sessions: int = 64  # StartJob calls beyond max_sessions wait here, in order, up to their deadline

@@ -17,7 +17,7 @@ def test_generated_code_imports_under_parties_package():
     assert party_pb2.DESCRIPTOR.package == "ppdm.v1"
     assert hasattr(party_pb2_grpc, "PartyStub")
     svc = party_pb2.DESCRIPTOR.services_by_name["Party"]
-    assert {m.name for m in svc.methods} == {"Deliver", "DeliverOne", "StartJob", "Abort", "Health"}
+    assert {m.name for m in svc.methods} == {"Deliver", "DeliverOne", "DeliverStream", "StartJob", "Abort", "Health"}
     # the sender is never part of a message: identity comes from the TLS certificate
     for msg in (party_pb2.Chunk, party_pb2.MessageHeader, party_pb2.AbortRequest):
         assert not {"sender", "from", "party"} & set(msg.DESCRIPTOR.fields_by_name)

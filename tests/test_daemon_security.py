@@ -299,9 +299,9 @@ def test_deliver_one_fills_the_same_session_buffer(cluster):
 
 
 def test_a_peer_without_deliver_one_gets_its_messages_by_stream(cluster):
-    """Against a daemon that predates DeliverOne (a real gRPC server with only Deliver: UNIMPLEMENTED
-    for the rest), ``GrpcChannel.send`` falls back to the stream once and remembers it; every message
-    arrives whole and in order."""
+    """Against a daemon that predates DeliverStream and DeliverOne (a real gRPC server with only Deliver:
+    UNIMPLEMENTED for the rest), ``GrpcChannel.send`` falls back to a call per message, then to the
+    Deliver stream, once each, and remembers it; every message arrives whole and in order."""
 
     from parties.config import Limits
     from parties.runtime.grpc_channel import GrpcChannel
@@ -330,6 +330,9 @@ def test_a_peer_without_deliver_one_gets_its_messages_by_stream(cluster):
 
         def stub(name):
             s = orig(name)
+            if getattr(s, "counted", False):
+                return s
+            s.counted = True
             real = s.DeliverOne
 
             def counted(*a, **kw):
@@ -348,9 +351,147 @@ def test_a_peer_without_deliver_one_gets_its_messages_by_stream(cluster):
         finally:
             await pool.close()
             await server.stop(None)
-        return pool.stream_only, ch.bytes_sent
+        return pool.stream_only, pool.per_message, ch.bytes_sent
 
-    stream_only, sent = run_sync(go())
+    stream_only, per_message, sent = run_sync(go())
+    assert per_message == {"carol"}  # no DeliverStream either: a call per message
     assert stream_only == {"carol"} and calls["one"] == 1  # tried once, then the stream every time
     assert got == [(f"m{i}", bytes([i]) * n) for i, n in enumerate((10, 1000, 3 * CHUNK_BYTES, 5))]
     assert sent == 10 + 1000 + 3 * CHUNK_BYTES + 5
+
+
+# --------------------------------------------------------------------------- DeliverStream (a session's messages)
+def streamed(*messages: tuple[str, str, bytes], chunk: int = CHUNK_BYTES):
+    """The chunks of ``messages`` (session, tag, payload) on one DeliverStream, each cut in ``chunk`` bytes."""
+    for session, tag, data in messages:
+        yield pb.Chunk(header=pb.MessageHeader(session=session, tag=tag, total_length=len(data)), data=data[:chunk])
+        for off in range(chunk, len(data), chunk):
+            yield pb.Chunk(data=data[off : off + chunk])
+
+
+def test_deliver_stream_refuses_strangers_and_the_analyst(cluster, tmp_path):
+    """The session stream identifies its sender as Deliver does; a peer's messages, small and of several
+    chunks, are all taken (the ack counts every payload byte)."""
+    ca = cluster.workdir / "ca"
+    cert, key = issue_cert(ca / "ca.pem", ca / "ca.key", "mallory", tmp_path)
+    mallory = load_credentials(cert, key, ca / "ca.pem")
+    msgs = [("analyst/st1", "a", b"x"), ("analyst/st1", "b", bytes(2 * CHUNK_BYTES + 5)), ("analyst/st1", "c", b"")]
+    # refused before anything is read (a sender of this version waits for the stream's metadata first;
+    # these write blindly, so a short stream: a refusal racing large writes may surface as INTERNAL)
+    small = [("analyst/st1", "a", b"x")]
+    assert code_of(cluster, mallory, "alice", "DeliverStream", streamed(*small))[0] == grpc.StatusCode.PERMISSION_DENIED
+    assert code_of(cluster, cluster.creds, "alice", "DeliverStream", streamed(*small))[0] == (
+        grpc.StatusCode.PERMISSION_DENIED
+    )
+    assert call(cluster, bob(cluster), "alice", "DeliverStream", streamed(*msgs)).received == 2 * CHUNK_BYTES + 6
+    assert_still_serving(cluster)
+
+
+def _cut(chunks_, drop_last: int):
+    cs = list(chunks_)
+    return iter(cs[: len(cs) - drop_last])
+
+
+@pytest.mark.parametrize(
+    "stream, code, text",
+    [
+        (lambda: iter([pb.Chunk(data=b"abc")]), grpc.StatusCode.INVALID_ARGUMENT, "header"),
+        (
+            lambda: streamed(("analyst/sm1", "a", b"1"), ("analyst/sm2", "b", b"2")),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "one session per message stream",
+        ),
+        (
+            lambda: iter(
+                [
+                    pb.Chunk(header=pb.MessageHeader(session="analyst/sm3", tag="a", total_length=4), data=b"12"),
+                    pb.Chunk(header=pb.MessageHeader(session="analyst/sm3", tag="b", total_length=2), data=b"34"),
+                ]
+            ),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "header repeated inside a message",
+        ),
+        (
+            lambda: iter(
+                [
+                    pb.Chunk(header=pb.MessageHeader(session="analyst/sm4", tag="a", total_length=2), data=b"12"),
+                    pb.Chunk(data=b"extra"),  # not a message: no header
+                ]
+            ),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "header",
+        ),
+        (
+            lambda: _cut(streamed(("analyst/sm5", "a", bytes(3 * CHUNK_BYTES))), 1),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "ended after",
+        ),
+        (
+            lambda: streamed(("analyst/sm6", "a", b"1"), ("analyst/sm6", "big", bytes(MAX_MSG + 1))),
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "max_message_bytes",
+        ),
+        (
+            lambda: streamed(("analyst/sm7", "a", b"1"), ("nobody/sm7", "b", b"2")),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "one session per message stream",
+        ),
+    ],
+    ids=["no-header", "second-session", "header-inside", "headerless-extra", "truncated", "oversized", "foreign"],
+)
+def test_deliver_stream_refuses_malformed_streams(cluster, stream, code, text):
+    got, details = code_of(cluster, bob(cluster), "alice", "DeliverStream", stream())
+    assert got == code and text in details, (got, details)
+    assert_still_serving(cluster)
+
+
+def test_deliver_stream_fills_the_same_session_buffer(cluster):
+    """Messages on a session stream count against the session's buffer like any others."""
+    data = bytes(CHUNK_BYTES)
+    n = MAX_BUF // CHUNK_BYTES
+    msgs = [("analyst/sb1", f"t{i}", data) for i in range(n)]
+    assert call(cluster, bob(cluster), "alice", "DeliverStream", streamed(*msgs)).received == n * CHUNK_BYTES
+    code, details = code_of(cluster, bob(cluster), "alice", "DeliverStream", streamed(("analyst/sb1", "last", data)))
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "session buffer full" in details
+    assert_still_serving(cluster)
+
+
+def test_a_refusal_on_the_session_stream_fails_the_session_at_once(cluster):
+    """``GrpcChannel`` sends a session's messages on one stream and a write returns before the peer
+    has checked the message: when the peer refuses one (here: over its max_message_bytes) the stream
+    ends and the sender's session fails within seconds with the peer's reason — not at its deadline,
+    and a later send or close raises it."""
+    import asyncio
+    import time
+
+    from mpc.errors import ProtocolError
+    from parties.config import Limits
+    from parties.runtime.grpc_channel import GrpcChannel
+    from parties.runtime.sessions import Session
+
+    async def go():
+        pool = PeerPool(cluster.credentials("bob"), {"alice": cluster.party("alice")})
+        s = Session("analyst/sr1", "bob", Limits(), parties=("alice", "bob"))
+        ch = GrpcChannel(s, pool, max_message_bytes=64 << 20)
+        try:
+            await ch.send("alice", "small", b"x" * 10)
+            t0 = time.monotonic()
+            try:
+                await ch.send("alice", "big", bytes(MAX_MSG + 1))
+            except ProtocolError:
+                pass  # the refusal may already reach this write
+            while s.error is None and time.monotonic() - t0 < 10:
+                await asyncio.sleep(0.05)
+            waited = time.monotonic() - t0
+            with pytest.raises(ProtocolError) as later:
+                await ch.send("alice", "after", b"y")
+            return s.error, waited, str(later.value)
+        finally:
+            ch.cancel()
+            await pool.close()
+
+    error, waited, later = run_sync(go())
+    assert error is not None and waited < 10
+    assert "alice" in str(error) and "max_message_bytes" in str(error)
+    assert "max_message_bytes" in later
+    assert_still_serving(cluster)

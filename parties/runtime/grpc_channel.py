@@ -42,6 +42,7 @@ from parties.runtime.shaping import LinkShaper, WaitCounter
 
 __all__ = [
     "CHUNK_BYTES",
+    "STREAM_READY",
     "MAX_RECEIVE_BYTES",
     "GrpcChannel",
     "PeerPool",
@@ -51,6 +52,7 @@ __all__ = [
 ]
 
 CHUNK_BYTES = 1 << 20
+STREAM_READY = ("ppdm-stream", "ready")  # a DeliverStream's initial metadata: the receiver took the stream
 MAX_RECEIVE_BYTES = CHUNK_BYTES + (64 << 10)  # one chunk plus header slack
 
 KEEPALIVE_OPTIONS = [
@@ -121,6 +123,7 @@ class PeerPool:
         self._max_streams = max_streams
         self._slots: dict[str, asyncio.Semaphore] = {}
         self.stream_only: set[str] = set()  # peers without DeliverOne (UNIMPLEMENTED once): Deliver only
+        self.per_message: set[str] = set()  # peers without DeliverStream (UNIMPLEMENTED once): a call per message
 
     def slots(self, name: str) -> asyncio.Semaphore | None:
         """At most ``max_streams`` messages in flight to ``name`` at once (the peers' ``max_peer_streams``):
@@ -159,6 +162,7 @@ class PeerPool:
         self._channels.clear()
         self._stubs.clear()
         self.stream_only.clear()  # peers are asked again: one may have been upgraded meanwhile
+        self.per_message.clear()
 
     async def close_retired(self) -> None:
         """Close the channels of earlier credentials (no session uses them any more)."""
@@ -201,6 +205,9 @@ class GrpcChannel:
         self.state: dict = {}
         self.bytes_sent = 0
         self._shaper = LinkShaper.from_env()  # benchmarks: emulated WAN links ($PPDM_LINK_SHAPE)
+        self._streams: dict[str, _SessionStream] = {}  # the session's message stream to each peer
+        self._opening: dict[str, asyncio.Lock] = {}
+        self._closed = False
 
     @property
     def session_id(self) -> str:
@@ -221,6 +228,11 @@ class GrpcChannel:
             raise ProtocolTimeoutError(f"session deadline passed before sending {tag!r} to {to!r}")
         if self._shaper is not None:
             await self._shaper.transmit(to, n)
+        stream = await self._stream(to)
+        if stream is not None:
+            await stream.write(self._session.id, tag, payload)
+            self._sent(to, n)
+            return
         # wait_for_ready: ride out a reconnect (a peer restarted between sessions); a dead
         # peer is the watchdog's to find. gRPC never retries a started call, so no duplicates.
         slots = self._pool.slots(to)
@@ -254,6 +266,38 @@ class GrpcChannel:
                 slots.release()
         self._sent(to, n)
 
+    async def _stream(self, to: str) -> _SessionStream | None:
+        """The session's message stream to ``to``, opened on first use; None for a peer without
+        ``DeliverStream`` (a call per message) or once the channel is closed."""
+        st = self._streams.get(to)
+        if st is not None or self._closed or to in self._pool.per_message:
+            return st
+        lock = self._opening.setdefault(to, asyncio.Lock())
+        async with lock:
+            st = self._streams.get(to)
+            if st is None and not self._closed and to not in self._pool.per_message:
+                st = await _SessionStream.open(self, to)
+                if st is not None:
+                    self._streams[to] = st
+        return st
+
+    async def close(self) -> None:
+        """End the session's message streams (the job is done): half-close each and wait until the peer
+        has every message in its mailbox. A stream that ends in an error raises it."""
+        self._closed = True
+        streams, self._streams = list(self._streams.values()), {}
+        results = await asyncio.gather(*(st.close() for st in streams), return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+
+    def cancel(self) -> None:
+        """Cancel the session's message streams (the session failed or was cancelled)."""
+        self._closed = True
+        streams, self._streams = list(self._streams.values()), {}
+        for st in streams:
+            st.cancel()
+
     def _sent(self, to: str, n: int) -> None:
         self.bytes_sent += n
         if self._on_sent is not None:
@@ -272,3 +316,100 @@ class GrpcChannel:
 
     def scoped(self, prefix: str) -> ScopedChannel:
         return ScopedChannel(self, prefix)
+
+
+class _SessionStream:
+    """One ``DeliverStream`` call: every message of one session to one peer, in the order sent.
+
+    A write returns once gRPC has taken the message (flow control bounds what is in flight), not
+    once the peer has it: a refusal or a lost peer ends the call, and a watcher then fails the
+    session (so nobody waits for an answer that cannot come) with the error a per-message call
+    would have raised. :meth:`close` half-closes and waits for the peer's ack of the whole stream.
+    """
+
+    def __init__(self, ch: GrpcChannel, to: str, call, slots: asyncio.Semaphore | None):
+        self._ch, self._to, self._call, self._slots = ch, to, call, slots
+        self._lock = asyncio.Lock()  # one message's chunks at a time (gRPC allows one write in flight)
+        self._closing = False
+        self._watch = asyncio.ensure_future(self._watcher())
+
+    @classmethod
+    async def open(cls, ch: GrpcChannel, to: str) -> _SessionStream | None:
+        """Start the stream and wait for the peer's initial metadata (it identified us and gave the
+        stream a slot); None when the peer has no ``DeliverStream`` (remembered in the pool)."""
+        pool, session = ch._pool, ch._session
+        slots = pool.slots(to)
+        if slots is not None:
+            await slots.acquire()
+        call = None
+        try:
+            call = pool.stub(to).DeliverStream(timeout=session.remaining(), wait_for_ready=True)
+            md = await call.initial_metadata()
+            if STREAM_READY not in tuple(md or ()):  # refused or unknown: the call ends with its status
+                code = await call.code()
+                if code == grpc.StatusCode.UNIMPLEMENTED:
+                    pool.per_message.add(to)
+                    call = None
+                    return None
+                await call  # raises the refusal
+                raise PeerFailedError(f"peer {to!r} did not accept the session's message stream")
+            st = cls(ch, to, call, slots)
+            call = slots = None  # the stream owns them now
+            return st
+        except grpc.aio.AioRpcError as e:
+            if e.code() == grpc.StatusCode.UNIMPLEMENTED:
+                pool.per_message.add(to)
+                return None
+            session.check()
+            raise map_rpc_error(e, to, "the session's message stream") from None
+        finally:
+            if call is not None:
+                call.cancel()
+            if slots is not None:
+                slots.release()
+
+    async def write(self, session: str, tag: str, payload: bytes) -> None:
+        n = len(payload)
+        try:
+            async with self._lock:
+                for chunk in _chunks(session, tag, payload):
+                    await self._call.write(chunk)
+        except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
+            raise await self._error(f"message {tag!r} ({n} bytes)") from None
+
+    async def _error(self, what: str) -> ProtocolError:
+        """The error that ended the call (the session's own error first)."""
+        self._ch._session.check()
+        try:
+            await self._call
+        except grpc.aio.AioRpcError as e:
+            self._ch._session.check()
+            return map_rpc_error(e, self._to, what)
+        return PeerFailedError(f"{what} to {self._to!r}: the message stream ended early")
+
+    async def _watcher(self) -> None:
+        """Fail the session when the stream ends in an error while the session still runs."""
+        try:
+            await self._call
+        except asyncio.CancelledError:
+            pass
+        except grpc.aio.AioRpcError as e:
+            if not self._closing and e.code() != grpc.StatusCode.CANCELLED:
+                self._ch._session.fail(map_rpc_error(e, self._to, "the session's message stream"))
+        finally:
+            if self._slots is not None:
+                self._slots.release()
+                self._slots = None
+
+    async def close(self) -> None:
+        async with self._lock:
+            self._closing = True  # an error now is close()'s to raise
+            try:
+                await self._call.done_writing()
+                await self._call
+            except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
+                raise await self._error("the session's last messages") from None
+
+    def cancel(self) -> None:
+        self._closing = True
+        self._call.cancel()

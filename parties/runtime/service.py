@@ -1,7 +1,8 @@
-"""The gRPC servicer of a party daemon: ``Deliver``, ``DeliverOne``, ``StartJob``, ``Abort``, ``Health``.
+"""The gRPC servicer of a party daemon: ``Deliver``, ``DeliverOne``, ``DeliverStream``, ``StartJob``, ``Abort``,
+``Health``.
 
 Each handler identifies the caller by its TLS certificate's common name
-(``Deliver``, ``DeliverOne`` and ``Abort``: configured peers; ``StartJob``: configured
+(``Deliver``, ``DeliverOne``, ``DeliverStream`` and ``Abort``: configured peers; ``StartJob``: configured
 analysts; ``Health``: either), checks the request against the daemon's
 :class:`~parties.config.Limits`, and acts on the daemon's
 :class:`~parties.runtime.sessions.SessionManager`:
@@ -9,7 +10,9 @@ analysts; ``Health``: either), checks the request against the daemon's
 * ``Deliver`` streams one protocol message in chunks into the session's
   mailbox, its bytes reserved before they arrive (bounded in size, time and
   count; a malformed, oversized or truncated stream is refused whole);
-  ``DeliverOne`` does the same for a message of one chunk in a single call;
+  ``DeliverOne`` does the same for a message of one chunk in a single call, and
+  ``DeliverStream`` for every message of one session from one peer on one
+  long-lived stream (what daemons of this version use);
 * ``StartJob`` runs a registered job (:mod:`parties.jobs`) on a
   :class:`~parties.runtime.grpc_channel.GrpcChannel` under the session deadline, with a
   :class:`~parties.runtime.watchdog.Watchdog` on the peers; any failure fails the
@@ -54,7 +57,7 @@ from parties.guards import dp_budget
 from parties.guards.policy import SessionRequest, run_guards, withdraw_guards
 from parties.proto.ppdm.v1 import party_pb2 as pb
 from parties.proto.ppdm.v1 import party_pb2_grpc as pb_grpc
-from parties.runtime.grpc_channel import GrpcChannel
+from parties.runtime.grpc_channel import STREAM_READY, GrpcChannel
 from parties.runtime.host import DaemonHost
 from parties.runtime.sessions import (
     BufferFull,
@@ -169,6 +172,14 @@ class PartyService(pb_grpc.PartyServicer):
         async with self._stream_slot(sender, "Deliver", context):
             return await self._deliver(sender, request_iterator, context)
 
+    async def DeliverStream(self, request_iterator, context):
+        """Every message of one session from one peer on one stream (the stream's start is answered with
+        initial metadata once the caller is identified and has a stream slot)."""
+        sender = await self._identify(context, peers=True, analysts=False, what="DeliverStream")
+        async with self._stream_slot(sender, "DeliverStream", context):
+            await context.send_initial_metadata((STREAM_READY,))
+            return await self._deliver_stream(sender, request_iterator, context)
+
     async def DeliverOne(self, request, context):
         """One message in one call (its only chunk carries the header and every byte)."""
         sender = await self._identify(context, peers=True, analysts=False, what="DeliverOne")
@@ -270,21 +281,57 @@ class PartyService(pb_grpc.PartyServicer):
         self._put(s, sender, request.header, request.data, total)
         return pb.DeliverAck(received=got)
 
+    async def _first_chunk(self, it, context, what: str, sender: str, deadline: float, idle: float | None):
+        """The next chunk of a stream (a message's first), or None when the stream ended; a stream that
+        sends nothing for ``idle`` seconds or past ``deadline`` (monotonic), or a malformed chunk, is cut."""
+        left = max(0.0, deadline - time.monotonic())
+        wait = left if idle is None else min(left, idle)
+        try:
+            async with asyncio.timeout(wait):
+                return await it.__anext__()
+        except TimeoutError:
+            why = "stream_idle_timeout" if idle is not None and idle <= left else "session_timeout"
+            self.log.warning("%s from %s cut: no chunk for %.0f s", what, sender, wait)
+            await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, f"no chunk for {wait:g} s ({why})")
+        except StopAsyncIteration:
+            return None
+        except DecodeError:
+            self.log.warning("%s from %s refused: malformed chunk", what, sender)
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "malformed chunk")
+
     async def _deliver(self, sender: str, request_iterator, context):
         it = request_iterator.__aiter__()
         idle = self.limits.stream_idle_timeout
-        try:
-            async with asyncio.timeout(idle):
-                first = await it.__anext__()
-        except TimeoutError:
-            self.log.warning("Deliver from %s cut: no chunk for %.0f s", sender, idle)
-            await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, f"no chunk for {idle:g} s (stream_idle_timeout)")
-        except StopAsyncIteration:
+        first = await self._first_chunk(
+            it, context, "Deliver", sender, time.monotonic() + self.limits.session_timeout, idle
+        )
+        if first is None:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "empty message stream")
-        except DecodeError:
-            self.log.warning("Deliver from %s refused: malformed chunk", sender)
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "malformed chunk")
-        s = await self._admit_message(sender, first, context, "Deliver", it)
+        return pb.DeliverAck(received=await self._receive(sender, first, it, context, "Deliver", several=False))
+
+    async def _deliver_stream(self, sender: str, request_iterator, context):
+        """The messages of one session on one stream (``DeliverStream``), each received as ``Deliver``
+        receives its one. Between messages a stream may stay quiet (a party computing) up to
+        ``session_timeout`` from its start; within a message the idle limit applies."""
+        it = request_iterator.__aiter__()
+        deadline = time.monotonic() + self.limits.session_timeout
+        key: str | None = None
+        received = 0
+        while (first := await self._first_chunk(it, context, "DeliverStream", sender, deadline, None)) is not None:
+            if first.HasField("header"):
+                if key is None:
+                    key = first.header.session
+                elif first.header.session != key:
+                    self.log.warning("DeliverStream from %s refused: a second session on one stream", sender)
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "one session per message stream")
+            received += await self._receive(sender, first, it, context, "DeliverStream", several=True)
+        return pb.DeliverAck(received=received)
+
+    async def _receive(self, sender: str, first, it, context, what: str, several: bool) -> int:
+        """Receive the message that ``first`` starts (admitted, assembled, put in its mailbox): its bytes.
+        ``several``: the stream goes on with more messages (read this one's chunks only); otherwise
+        the stream must end with this message."""
+        s = await self._admit_message(sender, first, context, what, it)
         h = first.header
         total = h.total_length
         got = len(first.data)
@@ -294,34 +341,42 @@ class PartyService(pb_grpc.PartyServicer):
         if buf is not None:
             buf[:got] = first.data
         ok = False
+        idle = self.limits.stream_idle_timeout
         try:
             if got > total:
                 await context.abort(
                     grpc.StatusCode.INVALID_ARGUMENT, f"message longer than its announced {total} bytes"
                 )
-            async for c in chunks_of(it, time.monotonic() + self.limits.session_timeout, idle):
-                if c is None:
-                    self.log.warning("session %s: malformed chunk from %s", h.session, sender)
-                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "malformed chunk")
-                if c is IDLE:
-                    self.log.warning("session %s: message from %s cut: no chunk for %.0f s", h.session, sender, idle)
-                    await context.abort(
-                        grpc.StatusCode.DEADLINE_EXCEEDED, f"no chunk for {idle:g} s (stream_idle_timeout)"
-                    )
-                if c is TOO_SLOW:
-                    await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "message took longer than session_timeout")
-                if c.HasField("header"):
-                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "header repeated inside a message")
-                got += len(c.data)
-                if got > total:
-                    await context.abort(
-                        grpc.StatusCode.INVALID_ARGUMENT, f"message longer than its announced {total} bytes"
-                    )
-                if s is not None:
-                    if buf is not None:
-                        buf[got - len(c.data) : got] = c.data
-                    if s.error is not None:
-                        await context.abort(grpc.StatusCode.ABORTED, str(s.error)[:300])
+            if got < total or not several:
+                async for c in chunks_of(it, time.monotonic() + self.limits.session_timeout, idle):
+                    if c is None:
+                        self.log.warning("session %s: malformed chunk from %s", h.session, sender)
+                        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "malformed chunk")
+                    if c is IDLE:
+                        self.log.warning(
+                            "session %s: message from %s cut: no chunk for %.0f s", h.session, sender, idle
+                        )
+                        await context.abort(
+                            grpc.StatusCode.DEADLINE_EXCEEDED, f"no chunk for {idle:g} s (stream_idle_timeout)"
+                        )
+                    if c is TOO_SLOW:
+                        await context.abort(
+                            grpc.StatusCode.DEADLINE_EXCEEDED, "message took longer than session_timeout"
+                        )
+                    if c.HasField("header"):
+                        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "header repeated inside a message")
+                    got += len(c.data)
+                    if got > total:
+                        await context.abort(
+                            grpc.StatusCode.INVALID_ARGUMENT, f"message longer than its announced {total} bytes"
+                        )
+                    if s is not None:
+                        if buf is not None:
+                            buf[got - len(c.data) : got] = c.data
+                        if s.error is not None:
+                            await context.abort(grpc.StatusCode.ABORTED, str(s.error)[:300])
+                    if several and got == total:
+                        break
             if got != total:
                 self.log.warning(
                     "session %s: message %r from %s truncated (%d of %d bytes)",
@@ -332,12 +387,14 @@ class PartyService(pb_grpc.PartyServicer):
                     total,
                 )
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"message ended after {got} of {total} bytes")
+            if s is not None and s.error is not None:
+                await context.abort(grpc.StatusCode.ABORTED, str(s.error)[:300])
             self._put(s, sender, h, first.data if buf is None else buf, total)
             ok = True
         finally:
             if not ok:
                 self._unreserve(s, sender, total)
-        return pb.DeliverAck(received=got)
+        return got
 
     # ------------------------------------------------------------------ Abort / Health
     async def Abort(self, request, context):
@@ -580,6 +637,7 @@ class PartyService(pb_grpc.PartyServicer):
         """
         if s.outcome is not None:
             return
+        ch.cancel()  # the session's message streams (after a job's success: already closed)
         outside = s.error  # failed from outside: a peer's abort, the watchdog, shutdown, the analyst
         error: BaseException | None
         if task.cancelled():
@@ -614,6 +672,8 @@ class PartyService(pb_grpc.PartyServicer):
         try:
             async with asyncio.timeout(left + 0.25):  # a recv's own deadline error comes first
                 out = await fn(ctx)
+                if isinstance(ctx.ch, GrpcChannel):
+                    await ctx.ch.close()  # done once the peers hold every message the job sent
         except TimeoutError:
             s.check()
             raise ProtocolTimeoutError(

@@ -45,6 +45,11 @@ class PartyStub:
                 request_serializer=parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.Chunk.SerializeToString,
                 response_deserializer=parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.DeliverAck.FromString,
                 _registered_method=True)
+        self.DeliverStream = channel.stream_unary(
+                '/ppdm.v1.Party/DeliverStream',
+                request_serializer=parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.Chunk.SerializeToString,
+                response_deserializer=parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.DeliverAck.FromString,
+                _registered_method=True)
         self.StartJob = channel.unary_unary(
                 '/ppdm.v1.Party/StartJob',
                 request_serializer=parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.StartJobRequest.SerializeToString,
@@ -87,6 +92,23 @@ class PartyServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeliverStream(self, request_iterator, context):
+        """Peer to peer: every message of one session from the caller, in the order
+        sent, on one long-lived stream (a stream write costs a fraction of a call).
+        Each message is a chunk carrying its header (the same session on every
+        message of the stream) and the whole payload or its first part, followed
+        by the chunks of the rest. The receiver answers the stream's start with its
+        initial metadata (the sender writes nothing before); the same checks and
+        delivery as Deliver apply per message, and a refusal ends the stream with
+        its status (the sender then fails the session). The call completes once the
+        sender half-closes and every message sits in the receiver's mailbox; the
+        ack counts the payload bytes of the whole stream. A sender whose peer
+        answers UNIMPLEMENTED (a daemon that predates it) uses DeliverOne / Deliver.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def StartJob(self, request, context):
         """Analyst to party: run one job of one session and return this party's result.
         Caller must be one of the party's configured analysts; the party's policy
@@ -121,6 +143,11 @@ def add_PartyServicer_to_server(servicer, server):
             ),
             'DeliverOne': grpc.unary_unary_rpc_method_handler(
                     servicer.DeliverOne,
+                    request_deserializer=parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.Chunk.FromString,
+                    response_serializer=parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.DeliverAck.SerializeToString,
+            ),
+            'DeliverStream': grpc.stream_unary_rpc_method_handler(
+                    servicer.DeliverStream,
                     request_deserializer=parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.Chunk.FromString,
                     response_serializer=parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.DeliverAck.SerializeToString,
             ),
@@ -193,6 +220,33 @@ class Party:
             request,
             target,
             '/ppdm.v1.Party/DeliverOne',
+            parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.Chunk.SerializeToString,
+            parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.DeliverAck.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeliverStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/ppdm.v1.Party/DeliverStream',
             parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.Chunk.SerializeToString,
             parties_dot_proto_dot_ppdm_dot_v1_dot_party__pb2.DeliverAck.FromString,
             options,
