@@ -181,7 +181,8 @@ def _chunks(session: str, tag: str, payload: bytes):
     n = len(payload)
     mv = memoryview(payload)
     first = min(n, CHUNK_BYTES)
-    yield pb.Chunk(header=pb.MessageHeader(session=session, tag=tag, total_length=n), data=bytes(mv[:first]))
+    head = payload if first == n and isinstance(payload, bytes) else bytes(mv[:first])  # a whole bytes: no copy
+    yield pb.Chunk(header=pb.MessageHeader(session=session, tag=tag, total_length=n), data=head)
     for off in range(first, n, CHUNK_BYTES):
         yield pb.Chunk(data=bytes(mv[off : off + CHUNK_BYTES]))
 
