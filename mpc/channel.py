@@ -157,15 +157,15 @@ def pack_arrays(*arrays: np.ndarray) -> bytes:
 
     The dtype is stored in its little-endian form; big-endian inputs are converted.
     """
-    head = [_HDR.pack(len(arrays))]
-    bodies = []
+    head: list[bytes | memoryview] = [_HDR.pack(len(arrays))]
+    bodies: list[bytes | memoryview] = []
     for a in arrays:
         a = np.asarray(a)
         if a.dtype.byteorder == ">":
             a = a.astype(a.dtype.newbyteorder("<"))
         dt = a.dtype.str.encode()
         head.append(struct.pack("<B", len(dt)) + dt + struct.pack("<B", a.ndim) + struct.pack(f"<{a.ndim}Q", *a.shape))
-        bodies.append(np.ascontiguousarray(a).reshape(-1).view(np.uint8))  # joined without a copy of its own
+        bodies.append(np.ascontiguousarray(a).reshape(-1).view(np.uint8).data)  # joined without a copy of its own
     return b"".join(head + bodies)
 
 
