@@ -278,6 +278,10 @@ class GrpcChannel:
             st = self._streams.get(to)
             if st is None and not self._closed and to not in self._pool.per_message:
                 st = await _SessionStream.open(self, to)
+                if st is not None and self._closed:  # the session ended while the stream was opening
+                    st.cancel()
+                    self._session.check()
+                    raise PeerFailedError(f"the session ended before its first message to {to!r}")
                 if st is not None:
                     self._streams[to] = st
         return st
