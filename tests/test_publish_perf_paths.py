@@ -587,6 +587,36 @@ def test_hierarchical_emd_by_one_product_equals_the_level_by_level_closed_form(s
         assert np.allclose(emd_hierarchical(P, Q, h, leaf), emd_hierarchical_levels(P, Q, h, leaf), atol=1e-12)
 
 
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), classes=st.integers(1, 40), empty=st.booleans(), t=st.floats(0.0, 1.0))
+def test_hierarchical_emd_verdicts_without_normalizing_equal_the_per_level_distances(seed, classes, empty, t):
+    """t-closeness's check compares each class's scaled sum with 2H·t·|E| (no class is normalized):
+    its verdicts equal ``distance ≤ t`` by the per-level pos/neg form of Li, Li, Venkatasubramanian
+    2007 for every class not within 1e-9 of the threshold, and an empty class passes."""
+    from anonymize.publish.distances import emd_hierarchical_levels, emd_hierarchical_within
+    from anonymize.publish.io import read_hierarchies
+
+    data = Path(__file__).resolve().parents[1] / "anonymize" / "data"
+    hs = read_hierarchies(data, columns={"occupation", "education", "salary-class"})
+    rng = np.random.default_rng(seed)
+    for h in hs.values():
+        v = int(rng.integers(1, h.n_leaves + 1))
+        leaf = np.sort(rng.choice(h.n_leaves, v, replace=False))
+        hist = rng.integers(0, 6, (classes, v)).astype(float)
+        if empty:
+            hist[0] = 0
+        q = rng.random(v) + 1e-3
+        Q = q / q.sum()
+        tot = hist.sum(axis=1, keepdims=True)
+        dist = emd_hierarchical_levels(hist / np.where(tot > 0, tot, 1), Q, h, leaf)
+        got = emd_hierarchical_within(hist.astype(np.int64), Q, h, leaf, t)
+        clear = np.abs(dist - t) > 1e-9
+        want = (dist <= t) | (tot[:, 0] == 0)
+        assert np.array_equal(got[clear], want[clear])
+        if empty:
+            assert got[0]
+
+
 @settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 2**32 - 1),

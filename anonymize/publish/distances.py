@@ -29,6 +29,8 @@ __all__ = [
     "emd_ordered",
     "emd_hierarchical",
     "emd_hierarchical_levels",
+    "emd_hierarchical_within",
+    "sensitive_hierarchy",
     "t_distances",
     "DISTANCES",
     "GROUNDS",
@@ -109,6 +111,26 @@ def emd_hierarchical(P: np.ndarray, Q: np.ndarray, hierarchy: Hierarchy, leaf_of
     A = np.abs(E @ M).sum(axis=1)
     root = np.abs(E.sum(axis=1))  # A_H: 0 for a class distribution, 1 for an empty class
     return (A - H * root) / (2 * H)
+
+
+def emd_hierarchical_within(
+    hist: np.ndarray, Q: np.ndarray, hierarchy: Hierarchy, leaf_of_value: np.ndarray, t: float
+) -> np.ndarray:
+    """Per row of a ``(C, V)`` count matrix: whether its distribution's hierarchical EMD to ``Q`` is at
+    most ``t`` (an empty row passes) — :func:`emd_hierarchical`'s closed form scaled by each row's
+    total c, so no row is normalized: with P = h/c, Σ_N |((P − Q)·M)_N| ≤ 2H·t ⟺
+    Σ_N |(h·M)_N − c·(Q·M)_N| ≤ 2H·t·c (the root term H·|Σ(P − Q)| is 0 for a distribution). What
+    t-closeness's check needs: four array operations per check instead of about a dozen."""
+    H = hierarchy.height
+    h = np.asarray(hist, dtype=np.float64)
+    if H == 0:
+        return np.ones(h.shape[0], dtype=bool)
+    M = _node_matrix(hierarchy, leaf_of_value)
+    c = row_counts(h)
+    D = h @ M
+    D -= np.multiply.outer(c, np.asarray(Q, dtype=np.float64) @ M)
+    np.abs(D, out=D)
+    return D @ np.ones(D.shape[1]) <= (2.0 * H * t) * c
 
 
 #: (id(hierarchy), id(leaf codes)) -> (hierarchy, leaf codes, matrix)
@@ -206,12 +228,19 @@ def t_distances(
     if ground == "ordered":
         return emd_ordered(P, Q)
     if ground == "hierarchical":
-        if hierarchy is None and table is not None:
-            hierarchy = table.sens_hierarchies.get(table.schema.sensitive[j])
-        if hierarchy is None:
-            raise AnonymizeError("hierarchical ground distance needs a hierarchy for the sensitive attribute")
-        values = table.sens_values[j] if table is not None else None
-        if values is None:
-            raise AnonymizeError("hierarchical ground distance needs the table's sensitive values")
-        return emd_hierarchical(P, Q, hierarchy, _leaf_codes(hierarchy, values))
+        return emd_hierarchical(P, Q, *sensitive_hierarchy(stats, j, hierarchy))
     raise AnonymizeError(f"unknown EMD ground distance '{ground}' (use {', '.join(GROUNDS)})")
+
+
+def sensitive_hierarchy(stats: ClassStats, j: int, hierarchy: Hierarchy | None = None) -> tuple[Hierarchy, np.ndarray]:
+    """``(hierarchy, leaf of each sensitive value)`` of sensitive attribute ``j`` for the hierarchical
+    ground distance: ``hierarchy``, else the one given for the attribute at encode time."""
+    table = stats.table
+    if hierarchy is None and table is not None:
+        hierarchy = table.sens_hierarchies.get(table.schema.sensitive[j])
+    if hierarchy is None:
+        raise AnonymizeError("hierarchical ground distance needs a hierarchy for the sensitive attribute")
+    values = table.sens_values[j] if table is not None else None
+    if values is None:
+        raise AnonymizeError("hierarchical ground distance needs the table's sensitive values")
+    return hierarchy, _leaf_codes(hierarchy, values)

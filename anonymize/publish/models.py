@@ -53,7 +53,16 @@ import numpy as np
 
 from ..errors import AnonymizeError
 from .classes import ClassStats
-from .distances import DISTANCES, GROUNDS, class_entropy, row_counts, sorted_desc, t_distances
+from .distances import (
+    DISTANCES,
+    GROUNDS,
+    class_entropy,
+    emd_hierarchical_within,
+    row_counts,
+    sensitive_hierarchy,
+    sorted_desc,
+    t_distances,
+)
 from .hierarchy import Hierarchy
 
 __all__ = [
@@ -362,6 +371,14 @@ class TCloseness(_SensitiveModel):
         return d
 
     def class_ok(self, stats):
+        if self.distance == "emd" and self.ground == "hierarchical":  # verdicts without normalizing the classes
+            ok = np.ones(stats.n_classes, dtype=bool)
+            for j in stats.sens_index(self.attribute):
+                hierarchy, leaves = sensitive_hierarchy(stats, j, self.hierarchy)
+                ok &= emd_hierarchical_within(
+                    stats.sens_hist[j], stats.global_dist[j], hierarchy, leaves, self.t + 1e-9
+                )
+            return ok | (stats.sizes == 0)
         return (self.distances(stats) <= self.t + 1e-9) | (stats.sizes == 0)
 
     def describe(self):
