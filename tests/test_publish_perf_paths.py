@@ -562,6 +562,23 @@ def test_smallest_cached_specialization_equals_a_scan_of_the_cache(q, seed):
         assert all(a <= b for a, b in zip(got.levels, probe))
 
 
+def _random_emd_cases(columns, seed, classes, empty):
+    """Per Adult hierarchy of ``columns``: ``(hierarchy, leaves of a random subset of values, random
+    (classes, values) histograms — the first class empty with ``empty`` —, a random distribution Q)``."""
+    from anonymize.publish.io import read_hierarchies
+
+    data = Path(__file__).resolve().parents[1] / "anonymize" / "data"
+    rng = np.random.default_rng(seed)
+    for h in read_hierarchies(data, columns=set(columns)).values():
+        v = int(rng.integers(1, h.n_leaves + 1))
+        leaf = np.sort(rng.choice(h.n_leaves, v, replace=False))
+        hist = rng.integers(0, 6, (classes, v)).astype(float)
+        if empty:
+            hist[0] = 0
+        q = rng.random(v) + 1e-3
+        yield h, leaf, hist, q / q.sum()
+
+
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), classes=st.integers(1, 40), empty=st.booleans())
 def test_hierarchical_emd_by_one_product_equals_the_level_by_level_closed_form(seed, classes, empty):
@@ -569,21 +586,10 @@ def test_hierarchical_emd_by_one_product_equals_the_level_by_level_closed_form(s
     pos/neg form of Li, Li, Venkatasubramanian 2007, on Adult's occupation and education hierarchies
     with random subsets of values, random class histograms and (optionally) an empty class."""
     from anonymize.publish.distances import emd_hierarchical, emd_hierarchical_levels
-    from anonymize.publish.io import read_hierarchies
 
-    data = Path(__file__).resolve().parents[1] / "anonymize" / "data"
-    hs = read_hierarchies(data, columns={"occupation", "education"})
-    rng = np.random.default_rng(seed)
-    for h in hs.values():
-        v = int(rng.integers(1, h.n_leaves + 1))
-        leaf = np.sort(rng.choice(h.n_leaves, v, replace=False))
-        hist = rng.integers(0, 6, (classes, v)).astype(float)
-        if empty:
-            hist[0] = 0
+    for h, leaf, hist, Q in _random_emd_cases({"occupation", "education"}, seed, classes, empty):
         tot = hist.sum(axis=1, keepdims=True)
         P = hist / np.where(tot > 0, tot, 1)
-        q = rng.random(v) + 1e-3
-        Q = q / q.sum()
         assert np.allclose(emd_hierarchical(P, Q, h, leaf), emd_hierarchical_levels(P, Q, h, leaf), atol=1e-12)
 
 
@@ -594,19 +600,8 @@ def test_hierarchical_emd_verdicts_without_normalizing_equal_the_per_level_dista
     its verdicts equal ``distance ≤ t`` by the per-level pos/neg form of Li, Li, Venkatasubramanian
     2007 for every class not within 1e-9 of the threshold, and an empty class passes."""
     from anonymize.publish.distances import emd_hierarchical_levels, emd_hierarchical_within
-    from anonymize.publish.io import read_hierarchies
 
-    data = Path(__file__).resolve().parents[1] / "anonymize" / "data"
-    hs = read_hierarchies(data, columns={"occupation", "education", "salary-class"})
-    rng = np.random.default_rng(seed)
-    for h in hs.values():
-        v = int(rng.integers(1, h.n_leaves + 1))
-        leaf = np.sort(rng.choice(h.n_leaves, v, replace=False))
-        hist = rng.integers(0, 6, (classes, v)).astype(float)
-        if empty:
-            hist[0] = 0
-        q = rng.random(v) + 1e-3
-        Q = q / q.sum()
+    for h, leaf, hist, Q in _random_emd_cases({"occupation", "education", "salary-class"}, seed, classes, empty):
         tot = hist.sum(axis=1, keepdims=True)
         dist = emd_hierarchical_levels(hist / np.where(tot > 0, tot, 1), Q, h, leaf)
         got = emd_hierarchical_within(hist.astype(np.int64), Q, h, leaf, t)
