@@ -668,6 +668,7 @@ def test_a_dm_search_reports_every_candidate_nodes_ncp_and_loss():
     import json
 
     from anonymize.publish.fulldomain import Lattice, exhaustive
+    from anonymize.publish.fulldomain.flash import flash
 
     rng = np.random.default_rng(7)
     n = 400
@@ -682,9 +683,68 @@ def test_a_dm_search_reports_every_candidate_nodes_ncp_and_loss():
     ex = exhaustive(Lattice(table, [KAnonymity(6)], 0.05), metric="dm")
     want = {tuple(x.levels): (x.ncp, x.loss) for x in ex.nodes}
     got = {tuple(x["levels"]): (x["ncp"], x["loss"]) for x in res.report["candidate_nodes"]}
-    assert len(got) > 3 and got.keys() == want.keys()
+    # Flash's DM bound leaves out minimal nodes that cannot be optimal, and the report says so
+    assert res.report["search"]["pruned_by_bound"] > 0 and "lower bound" in res.report["candidate_nodes_kind"]
+    assert tuple(res.report["chosen_node"]["levels"]) in got and got.keys() <= want.keys()
+    # without the bound the report lists every minimal node, each with the exhaustive scan's NCP / Loss
+    lat = Lattice(table, [KAnonymity(6)], 0.05)
+    unpruned = flash(lat, metric="dm", prune=False)
+    assert len(unpruned.nodes) > 3 and {tuple(x.levels) for x in unpruned.nodes} == want.keys()
+    got |= {tuple(x.levels): (x.ncp, x.loss) for x in map(lat.complete, unpruned.nodes)}
     for lv, (ncp, loss) in got.items():
         assert ncp == pytest.approx(want[lv][0], abs=1e-12) and loss == pytest.approx(want[lv][1], abs=1e-12)
+
+
+@st.composite
+def _dm_cases(draw):
+    """A random table with 2–3 QIs (3-level hierarchies), k, maybe distinct 2-diversity or
+    t-closeness, a suppression budget and a treatment of the suppressed rows."""
+    n, q = draw(st.integers(30, 160)), draw(st.integers(2, 3))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({f"a{j}": [f"v{x}" for x in rng.integers(0, 8, n)] for j in range(q)})
+    df["s"] = [f"s{x}" for x in rng.integers(0, 3, n)]
+    hs = {f"a{j}": Hierarchy.from_rows(f"a{j}", [[f"v{i}", f"g{i // 2}", f"h{i // 4}", "*"] for i in range(8)])
+          for j in range(q)}  # fmt: skip
+    from anonymize.publish import DistinctLDiversity, TCloseness
+
+    models = [KAnonymity(draw(st.integers(2, 6)))]
+    extra = draw(st.sampled_from(["none", "distinct", "t"]))
+    if extra == "distinct":
+        models.append(DistinctLDiversity(2))
+    elif extra == "t":
+        models.append(TCloseness(0.35, distance="variational"))
+    sup = draw(st.sampled_from([0.02, 0.05, 0.1, 0.3]))
+    mode = draw(st.sampled_from(["star", "drop", "arx"]))
+    return EncodedTable.encode(df, Schema([f"a{j}" for j in range(q)], ["s"]), hs), models, sup, mode
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(_dm_cases())
+def test_flash_s_dm_bound_keeps_the_exhaustive_optimum(case):
+    """Flash with ARX's pruning by the DM lower bound (the default under DM) chooses the node the exhaustive
+    scan of every node chooses, the node Flash without the bound chooses; the minimal nodes it returns are
+    minimal nodes of the exhaustive scan."""
+    from anonymize.publish.fulldomain import Lattice, exhaustive
+    from anonymize.publish.fulldomain.flash import flash
+    from anonymize.publish.fulldomain.result import metric_key
+
+    table, models, sup, mode = case
+
+    def lattice():
+        return Lattice(table, models, sup, suppressed_rows=mode)
+
+    try:
+        ex = exhaustive(lattice(), metric="dm")
+    except AnonymizeError:
+        with pytest.raises(AnonymizeError):
+            flash(lattice(), metric="dm")
+        return
+    pruned, plain = flash(lattice(), metric="dm"), flash(lattice(), metric="dm", prune=False)
+    want = metric_key(ex.chosen, "dm", table.n)
+    assert metric_key(pruned.chosen, "dm", table.n) == want == metric_key(plain.chosen, "dm", table.n)
+    assert pruned.chosen.levels == ex.chosen.levels
+    assert {tuple(x.levels) for x in pruned.nodes} <= {tuple(x.levels) for x in ex.nodes}
 
 
 def test_a_dm_tie_among_non_minimal_nodes_is_broken_by_ncp_as_the_exhaustive_scan_does():

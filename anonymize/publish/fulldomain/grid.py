@@ -17,13 +17,15 @@ import numpy as np
 
 from ...errors import AnonymizeError
 
-__all__ = ["MAX_NODES", "PASS", "FAIL", "LatticeGrid", "tag_closure", "lattice_nodes", "minimal_of"]
+__all__ = ["MAX_NODES", "PASS", "FAIL", "PRUNED", "LatticeGrid", "tag_closure", "lattice_nodes", "minimal_of"]
 
 MAX_NODES = 5_000_000
 """Largest full lattice the searches enumerate (Python-level tags)."""
 
 PASS, FAIL = 1, 2
 """Tag values in :func:`tag_closure` arrays."""
+PRUNED = 3
+"""Tag of a node that cannot be optimal (a bound search's skip; :func:`.flash.flash` ``prune``)."""
 
 
 class LatticeGrid:

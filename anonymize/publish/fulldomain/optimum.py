@@ -41,21 +41,40 @@ from .engine import Lattice
 from .grid import LatticeGrid
 from .result import NodeInfo, choose, metric_key
 
-__all__ = ["best_node"]
+__all__ = ["best_node", "dm_lower_bound"]
 
 
-def best_node(lat: Lattice, grid: LatticeGrid, minimal: Sequence[NodeInfo], metric: str) -> tuple[NodeInfo, dict]:
+def dm_lower_bound(counts: np.ndarray, least_class: int, exact: bool) -> float:
+    """Σ_E |E|·max(|E|, m) over a node's classes (``counts``), ``m`` = ``least_class`` the smallest class
+    the models allow: a lower bound of the DM of the node and of every generalization of it (see the
+    module docstring). ``exact``: the sum fits int64 (:attr:`.node_metrics.NodeMetrics.int_sums`),
+    else it is taken in float64."""
+    c = counts if exact else counts.astype(np.float64)
+    return float(np.dot(c, np.maximum(c, least_class)))
+
+
+def best_node(
+    lat: Lattice,
+    grid: LatticeGrid,
+    minimal: Sequence[NodeInfo],
+    metric: str,
+    incumbent: NodeInfo | None = None,
+    cut: bytearray | None = None,
+) -> tuple[NodeInfo, dict]:
     """The node minimizing :func:`.result.metric_key` among all satisfying nodes at or above
     ``minimal`` (the minimal satisfying nodes), and counters ``{"evaluated", "improved"}``.
+    ``incumbent`` — a satisfying node found earlier (any node; the search starts from the better);
+    ``cut`` — nodes known to be worse than it (non-zero; closed under generalization), not explored.
 
     When no metric can fall under generalization (no suppression budget, or the metric is the
     height) the best minimal node is the answer and nothing more is evaluated."""
     metrics = lat.node_metrics
+    pool = list(minimal) + ([incumbent] if incumbent is not None and all(incumbent is not x for x in minimal) else [])
     if metric == "dm":  # DM first: only the nodes of least DM need their NCP (the key's next part)
-        least = min(metrics.dm(i) for i in minimal)
-        best = choose(lat, [i for i in minimal if i.dm == least], metric)
+        least = min(metrics.dm(i) for i in pool)
+        best = choose(lat, [i for i in pool if i.dm == least], metric)
     else:
-        best = choose(lat, minimal, metric)
+        best = choose(lat, pool, metric)
     stats = {"evaluated": 0, "improved": 0}
     if lat.max_sup == 0 or metric == "height":
         return best, stats
@@ -79,8 +98,7 @@ def best_node(lat: Lattice, grid: LatticeGrid, minimal: Sequence[NodeInfo], metr
     exact = metrics.int_sums  # Σ c·max(c, m) ≤ n² fits int64: exact without a float copy
 
     def dm_lower(counts: np.ndarray) -> float:
-        c = counts if exact else counts.astype(np.float64)
-        return float(np.dot(c, np.maximum(c, m)))
+        return dm_lower_bound(counts, m, exact)
 
     def bound(i: int) -> tuple:
         ncp_lb, loss_lb = lower(i)
@@ -100,7 +118,7 @@ def best_node(lat: Lattice, grid: LatticeGrid, minimal: Sequence[NodeInfo], metr
     def push_successors(i: int, dm_lb: float) -> None:
         for s in grid.succ[i]:
             dm_bound[s] = max(dm_bound[s], dm_lb)
-            if not seen[s]:
+            if not seen[s] and not (cut and cut[s]):
                 seen[s] = 1
                 heapq.heappush(heap, (bound(s), s))
 
