@@ -819,6 +819,61 @@ def test_arrow_string_columns_encode_as_the_general_path_does():
         h.encode(pd.Series(["a", "z"], dtype="string[pyarrow]"))
 
 
+_MISSING_DTYPES = [
+    "object",
+    "string[pyarrow]",
+    "string[python]",
+    "str",
+    "float64",
+    "Int64",
+    "category",
+    "int64",
+    "bool",
+]
+
+
+@settings(max_examples=120, deadline=None, derandomize=True)
+@given(
+    dtype=st.sampled_from(_MISSING_DTYPES),
+    values=st.lists(st.one_of(st.none(), st.integers(0, 3)), max_size=12),
+    offset=st.integers(0, 2),
+)
+def test_has_missing_says_what_isna_says(dtype, values, offset):
+    """``has_missing`` (the dtype, or Arrow's null count, instead of a pass of ``isna``) agrees with
+    ``isna().any()`` for every dtype a table column comes in, with and without missing values,
+    also on a slice of a column (an Arrow array with an offset)."""
+    from anonymize.publish.hierarchy import has_missing
+
+    if dtype in ("int64", "bool"):
+        values = [0 if v is None else v for v in values]
+    raw = [
+        None
+        if v is None
+        else (bool(v) if dtype == "bool" else str(v) if "str" in dtype or dtype in ("object", "category") else v)
+        for v in values
+    ]
+    try:
+        col = pd.Series(raw, dtype=dtype)
+    except (TypeError, ValueError):
+        return
+    col = col.iloc[offset:]
+    assert has_missing(col) == bool(col.isna().any())
+
+
+def test_encoding_without_a_copy_leaves_the_input_as_it_is():
+    """A table without identifier columns and with a plain index is encoded from a shallow copy (pandas
+    copies on write): writing into the encoded table's frame does not change the caller's frame, and a
+    missing value is still found and named."""
+    df = pd.DataFrame({"a": pd.Series(["x", "y", "x"], dtype="string[pyarrow]"), "s": ["p", "q", "p"]})
+    t = EncodedTable.encode(df, Schema(["a"], ["s"]), {"a": Hierarchy.flat("a", ["x", "y"])})
+    t.df.loc[0, "a"] = "y"
+    t.df.loc[1, "s"] = "changed"
+    assert df["a"].tolist() == ["x", "y", "x"] and df["s"].tolist() == ["p", "q", "p"]
+    holes = pd.DataFrame({"a": pd.Series(["x", None, "x"], dtype="string[pyarrow]"), "s": ["p", "q", "p"]})
+    with pytest.raises(AnonymizeError, match="column 'a' has 1 missing value.*first at data row 2"):
+        EncodedTable.encode(holes, Schema(["a"], ["s"]), {"a": Hierarchy.flat("a", ["x", "y"])})
+
+
 @settings(max_examples=25, deadline=None)
 @given(heights=st.lists(st.integers(0, 3), min_size=1, max_size=5))
 def test_lazy_lattice_levels_and_index_of_are_row_major(heights):

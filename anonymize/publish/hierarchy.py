@@ -408,8 +408,9 @@ class Hierarchy:
         naming the column and the value."""
         col = column or self.name
         s = pd.Series(np.asarray(values, dtype=object) if not isinstance(values, pd.Series) else values)
-        s = s.reset_index(drop=True)
-        if s.isna().any():
+        if not (isinstance(s.index, pd.RangeIndex) and s.index.start == 0 and s.index.step == 1):
+            s = s.reset_index(drop=True)
+        if has_missing(s):
             i = int(np.argmax(s.isna().to_numpy()))
             raise AnonymizeError(
                 f"column '{col}' has {int(s.isna().sum())} missing value(s) (first at row {i + 1}); "
@@ -512,6 +513,19 @@ class Hierarchy:
         )
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def has_missing(s: pd.Series) -> bool:
+    """Whether ``s`` holds a missing value (what ``s.isna().any()`` says): read off the dtype for
+    numpy integers and booleans (none), off Arrow's null count for pyarrow-backed strings (their only
+    missing values are nulls), else by ``isna`` — a pass over the values."""
+    if isinstance(s.dtype, np.dtype) and s.dtype.kind in "iub":  # not pandas' nullable Int64 / boolean
+        return False
+    if isinstance(s.dtype, pd.StringDtype) and s.dtype.storage == "pyarrow":
+        pa_array = getattr(s.array, "_pa_array", None)
+        if pa_array is not None:
+            return bool(pa_array.null_count)
+    return bool(s.isna().any())
 
 
 def canonical_strings(values) -> pd.Series:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AnonymizeError
-from .hierarchy import Hierarchy, canonical_strings, value_str
+from .hierarchy import Hierarchy, canonical_strings, has_missing, value_str
 
 __all__ = ["check_not_mostly_numeric", "Schema", "EncodedTable", "auto_hierarchy"]
 
@@ -63,6 +63,10 @@ class Schema:
                 if c in seen:
                     raise AnonymizeError(f"column '{c}' is given both as {seen[c]} and as {role}")
                 seen[c] = role
+
+
+#: pandas copies on write (always from 3.0): a shallow copy of the input is then as safe as a copy
+_COPY_ON_WRITE = int(pd.__version__.split(".")[0]) >= 3 or pd.options.mode.copy_on_write is True
 
 
 def _is_numeric(s: pd.Series) -> bool:
@@ -176,11 +180,15 @@ class EncodedTable:
         if len(df) == 0:
             raise AnonymizeError("the table has no rows")
         hierarchies = dict(hierarchies or {})
-        work = df.drop(columns=schema.identifiers).reset_index(drop=True)
+        plain_index = isinstance(df.index, pd.RangeIndex) and df.index.equals(pd.RangeIndex(len(df)))
+        if _COPY_ON_WRITE and plain_index and not schema.identifiers:
+            work = df.copy(deep=False)  # what drop() + reset_index() give here, without their overhead
+        else:
+            work = df.drop(columns=schema.identifiers).reset_index(drop=True)
         n = len(work)
         for c in schema.qis + schema.sensitive:
-            na = work[c].isna().to_numpy()
-            if na.any():
+            if has_missing(work[c]):
+                na = work[c].isna().to_numpy()
                 raise AnonymizeError(
                     f"column '{c}' has {int(na.sum())} missing value(s) (first at data row "
                     f"{int(np.argmax(na)) + 1}); fill or drop them before anonymizing"
