@@ -565,15 +565,20 @@ def test_errors(adult):
 )
 def test_compact_codes_equal_numpy_unique(values, dtype):
     """The frequency sets' compact codes (by counting, not sorting) are ``np.unique``'s, values and
-    inverse, for any integer dtype; a code range far wider than the column falls back to sorting."""
+    inverse, for any integer dtype, with or without a known bound of the codes; a code range far wider
+    than the column falls back to sorting."""
     from anonymize.publish.fulldomain.frequency import _compact
 
     col = np.asarray(values, dtype=np.int64).clip(0, np.iinfo(dtype).max).astype(dtype)
     for c in (col, np.concatenate([col, np.array([10**6], np.int64)]) if dtype is np.int64 else col):
-        present, inv = _compact(c)
         want_p, want_inv = np.unique(c, return_inverse=True)
-        assert present.dtype == c.dtype and np.array_equal(present, want_p)
-        assert np.array_equal(inv, want_inv.reshape(-1))
+        # without a bound, and with the bound a hierarchy gives (every code below it; a strided column)
+        for present, inv in (_compact(c), _compact(c, int(c.max(initial=0)) + 1 + len(values) % 3), _compact(c[::1])):
+            assert present.dtype == c.dtype and np.array_equal(present, want_p)
+            assert np.array_equal(inv, want_inv.reshape(-1))
+        strided = np.stack([c, c]).T[:, 1]  # a column of a row-major matrix, as the QI codes are read
+        present, inv = _compact(strided, int(c.max(initial=0)) + 1)
+        assert np.array_equal(present, want_p) and np.array_equal(inv, want_inv.reshape(-1))
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)

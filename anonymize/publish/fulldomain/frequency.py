@@ -140,21 +140,24 @@ class FrequencySet:
         return len(self.counts)
 
 
-def _compact(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _compact(col: np.ndarray, bound: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(col, return_inverse=True)`` for non-negative integer codes, by counting instead of
     sorting when their range is small (hierarchy codes are): the values present, ascending, and each
-    element's position among them."""
+    element's position among them. ``bound`` — the codes are known to lie in ``[0, bound)`` (a
+    hierarchy's leaf or node codes): no pass for their range."""
     col = np.asarray(col)
-    if col.size == 0 or col.dtype.kind not in "iu" or int(col.min()) < 0 or int(col.max()) >= 8 * col.size + 4096:
-        present, inv = np.unique(col, return_inverse=True)
-        return present, inv.reshape(-1)
-    seen = np.bincount(col, minlength=int(col.max()) + 1)
+    if bound is None or col.dtype.kind not in "iu":
+        if col.size == 0 or col.dtype.kind not in "iu" or int(col.min()) < 0 or int(col.max()) >= 8 * col.size + 4096:
+            present, inv = np.unique(col, return_inverse=True)
+            return present, inv.reshape(-1)
+        bound = int(col.max()) + 1
+    seen = np.bincount(col, minlength=bound)
     present = np.flatnonzero(seen)
     if len(present) == len(seen):  # every code from 0 to the largest occurs: already compact
         return present.astype(col.dtype), col.astype(np.int64)
     lookup = np.zeros(len(seen), dtype=np.int64)
     lookup[present] = np.arange(len(present), dtype=np.int64)
-    return present.astype(col.dtype), lookup[col]
+    return present.astype(col.dtype), lookup.take(col)
 
 
 class FrequencySets:
@@ -189,15 +192,14 @@ class FrequencySets:
         # column-major: every use reads or writes one QI's column
         self.leaf_compact = np.empty((self.n_tuples, self.q), dtype=np.int64, order="F")
         for j, h in enumerate(table.hierarchies):
-            col = table.qi_codes[:, j]
-            present, inv = _compact(col)
+            present, inv = _compact(table.qi_codes[:, j], h.n_leaves)
             self.leaf_compact[:, j] = inv
             self.R.append(len(present))
             lm, no = [], []
             for lv in range(h.height + 1):
                 nodes = h.maps[lv][present]
-                uniq, cinv = np.unique(nodes, return_inverse=True)
-                lm.append(cinv.astype(np.int64))
+                uniq, cinv = _compact(nodes, int(h.maps[lv].max()) + 1 if lv else h.n_leaves)
+                lm.append(cinv)
                 no.append(uniq)
             lm.append(np.zeros(len(present), dtype=np.int64))  # virtual 'dropped' level
             no.append(np.zeros(1, dtype=np.int64))
