@@ -860,6 +860,32 @@ def test_has_missing_says_what_isna_says(dtype, values, offset):
     assert has_missing(col) == bool(col.isna().any())
 
 
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(
+    values=st.lists(
+        st.sampled_from(["a", "a ", " b", "b", "10", "9", "x y", 3, 3.0, 2.5, "é"]), min_size=1, max_size=30
+    ),
+    dtype=st.sampled_from(["object", "string[pyarrow]"]),
+)
+def test_sensitive_text_codes_equal_factorizing_the_canonical_texts(values, dtype):
+    """A sensitive text column's codes and values (one factorize, texts made per distinct value) are
+    ``pd.factorize(canonical_strings(col), sort=True)``'s — values that read the same ('a ' and 'a')
+    merge, numbers read as their canonical text."""
+    from anonymize.publish.hierarchy import canonical_strings
+    from anonymize.publish.table import _text_codes
+
+    if dtype != "object":
+        values = [str(v) for v in values]
+    col = pd.Series(values, dtype=dtype)
+    want_codes, want_values = pd.factorize(canonical_strings(col), sort=True)
+    try:
+        codes, got_values = _text_codes("s", col)
+    except AnonymizeError as e:  # a mostly numeric column is refused, as before
+        assert "looks numeric" in str(e)
+        return
+    assert np.array_equal(codes, want_codes) and list(got_values) == list(want_values)
+
+
 def test_encoding_without_a_copy_leaves_the_input_as_it_is():
     """A table without identifier columns and with a plain index is encoded from a shallow copy (pandas
     copies on write): writing into the encoded table's frame does not change the caller's frame, and a

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AnonymizeError
-from .hierarchy import Hierarchy, canonical_strings, has_missing, value_str
+from .hierarchy import Hierarchy, has_missing, value_str
 
 __all__ = ["check_not_mostly_numeric", "Schema", "EncodedTable", "auto_hierarchy"]
 
@@ -73,14 +73,15 @@ def _is_numeric(s: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
 
 
-def check_not_mostly_numeric(name: str, s: pd.Series) -> None:
+def check_not_mostly_numeric(name: str, s: pd.Series, factorized: tuple | None = None) -> None:
     """One-line error for a text column whose values are mostly numbers but not all — a numeric
     column with a stray text value (``'n/a'``, ``'?'``, a typo) that would otherwise silently be
-    treated as categorical. Names the column, how many values do not parse and the first one."""
+    treated as categorical. Names the column, how many values do not parse and the first one.
+    ``factorized`` — ``pd.factorize(s)`` if the caller has it (a column without missing values)."""
     if _is_numeric(s) or pd.api.types.is_bool_dtype(s):
         return
     # parse each distinct value once (a column has few distinct values, a table many rows)
-    codes, uniq = pd.factorize(s, use_na_sentinel=False)
+    codes, uniq = factorized if factorized is not None else pd.factorize(s, use_na_sentinel=False)
     text = pd.Series(uniq, dtype=object).astype(str).str.strip()
     bad_value = pd.to_numeric(text, errors="coerce").isna().to_numpy()
     n_bad = int(np.bincount(codes, minlength=len(uniq))[bad_value].sum())
@@ -91,6 +92,20 @@ def check_not_mostly_numeric(name: str, s: pd.Series) -> None:
             f"{text.iloc[codes[first]]!r} at data row {first + 1}); fix or drop them, or give the column a "
             "hierarchy to treat it as categorical"
         )
+
+
+def _text_codes(name: str, col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """A sensitive text column (no missing value) as codes into its sorted distinct canonical texts
+    (:func:`value_str`) — ``pd.factorize(canonical_strings(col), sort=True)`` — with one factorize of
+    the column and the texts made per distinct value; refuses a mostly numeric column
+    (:func:`check_not_mostly_numeric`)."""
+    codes, uniq = pd.factorize(col, use_na_sentinel=False)
+    check_not_mostly_numeric(name, col, (codes, uniq))
+    texts = [value_str(v) for v in uniq]
+    values = sorted(set(texts))
+    at = {v: i for i, v in enumerate(values)}
+    remap = np.array([at[t] for t in texts], dtype=np.int64)
+    return remap[codes], np.asarray(values, dtype=object)
 
 
 def auto_hierarchy(name: str, values: pd.Series) -> Hierarchy:
@@ -219,11 +234,9 @@ class EncodedTable:
                 sens_codes[:, j] = codes
                 sens_values.append(np.asarray(uniq))
             else:
-                check_not_mostly_numeric(c, col)
-                strs = canonical_strings(col)
-                codes, uniq = pd.factorize(strs, sort=True)
+                codes, values = _text_codes(c, col)
                 sens_codes[:, j] = codes
-                sens_values.append(np.asarray(uniq, dtype=object))
+                sens_values.append(values)
         return cls(work, schema, hs, qi_codes, sens_codes, sens_values, sens_h, weights=weights)
 
     # ------------------------------------------------------------------
