@@ -480,3 +480,47 @@ def test_refusals_are_one_line(capsys, tmp_path, argv, match):
 def test_refused_without_a_sensitive_attribute(capsys, tmp_path, algorithm, flag):
     line = _refused(capsys, tmp_path, "--algorithm", algorithm, "--k", 2, *flag, sensitive=())
     assert line.endswith("needs a sensitive attribute (--sensitive)"), line
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    n_values=st.integers(1, 12),
+    l=st.integers(0, 13),
+    rows=st.integers(0, 40),
+    dtype=st.sampled_from([np.uint8, np.uint16, np.uint32, np.int64]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_distinct_at_least_counts_the_values_present(n_values, l, rows, dtype, seed):
+    """``distinct_at_least`` (a running minimum, column sums or a product, by shape) says what counting
+    the non-zero entries of every row one by one says, for any width, l and lane type."""
+    from anonymize.publish.models import distinct_at_least
+
+    rng = np.random.default_rng(seed)
+    counts = (rng.integers(0, 3, size=(rows, n_values)) * rng.integers(0, 2, size=(rows, n_values))).astype(dtype)
+    want = np.array([sum(1 for v in row if v != 0) >= l for row in counts.tolist()], dtype=bool)
+    assert np.array_equal(distinct_at_least(counts, l), want)
+    assert np.array_equal(distinct_at_least(counts[:, ::-1], l), want)  # a strided view of the lanes
+
+
+@pytest.mark.parametrize("l", [2, 3])
+@pytest.mark.parametrize("sensitive", [["salary-class"], ["occupation"], ["salary-class", "occupation"]])
+def test_distinct_l_judged_on_the_packed_counts_as_on_the_class_stats(sensitive, l):
+    """Distinct l-diversity judged straight off a frequency set's packed counts (the search's path)
+    fails exactly the classes it fails through ClassStats and class_ok, on nodes all over a lattice
+    (one or two sensitive attributes, each model on every one)."""
+    from anonymize.publish import read_hierarchies, read_table
+    from anonymize.publish.fulldomain import Lattice
+    from anonymize.publish.models import all_ok
+
+    df, hs = read_table(SUBSET), read_hierarchies(DATA)
+    qis = [q for q in QI_LIST if q not in sensitive]
+    table = EncodedTable.encode(df, Schema(qis, sensitive), {q: hs[q] for q in qis})
+    models = [KAnonymity(2), DistinctLDiversity(l)]
+    lat = Lattice(table, models, 0.05)
+    priv = lat.privacy
+    assert priv._judges_on_lanes(), "the packed path is taken"
+    for levels in lat.grid().levels[:: max(1, lat.grid().N // 60)]:
+        fs = lat.frequency_set(lat.internal(levels))
+        stats = priv.class_stats(fs)
+        want = (fs.counts < 2) | ~all_ok(models, stats)
+        assert np.array_equal(priv.failing(fs), want)

@@ -120,6 +120,13 @@ class PrivacyModel:
             return None
         return False, f"{self.requirement()} fails even with every row in one class"
 
+    def lane_judge(self, columns: list[tuple[int, int]]):
+        """A function of a frequency set's packed sensitive counts — ``(C, ≥ V)`` unsigned, one column
+        per value of every sensitive attribute, the attributes this model covers at ``columns``
+        ((first column, number of values) each) — returning :meth:`class_ok` of its classes, for the
+        classes that are not empty; or None when the model needs more than those counts (the default)."""
+        return None
+
     def class_ok(self, stats: ClassStats) -> np.ndarray:  # pragma: no cover - interface
         raise NotImplementedError
 
@@ -183,6 +190,29 @@ class _SensitiveModel(PrivacyModel):
         raise NotImplementedError
 
 
+def distinct_at_least(counts: np.ndarray, l: int) -> np.ndarray:
+    """Per row of a ``(C, V)`` count matrix: at least ``l`` of its counts are non-zero. Every value
+    present (``l = V``, e.g. distinct 2-diversity of a binary attribute) is a running minimum over the
+    columns; few columns are added one by one (numpy reduces a short last axis slowly), more by a
+    matrix-vector product (:func:`.distances.row_counts`)."""
+    n_values = counts.shape[1]
+    if l <= 0:
+        return np.ones(len(counts), dtype=bool)
+    if l > n_values:
+        return np.zeros(len(counts), dtype=bool)
+    if l == n_values and n_values <= 8:
+        low = counts[:, 0]
+        for c in range(1, n_values):
+            low = np.minimum(low, counts[:, c])
+        return low > 0
+    if n_values <= 4:
+        present = (counts[:, 0] != 0).view(np.uint8).copy()
+        for c in range(1, n_values):
+            present += (counts[:, c] != 0).view(np.uint8)
+        return present >= l
+    return row_counts(counts != 0) >= l
+
+
 def _check_l(l):
     if l < 1:
         raise AnonymizeError(f"l must be at least 1, got {l}")
@@ -220,6 +250,19 @@ class DistinctLDiversity(_SensitiveModel):
 
     def _ok(self, hist, stats, j):
         return row_counts(hist > 0) >= self.l  # distinct values per class
+
+    def lane_judge(self, columns):
+        """≥ l values present, read straight off the packed counts (no copy of the histograms)."""
+        l = self.l
+
+        def judge(lanes: np.ndarray) -> np.ndarray:
+            ok = None
+            for off, width in columns:
+                r = distinct_at_least(lanes[:, off : off + width], l)
+                ok = r if ok is None else ok & r
+            return ok if ok is not None else np.ones(len(lanes), dtype=bool)
+
+        return judge
 
     def describe(self):
         return {"model": self.name, "l": self.l, "attribute": self.attribute}

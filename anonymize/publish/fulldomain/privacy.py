@@ -139,6 +139,7 @@ class PrivacyCheck:
         # what :meth:`failing` reads on every node: the least class size, the models that judge more
         self._k_min = max((m.minimal_class_size for m in models), default=1)
         self._judging = [m for m in models if not m.size_only]
+        self._lane_judges: list | None = None  # made on first use (:meth:`_judges_on_lanes`)
         #: the table-level models, checked on every node's release (:meth:`table_check`)
         self.table_models = table_models(models)
         if self.freq is not None:
@@ -191,6 +192,14 @@ class PrivacyCheck:
         small = fs.counts < k_min
         if not rest:
             return small
+        judges = self._judges_on_lanes() if models is None and fs.hist is not None else None
+        if judges:  # straight off the packed counts (the small classes fail whatever they say)
+            assert self.freq is not None and fs.hist is not None
+            lanes = self.freq.hist_layout.lanes(fs.hist)
+            ok = judges[0](lanes)
+            for judge in judges[1:]:
+                ok &= judge(lanes)
+            return small | ~ok
         if not small.any():
             return ~all_ok(rest, self.class_stats(fs))
         # the other models judge only the classes large enough: the small ones fail whatever they say
@@ -198,6 +207,25 @@ class PrivacyCheck:
         fail = small.copy()
         fail[big] = ~all_ok(rest, self.class_stats(fs, big))
         return fail
+
+    def _judges_on_lanes(self) -> list:
+        """Every judging model's :meth:`~..models.PrivacyModel.lane_judge` over this lattice's packed
+        histograms, or ``[]`` when one of them has none (or there is no population-free packed layout):
+        :meth:`failing` then goes through :class:`ClassStats`."""
+        if self._lane_judges is None:
+            judges: list = []
+            if self.freq is not None and self.population is None:
+                layout = self.freq.hist_layout
+                for m in self._judging:
+                    attribute = getattr(m, "attribute", None)
+                    cols = [(layout.offsets[j], layout.widths[j]) for j in self.table.sens_index(attribute)]
+                    judge = m.lane_judge(cols)
+                    if judge is None:
+                        judges = []
+                        break
+                    judges.append(judge)
+            self._lane_judges = judges
+        return self._lane_judges
 
     def release_check(self, counts: np.ndarray, hists: list, fail: np.ndarray) -> tuple[np.ndarray, bool]:
         """What the written file must also satisfy when rows are suppressed: ``(fail, ok)``.
