@@ -48,6 +48,7 @@ anonymizing biomedical data", AMIA 2014: ``isMonotonicWithGeneralization``,
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -64,6 +65,9 @@ from .distances import (
     t_distances,
 )
 from .hierarchy import Hierarchy
+
+if TYPE_CHECKING:
+    from .table import EncodedTable
 
 __all__ = [
     "PrivacyModel",
@@ -120,11 +124,12 @@ class PrivacyModel:
             return None
         return False, f"{self.requirement()} fails even with every row in one class"
 
-    def lane_judge(self, columns: list[tuple[int, int]]):
+    def lane_judge(self, table: EncodedTable, columns: list[tuple[int, int, int]]):
         """A function of a frequency set's packed sensitive counts — ``(C, ≥ V)`` unsigned, one column
-        per value of every sensitive attribute, the attributes this model covers at ``columns``
-        ((first column, number of values) each) — returning :meth:`class_ok` of its classes, for the
-        classes that are not empty; or None when the model needs more than those counts (the default)."""
+        per value of every sensitive attribute of ``table``, the attributes this model covers at
+        ``columns`` ((attribute index, first column, number of values) each) — returning
+        :meth:`class_ok` of its classes (the non-empty ones; the reference distribution is the whole
+        table's); or None when the model needs more than those counts (the default)."""
         return None
 
     def class_ok(self, stats: ClassStats) -> np.ndarray:  # pragma: no cover - interface
@@ -251,13 +256,13 @@ class DistinctLDiversity(_SensitiveModel):
     def _ok(self, hist, stats, j):
         return row_counts(hist > 0) >= self.l  # distinct values per class
 
-    def lane_judge(self, columns):
+    def lane_judge(self, table, columns):
         """≥ l values present, read straight off the packed counts (no copy of the histograms)."""
         l = self.l
 
         def judge(lanes: np.ndarray) -> np.ndarray:
             ok = None
-            for off, width in columns:
+            for _, off, width in columns:
                 r = distinct_at_least(lanes[:, off : off + width], l)
                 ok = r if ok is None else ok & r
             return ok if ok is not None else np.ones(len(lanes), dtype=bool)
@@ -423,6 +428,24 @@ class TCloseness(_SensitiveModel):
                 )
             return ok | (stats.sizes == 0)
         return (self.distances(stats) <= self.t + 1e-9) | (stats.sizes == 0)
+
+    def lane_judge(self, table, columns):
+        """The hierarchical EMD's verdicts (:func:`.distances.emd_hierarchical_within`) straight off the
+        packed counts, against the table's distribution; None for the other distances."""
+        if not (self.distance == "emd" and self.ground == "hierarchical"):
+            return None
+        ref = table.global_dist()
+        stats = ClassStats(np.zeros(0, dtype=np.int64), [], ref, table)
+        parts = [(off, width, ref[j], *sensitive_hierarchy(stats, j, self.hierarchy)) for j, off, width in columns]
+        t = self.t + 1e-9
+
+        def judge(lanes: np.ndarray) -> np.ndarray:
+            ok = np.ones(len(lanes), dtype=bool)
+            for off, width, q, hierarchy, leaves in parts:
+                ok &= emd_hierarchical_within(lanes[:, off : off + width], q, hierarchy, leaves, t)
+            return ok
+
+        return judge
 
     def describe(self):
         return {
