@@ -530,5 +530,7 @@ def test_models_judged_on_the_packed_counts_as_on_the_class_stats(sensitive, mod
         want = (fs.counts < 2) | ~all_ok(models, stats)
         assert np.array_equal(priv.failing(fs), want)
         verdicts |= set(want[fs.counts >= 2].tolist())
+        rows = np.flatnonzero(fs.counts >= 3)[::2]  # a part of the tuples, as the early verdict judges
+        assert np.array_equal(priv._judged_ok(fs, rows), all_ok(models[1:], priv.class_stats(fs, rows)))
     # both verdicts occur among the classes large enough (salary-class has 2 values: l = 3 fails all)
     assert verdicts == ({True} if model == "l3" and "salary-class" in sensitive else {True, False})

@@ -192,14 +192,8 @@ class PrivacyCheck:
         small = fs.counts < k_min
         if not rest:
             return small
-        judges = self._judges_on_lanes() if models is None and fs.hist is not None else None
-        if judges:  # straight off the packed counts (the small classes fail whatever they say)
-            assert self.freq is not None and fs.hist is not None
-            lanes = self.freq.hist_layout.lanes(fs.hist)
-            ok = judges[0](lanes)
-            for judge in judges[1:]:
-                ok &= judge(lanes)
-            return small | ~ok
+        if models is None and fs.hist is not None and self._judges_on_lanes():
+            return small | ~self._judged_ok(fs)  # the small classes fail whatever the judges say
         if not small.any():
             return ~all_ok(rest, self.class_stats(fs))
         # the other models judge only the classes large enough: the small ones fail whatever they say
@@ -207,6 +201,22 @@ class PrivacyCheck:
         fail = small.copy()
         fail[big] = ~all_ok(rest, self.class_stats(fs, big))
         return fail
+
+    def _judged_ok(self, fs: FrequencySet, rows: np.ndarray | None = None) -> np.ndarray:
+        """The judging models' verdicts on the tuples of ``fs`` (or its tuples ``rows``): straight off
+        the packed counts when every model can (:meth:`_judges_on_lanes`), else through
+        :class:`ClassStats`."""
+        judges = self._judges_on_lanes() if fs.hist is not None else []
+        if not judges:
+            return all_ok(self._judging, self.class_stats(fs, rows))
+        assert self.freq is not None and fs.hist is not None
+        lanes = self.freq.hist_layout.lanes(fs.hist)
+        if rows is not None:
+            lanes = lanes[rows]
+        ok = judges[0](lanes)
+        for judge in judges[1:]:
+            ok &= judge(lanes)
+        return ok
 
     def _judges_on_lanes(self) -> list:
         """Every judging model's :meth:`~..models.PrivacyModel.lane_judge` over this lattice's packed
@@ -218,8 +228,8 @@ class PrivacyCheck:
                 layout = self.freq.hist_layout
                 for m in self._judging:
                     attribute = getattr(m, "attribute", None)
-                    cols = [(layout.offsets[j], layout.widths[j]) for j in self.table.sens_index(attribute)]
-                    judge = m.lane_judge(cols)
+                    cols = [(j, layout.offsets[j], layout.widths[j]) for j in self.table.sens_index(attribute)]
+                    judge = m.lane_judge(self.table, cols)
                     if judge is None:
                         judges = []
                         break
@@ -385,7 +395,7 @@ class PrivacyCheck:
         if top < 16:
             return None
         part = big[np.argpartition(counts[big], len(big) - top)[len(big) - top :]]
-        bad = part[~all_ok(self._judging, self.class_stats(fs, part))]
+        bad = part[~self._judged_ok(fs, part)]
         rows += int(counts[bad].sum())
         if rows > self.max_sup:
             fail[bad] = True
