@@ -161,6 +161,12 @@ class PrivacyCheck:
             or all(m.monotone_suppression for m in self.models)
         )
         self.monotone_models = self.models if self.exact_monotone else pruning_models(self.models)
+        #: the monotone part's least class size when it judges class sizes only (else None)
+        self._monotone_k = (
+            max((m.minimal_class_size for m in self.monotone_models), default=1)
+            if all(m.size_only for m in self.monotone_models)
+            else None
+        )
         #: every model is monotone under suppression, so "failing rows within the budget" (before the
         #: release checks) is itself the monotone part used for pruning
         self.models_prune = all(m.monotone_suppression for m in self.models)
@@ -369,6 +375,9 @@ class PrivacyCheck:
 
     def _monotone_within(self, fs: FrequencySet) -> bool:
         """Whether the classes failing the monotone part of the models hold at most the budget's rows."""
+        if self._monotone_k is not None:  # class sizes only (k-anonymity): the small classes' rows
+            counts = fs.counts
+            return int(counts[counts < self._monotone_k].sum()) <= self.max_sup
         mfail = self.failing(fs, self.monotone_models)
         return int(fs.counts[mfail].sum()) <= self.max_sup
 
