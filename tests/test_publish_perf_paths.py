@@ -598,18 +598,26 @@ def test_hierarchical_emd_by_one_product_equals_the_level_by_level_closed_form(s
 def test_hierarchical_emd_verdicts_without_normalizing_equal_the_per_level_distances(seed, classes, empty, t):
     """t-closeness's check compares each class's scaled sum with 2H·t·|E| (no class is normalized):
     its verdicts equal ``distance ≤ t`` by the per-level pos/neg form of Li, Li, Venkatasubramanian
-    2007 for every class not within 1e-9 of the threshold, and an empty class passes."""
-    from anonymize.publish.distances import emd_hierarchical_levels, emd_hierarchical_within
+    2007 for every class not within 1e-9 of the threshold, and an empty class passes — also with the
+    reference folded into the matrix (``emd_hierarchical_judge``, the lattice searches' form), on
+    counts as the packed lanes hold them (uint16, a strided view)."""
+    from anonymize.publish.distances import emd_hierarchical_judge, emd_hierarchical_levels, emd_hierarchical_within
 
     for h, leaf, hist, Q in _random_emd_cases({"occupation", "education", "salary-class"}, seed, classes, empty):
         tot = hist.sum(axis=1, keepdims=True)
         dist = emd_hierarchical_levels(hist / np.where(tot > 0, tot, 1), Q, h, leaf)
-        got = emd_hierarchical_within(hist.astype(np.int64), Q, h, leaf, t)
+        lanes = np.zeros((len(hist), hist.shape[1] + 3), dtype=np.uint16)
+        lanes[:, 2 : 2 + hist.shape[1]] = hist
+        judge = emd_hierarchical_judge(Q, h, leaf, t)
         clear = np.abs(dist - t) > 1e-9
         want = (dist <= t) | (tot[:, 0] == 0)
-        assert np.array_equal(got[clear], want[clear])
-        if empty:
-            assert got[0]
+        for got in (
+            emd_hierarchical_within(hist.astype(np.int64), Q, h, leaf, t),
+            judge(lanes[:, 2 : 2 + hist.shape[1]]),
+        ):
+            assert np.array_equal(got[clear], want[clear])
+            if empty:
+                assert got[0]
 
 
 @settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])

@@ -28,6 +28,7 @@ __all__ = [
     "kl_divergence",
     "emd_ordered",
     "emd_hierarchical",
+    "emd_hierarchical_judge",
     "emd_hierarchical_levels",
     "emd_hierarchical_within",
     "sensitive_hierarchy",
@@ -131,6 +132,29 @@ def emd_hierarchical_within(
     D -= np.multiply.outer(c, np.asarray(Q, dtype=np.float64) @ M)
     np.abs(D, out=D)
     return D @ np.ones(D.shape[1]) <= (2.0 * H * t) * c
+
+
+def emd_hierarchical_judge(Q: np.ndarray, hierarchy: Hierarchy, leaf_of_value: np.ndarray, t: float):
+    """:func:`emd_hierarchical_within` against one reference ``Q``, as a function of the ``(C, V)``
+    count matrix alone, with the reference folded into the matrix once: c·(Q·M) = h·(1 ⊗ Q·M) for
+    c = h·1, so D = h·(M − 1 ⊗ Q·M), and a column of ones appended gives c in the same product — one
+    product, an absolute value and a row sum per check (what a lattice search runs per node)."""
+    H = hierarchy.height
+    if H == 0:
+        return lambda hist: np.ones(len(hist), dtype=bool)
+    M = _node_matrix(hierarchy, leaf_of_value)
+    folded = M - np.asarray(Q, dtype=np.float64) @ M  # every row: M's row minus Q·M
+    folded = np.concatenate([folded, np.ones((M.shape[0], 1))], axis=1)
+    weights = np.ones(folded.shape[1])
+    weights[-1] = -2.0 * H * t  # Σ|D| − 2H·t·c ≤ 0, with c the last column (non-negative)
+    n_nodes = M.shape[1]
+
+    def judge(hist: np.ndarray) -> np.ndarray:
+        D = np.asarray(hist, dtype=np.float64) @ folded
+        np.abs(D[:, :n_nodes], out=D[:, :n_nodes])
+        return D @ weights <= 0.0
+
+    return judge
 
 
 #: (id(hierarchy), id(leaf codes)) -> (hierarchy, leaf codes, matrix)

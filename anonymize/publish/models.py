@@ -58,6 +58,7 @@ from .distances import (
     DISTANCES,
     GROUNDS,
     class_entropy,
+    emd_hierarchical_judge,
     emd_hierarchical_within,
     row_counts,
     sensitive_hierarchy,
@@ -436,13 +437,15 @@ class TCloseness(_SensitiveModel):
             return None
         ref = table.global_dist()
         stats = ClassStats(np.zeros(0, dtype=np.int64), [], ref, table)
-        parts = [(off, width, ref[j], *sensitive_hierarchy(stats, j, self.hierarchy)) for j, off, width in columns]
-        t = self.t + 1e-9
+        parts = [
+            (off, width, emd_hierarchical_judge(ref[j], *sensitive_hierarchy(stats, j, self.hierarchy), self.t + 1e-9))
+            for j, off, width in columns
+        ]
 
         def judge(lanes: np.ndarray) -> np.ndarray:
             ok = np.ones(len(lanes), dtype=bool)
-            for off, width, q, hierarchy, leaves in parts:
-                ok &= emd_hierarchical_within(lanes[:, off : off + width], q, hierarchy, leaves, t)
+            for off, width, within in parts:
+                ok &= within(lanes[:, off : off + width])
             return ok
 
         return judge
