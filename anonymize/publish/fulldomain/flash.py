@@ -203,13 +203,17 @@ def flash(
                     check_path(find_path(s))
     if progress:
         progress(f"flash: {lat.n_evaluated - ev0} of {g.N} nodes checked")
+    # a cut node may have been tagged PASS later (a box from a node below it): not a candidate
+    cut = bytes(g.N) if bound is None else bound.cut
     if exact:
         # a minimal node was checked (its specializations fail): scan the checked nodes, not the lattice
         minimal = [
-            info for i, info in infos.items() if tags[i] == _PASS and not any(tags[p] == _PASS for p in g.pred[i])
+            info
+            for i, info in infos.items()
+            if tags[i] == _PASS and not cut[i] and not any(tags[p] == _PASS for p in g.pred[i])
         ]
     else:
-        minimal = minimal_scan(lat, g, [t == _PASS for t in tags], infos)
+        minimal = minimal_scan(lat, g, [t == _PASS and not c for t, c in zip(tags, cut)], infos)
     n_pruned = 0 if bound is None else bound.n_pruned
     if not minimal:
         raise AnonymizeError("no full-domain generalization satisfies the privacy models within the suppression budget")
@@ -231,5 +235,5 @@ def flash(
     }
     kind = "every minimal satisfying node"
     if n_pruned:
-        kind = "the minimal satisfying nodes whose DM lower bound did not exceed the best DM found"
+        kind = "every minimal satisfying node not skipped by the DM lower bound (the others are worse)"
     return SearchResult("flash", minimal, chosen, metric, stats, nodes_kind=kind)

@@ -95,12 +95,14 @@ class PrivacyCheck:
         #: the lattice's frequency sets (:meth:`attach`) and the population counts read from them
         self.freq: FrequencySets | None = None
         self.population: PopulationCounts | None = None
+        self._lane_judges: list | None = None  # made on first use (:meth:`_judges_on_lanes`)
         self.set_models(self.models)
 
     def attach(self, freq: FrequencySets) -> None:
         """Use ``freq``'s encoding to count a population table some model brings (δ-presence, k-map):
         its rows are encoded once here (one-line errors for a bad population table)."""
         self.freq = freq
+        self._lane_judges = None  # the packed layout is this encoding's
         self._sync_population()
 
     def _sync_population(self) -> None:
@@ -139,7 +141,7 @@ class PrivacyCheck:
         # what :meth:`failing` reads on every node: the least class size, the models that judge more
         self._k_min = max((m.minimal_class_size for m in models), default=1)
         self._judging = [m for m in models if not m.size_only]
-        self._lane_judges: list | None = None  # made on first use (:meth:`_judges_on_lanes`)
+        self._lane_judges = None
         #: the table-level models, checked on every node's release (:meth:`table_check`)
         self.table_models = table_models(models)
         if self.freq is not None:
