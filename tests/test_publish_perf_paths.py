@@ -915,7 +915,8 @@ def test_encoding_without_a_copy_leaves_the_input_as_it_is():
 @given(heights=st.lists(st.integers(0, 3), min_size=1, max_size=5))
 def test_lazy_lattice_levels_and_index_of_are_row_major(heights):
     """LatticeGrid.levels (made on first use) equals the row-major enumeration of the lattice
-    (lattice_nodes), and index_of inverts it; a vector outside the lattice is a KeyError."""
+    (lattice_nodes), and index_of inverts it; a vector outside the lattice is a KeyError; the order
+    Flash visits the nodes in is (height, norm, index)."""
     from anonymize.publish.fulldomain.grid import LatticeGrid, lattice_nodes
 
     g = LatticeGrid(heights)
@@ -927,6 +928,9 @@ def test_lazy_lattice_levels_and_index_of_are_row_major(heights):
     assert [g.index_of(lv) for lv in ref] == list(range(g.N))
     with pytest.raises(KeyError):
         g.index_of(tuple(h + 1 for h in heights))
+    # Flash's order of visits: height, then Σ l_j / h_j, then the index
+    norm = [sum(v / max(h, 1) for v, h in zip(lv, heights)) for lv in ref]
+    assert g.by_height_norm == sorted(range(g.N), key=lambda i: (sum(ref[i]), norm[i], i))
 
 
 def test_node_metric_tables_filled_on_demand_equal_the_rows_totals():

@@ -192,7 +192,7 @@ def flash(
                 lo = mid + 1
 
     # every node by key(): height, then norm, then index (one lexsort, not a Python key per node)
-    for i in np.lexsort((np.arange(g.N), np.asarray(g.norm), np.asarray(g.height))).tolist():
+    for i in g.by_height_norm:
         if tags[i]:
             continue
         check_path(find_path(i))
@@ -226,7 +226,7 @@ def flash(
         "nodes_in_lattice": g.N,
         "checked": lat.n_evaluated - ev0,
         "frequency_set_rows_scanned": lat.rows_scanned - rows0,
-        "satisfying_nodes": sum(1 for t in tags if t == _PASS) if exact and not n_pruned else None,
+        "satisfying_nodes": tags.count(_PASS) if exact and not n_pruned else None,
         "pruned_by_bound": n_pruned if bound is not None else None,
         "minimal_nodes": len(minimal),
         "exact_pruning": exact,
