@@ -567,7 +567,7 @@ def test_compact_codes_equal_numpy_unique(values, dtype):
     """The frequency sets' compact codes (by counting, not sorting) are ``np.unique``'s, values and
     inverse, for any integer dtype, with or without a known bound of the codes; a code range far wider
     than the column falls back to sorting."""
-    from anonymize.publish.fulldomain.frequency import _compact
+    from anonymize.publish.fulldomain.frequency import _compact, _compact_counted
 
     col = np.asarray(values, dtype=np.int64).clip(0, np.iinfo(dtype).max).astype(dtype)
     for c in (col, np.concatenate([col, np.array([10**6], np.int64)]) if dtype is np.int64 else col):
@@ -577,8 +577,10 @@ def test_compact_codes_equal_numpy_unique(values, dtype):
             assert present.dtype == c.dtype and np.array_equal(present, want_p)
             assert np.array_equal(inv, want_inv.reshape(-1))
         strided = np.stack([c, c]).T[:, 1]  # a column of a row-major matrix, as the QI codes are read
-        present, inv = _compact(strided, int(c.max(initial=0)) + 1)
+        present, inv, counts = _compact_counted(strided, int(c.max(initial=0)) + 1)
         assert np.array_equal(present, want_p) and np.array_equal(inv, want_inv.reshape(-1))
+        assert np.array_equal(counts, np.unique(c, return_counts=True)[1])  # rows per value present
+        assert np.array_equal(_compact_counted(c)[2], np.unique(c, return_counts=True)[1])
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)

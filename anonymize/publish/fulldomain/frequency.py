@@ -145,19 +145,25 @@ def _compact(col: np.ndarray, bound: int | None = None) -> tuple[np.ndarray, np.
     sorting when their range is small (hierarchy codes are): the values present, ascending, and each
     element's position among them. ``bound`` — the codes are known to lie in ``[0, bound)`` (a
     hierarchy's leaf or node codes): no pass for their range."""
+    present, inv, _ = _compact_counted(col, bound)
+    return present, inv
+
+
+def _compact_counted(col: np.ndarray, bound: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_compact` and how often each value present occurs (``np.unique``'s ``return_counts``)."""
     col = np.asarray(col)
     if bound is None or col.dtype.kind not in "iu":
         if col.size == 0 or col.dtype.kind not in "iu" or int(col.min()) < 0 or int(col.max()) >= 8 * col.size + 4096:
-            present, inv = np.unique(col, return_inverse=True)
-            return present, inv.reshape(-1)
+            present, inv, counts = np.unique(col, return_inverse=True, return_counts=True)
+            return present, inv.reshape(-1), counts
         bound = int(col.max()) + 1
     seen = np.bincount(col, minlength=bound)
     present = np.flatnonzero(seen)
     if len(present) == len(seen):  # every code from 0 to the largest occurs: already compact
-        return present.astype(col.dtype), col.astype(np.int64)
+        return present.astype(col.dtype), col.astype(np.int64), seen
     lookup = np.zeros(len(seen), dtype=np.int64)
     lookup[present] = np.arange(len(present), dtype=np.int64)
-    return present.astype(col.dtype), lookup.take(col)
+    return present.astype(col.dtype), lookup.take(col), seen[present]
 
 
 class FrequencySets:
@@ -191,9 +197,12 @@ class FrequencySets:
         self.node_of: list[list[np.ndarray]] = []  # [j][l] compact node -> hierarchy node code
         # column-major: every use reads or writes one QI's column
         self.leaf_compact = np.empty((self.n_tuples, self.q), dtype=np.int64, order="F")
+        #: rows per compact leaf of every QI (an unweighted table's; counted with the compaction)
+        self.leaf_rows: list[np.ndarray] = []
         for j, h in enumerate(table.hierarchies):
-            present, inv = _compact(table.qi_codes[:, j], h.n_leaves)
+            present, inv, rows = _compact_counted(table.qi_codes[:, j], h.n_leaves)
             self.leaf_compact[:, j] = inv
+            self.leaf_rows.append(rows)
             self.R.append(len(present))
             lm, no = [], []
             for lv in range(h.height + 1):

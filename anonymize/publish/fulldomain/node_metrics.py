@@ -245,7 +245,7 @@ class _LeafCounts:
         if got is None:
             freq = self.freq
             if freq.table.weights is None:
-                got = np.bincount(freq.leaf_compact[:, j], minlength=freq.R[j]).astype(np.float64)
+                got = freq.leaf_rows[j].astype(np.float64)  # counted when the codes were compacted
             else:
                 got = np.bincount(freq.leaf_compact[:, j], weights=freq.table.row_weights(), minlength=freq.R[j])
             self._memo[j] = got
