@@ -50,12 +50,9 @@ class LatticeGrid:
         #: ``levels[i]``: node ``i``'s level vector as a tuple of ints, made on first use (building all
         #: 6,480 of Adult's up front took a tenth of ARX's whole search without suppression)
         self.levels = _Levels(lv)
-        height = lv.sum(axis=1)
-        self.height = height.tolist()
-        norm = (lv / np.maximum(np.array(self.H, dtype=np.float64), 1)).sum(axis=1)
-        self.norm = norm.tolist()
-        #: every node by (height, norm, index): Flash's order of visits (one lexsort of the arrays)
-        self.by_height_norm = np.lexsort((norm, height)).tolist()
+        self.height = lv.sum(axis=1).tolist()
+        self.norm = self._norms().tolist()
+        self._by_height_norm: list[int] | None = None
         #: direct generalizations / specializations of every node, each list made on first use (a search
         #: visits a fraction of the nodes: building all of them took longer than ARX's whole search
         #: without suppression)
@@ -66,6 +63,18 @@ class LatticeGrid:
         self._from = [slice(v, None) for v in range(top)]  # levels ≥ v
         self._upto = [slice(0, v + 1) for v in range(top)]  # levels ≤ v
         self._view: tuple[bytearray | None, np.ndarray | None] = (None, None)
+
+    @property
+    def by_height_norm(self) -> list[int]:
+        """Every node by (height, norm, index): Flash's order of visits, one lexsort of the arrays,
+        made on first use (other searches never read it)."""
+        if self._by_height_norm is None:
+            self._by_height_norm = np.lexsort((self._norms(), self.lv.sum(axis=1))).tolist()
+        return self._by_height_norm
+
+    def _norms(self) -> np.ndarray:
+        """Σ l_j / h_j of every node (h_j = 0 counts as 1)."""
+        return (self.lv / np.maximum(np.array(self.H, dtype=np.float64), 1)).sum(axis=1)
 
     def index_of(self, levels: Sequence[int]) -> int:
         """Row-major index of the node with level vector ``levels`` (the inverse of :attr:`levels`)."""
