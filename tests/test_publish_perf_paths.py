@@ -714,14 +714,9 @@ def _dm_cases(draw):
     df["s"] = [f"s{x}" for x in rng.integers(0, 3, n)]
     hs = {f"a{j}": Hierarchy.from_rows(f"a{j}", [[f"v{i}", f"g{i // 2}", f"h{i // 4}", "*"] for i in range(8)])
           for j in range(q)}  # fmt: skip
-    from anonymize.publish import DistinctLDiversity, TCloseness
+    from publish_strategies import draw_models
 
-    models = [KAnonymity(draw(st.integers(2, 6)))]
-    extra = draw(st.sampled_from(["none", "distinct", "t"]))
-    if extra == "distinct":
-        models.append(DistinctLDiversity(2))
-    elif extra == "t":
-        models.append(TCloseness(0.35, distance="variational"))
+    models = draw_models(draw, st, 6, 0.35)
     sup = draw(st.sampled_from([0.02, 0.05, 0.1, 0.3]))
     mode = draw(st.sampled_from(["star", "drop", "arx"]))
     return EncodedTable.encode(df, Schema([f"a{j}" for j in range(q)], ["s"]), hs), models, sup, mode

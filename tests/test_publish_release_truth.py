@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from publish_strategies import draw_models
 from pycanon import anonymity as pycanon
 
 from anonymize.errors import AnonymizeError
@@ -55,12 +56,7 @@ def cases(draw):
     fans = [draw(st.integers(2, 3)) for _ in range(q)]
     rows = {f"a{j}": [f"v{draw(st.integers(0, nvals[j] - 1))}" for _ in range(n)] for j in range(q)}
     rows["s"] = [draw(st.sampled_from(["x", "y", "z"])) for _ in range(n)]
-    models = [KAnonymity(draw(st.integers(2, 4)))]
-    extra = draw(st.sampled_from(["none", "distinct", "t"]))
-    if extra == "distinct":
-        models.append(DistinctLDiversity(2))
-    elif extra == "t":
-        models.append(TCloseness(0.4, distance="variational"))
+    models = draw_models(draw, st, 4, 0.4)
     sup = draw(st.sampled_from([0.0, 0.1, 0.3]))
     mode = draw(st.sampled_from(["star", "drop"]))
     metric = draw(st.sampled_from(METRICS))

@@ -120,18 +120,9 @@ def emd_hierarchical_within(
     """Per row of a ``(C, V)`` count matrix: whether its distribution's hierarchical EMD to ``Q`` is at
     most ``t`` (an empty row passes) — :func:`emd_hierarchical`'s closed form scaled by each row's
     total c, so no row is normalized: with P = h/c, Σ_N |((P − Q)·M)_N| ≤ 2H·t ⟺
-    Σ_N |(h·M)_N − c·(Q·M)_N| ≤ 2H·t·c (the root term H·|Σ(P − Q)| is 0 for a distribution). What
-    t-closeness's check needs: four array operations per check instead of about a dozen."""
-    H = hierarchy.height
-    h = np.asarray(hist, dtype=np.float64)
-    if H == 0:
-        return np.ones(h.shape[0], dtype=bool)
-    M = _node_matrix(hierarchy, leaf_of_value)
-    c = row_counts(h)
-    D = h @ M
-    D -= np.multiply.outer(c, np.asarray(Q, dtype=np.float64) @ M)
-    np.abs(D, out=D)
-    return D @ np.ones(D.shape[1]) <= (2.0 * H * t) * c
+    Σ_N |(h·M)_N − c·(Q·M)_N| ≤ 2H·t·c (the root term H·|Σ(P − Q)| is 0 for a distribution), computed
+    by :func:`emd_hierarchical_judge`."""
+    return emd_hierarchical_judge(Q, hierarchy, leaf_of_value, t)(hist)
 
 
 def emd_hierarchical_judge(Q: np.ndarray, hierarchy: Hierarchy, leaf_of_value: np.ndarray, t: float):

@@ -408,7 +408,7 @@ class Hierarchy:
         naming the column and the value."""
         col = column or self.name
         s = pd.Series(np.asarray(values, dtype=object) if not isinstance(values, pd.Series) else values)
-        if not (isinstance(s.index, pd.RangeIndex) and s.index.start == 0 and s.index.step == 1):
+        if not has_plain_index(s):
             s = s.reset_index(drop=True)
         if has_missing(s):
             i = int(np.argmax(s.isna().to_numpy()))
@@ -513,6 +513,11 @@ class Hierarchy:
         )
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def has_plain_index(obj: pd.Series | pd.DataFrame) -> bool:
+    """Whether ``obj``'s index is ``0 … n − 1`` (what ``reset_index(drop=True)`` would give)."""
+    return isinstance(obj.index, pd.RangeIndex) and obj.index.equals(pd.RangeIndex(len(obj)))
 
 
 def has_missing(s: pd.Series) -> bool:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import AnonymizeError
-from .hierarchy import Hierarchy, has_missing, value_str
+from .hierarchy import Hierarchy, has_missing, has_plain_index, value_str
 
 __all__ = ["check_not_mostly_numeric", "Schema", "EncodedTable", "auto_hierarchy"]
 
@@ -195,8 +195,7 @@ class EncodedTable:
         if len(df) == 0:
             raise AnonymizeError("the table has no rows")
         hierarchies = dict(hierarchies or {})
-        plain_index = isinstance(df.index, pd.RangeIndex) and df.index.equals(pd.RangeIndex(len(df)))
-        if _COPY_ON_WRITE and plain_index and not schema.identifiers:
+        if _COPY_ON_WRITE and has_plain_index(df) and not schema.identifiers:
             work = df.copy(deep=False)  # what drop() + reset_index() give here, without their overhead
         else:
             work = df.drop(columns=schema.identifiers).reset_index(drop=True)
