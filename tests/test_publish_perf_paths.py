@@ -825,6 +825,52 @@ def test_arrow_string_columns_encode_as_the_general_path_does():
         h.encode(pd.Series(["a", "z"], dtype="string[pyarrow]"))
 
 
+def _qi_table(n: int, seed: int) -> tuple[pd.DataFrame, dict[str, Hierarchy]]:
+    """Three pyarrow text QIs (one padded, so its lookup misses and the general path strips it), an
+    integer and an object QI, over ``n`` rows."""
+    rng = np.random.default_rng(seed)
+    hs = {
+        "a": Hierarchy.flat("a", ["x", "y", "z w"]),
+        "b": Hierarchy.flat("b", [f"v{i}" for i in range(40)]),
+        "p": Hierarchy.flat("p", ["s", "t"]),
+        "age": Hierarchy.from_rows("age", [[number_label(v), "*"] for v in range(17, 91)], numeric=True),
+        "o": Hierarchy.flat("o", ["m", "f"]),
+    }
+    df = pd.DataFrame(
+        {
+            "a": pd.Series(rng.choice(["x", "y", "z w"], n), dtype="string[pyarrow]"),
+            "b": pd.Series(rng.choice([f"v{i}" for i in range(40)], n), dtype="string[pyarrow]"),
+            "p": pd.Series(rng.choice([" s", "t "], n), dtype="string[pyarrow]"),
+            "age": rng.integers(17, 91, n),
+            "o": pd.Series(rng.choice(["m", "f"], n), dtype=object),
+        }
+    )
+    return df, hs
+
+
+def test_qi_columns_encoded_on_threads_equal_each_columns_own_encoding(monkeypatch):
+    """From PARALLEL_ENCODE_ROWS rows the text QIs' Arrow lookups run on threads: every column's codes
+    equal Hierarchy.encode's general path on it; values missing from two hierarchies name the first
+    of them in QI order, as encoding one column after another does."""
+    import anonymize.publish.table as T
+
+    df, hs = _qi_table(T.PARALLEL_ENCODE_ROWS + 5, 1)
+    qis = ["a", "b", "p", "age", "o"]
+    got = EncodedTable.encode(df, Schema(qis), hs).qi_codes
+    for j, c in enumerate(qis):
+        assert np.array_equal(got[:, j], _general_encode(hs[c], df[c])), c
+    monkeypatch.setattr(T, "PARALLEL_ENCODE_ROWS", 10**9)  # one column after another
+    assert np.array_equal(EncodedTable.encode(df, Schema(qis), hs).qi_codes, got)
+    monkeypatch.undo()
+    bad = df.copy()
+    bad.loc[7, "b"] = "nope"
+    bad.loc[3, "a"] = "gone"
+    with pytest.raises(AnonymizeError, match="column 'a': value 'gone' not in hierarchy"):
+        EncodedTable.encode(bad, Schema(qis), hs)
+    with pytest.raises(AnonymizeError, match="column 'b': value 'nope' not in hierarchy"):
+        EncodedTable.encode(bad, Schema(["b", "a"]), hs)
+
+
 _MISSING_DTYPES = [
     "object",
     "string[pyarrow]",

@@ -477,6 +477,14 @@ class Hierarchy:
         the column is not such a column or some value is not found as it is (then :meth:`encode`'s
         general path strips the values, matches them and names what is missing). Used only when every
         leaf label is its own canonical text, so both paths match the same values."""
+        lookup = self.arrow_lookup(s)
+        return None if lookup is None else lookup()
+
+    def arrow_lookup(self, s: pd.Series):
+        """For a pyarrow-backed string column ``s`` (plain index, no missing value): a function of no
+        argument that returns its leaf codes by Arrow's hash lookup, or None when a value is not
+        found as it is (see :meth:`_encode_arrow`); None when that path does not apply. The function
+        holds the GIL only briefly (:func:`.table._encode_qis` runs several on threads)."""
         dtype = s.dtype
         if not (isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow"):
             return None
@@ -489,13 +497,18 @@ class Hierarchy:
             self._arrow_leaves = pa.array(labels, type=pa.string()) if ok else False
         if self._arrow_leaves is False:
             return None
-        try:
-            found = pc.index_in(pa.array(s.array), value_set=self._arrow_leaves)
-        except (pa.ArrowException, TypeError):  # a string layout index_in has no kernel for
-            return None
-        if found.null_count:
-            return None
-        return found.to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
+        values, leaves = pa.array(s.array), self._arrow_leaves
+
+        def lookup() -> np.ndarray | None:
+            try:
+                found = pc.index_in(values, value_set=leaves)
+            except (pa.ArrowException, TypeError):  # a string layout index_in has no kernel for
+                return None
+            if found.null_count:
+                return None
+            return found.to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
+
+        return lookup
 
     def __repr__(self) -> str:
         kind = "numeric" if self.numeric else "categorical"
