@@ -358,29 +358,29 @@ class FrequencySets:
                 sk, order = keys, None
             elif m >= self.radix_min and self.key_bits <= 48:
                 order, sk = self._radix_order(keys)
-            elif (self.key_space << b) < 2**63:
+            elif runs or (self.key_space << b) >= 2**63:
                 # the keys are sorted runs of the source (one per combination of the changed
                 # attributes' old values): a merging sort (timsort) takes about half quicksort's time
-                packed = np.left_shift(keys, b)
+                order = np.argsort(keys, kind="stable")
+                sk = keys.take(order)
+            else:
+                packed = np.left_shift(keys, b)  # rows in no order: quicksort of key << b | position
                 packed |= self._positions(m)
-                packed.sort(kind="stable" if runs else "quicksort")  # in place: no copy
+                packed.sort(kind="quicksort")  # in place: no copy
                 order = packed & ((1 << b) - 1)
                 sk = packed >> b
-            else:
-                order = np.argsort(keys, kind="stable")
-                sk = keys[order]
         flag = np.empty(m, dtype=bool)
         flag[0] = True
         np.not_equal(sk[1:], sk[:-1], out=flag[1:])
+        starts = np.flatnonzero(flag)
         in_hist = hist is not None and self.hist_layout.count_lane is not None  # counts ride in a lane
-        if flag.all():
+        if len(starts) == m:
             if order is None:
                 return FrequencySet(levels, sk, counts, hist)
             if hist is None:
-                return FrequencySet(levels, sk, counts[order])
+                return FrequencySet(levels, sk, counts.take(order))
             hh = np.take(hist, order, axis=0)
-            return FrequencySet(levels, sk, self.hist_layout.counts(hh) if in_hist else counts[order], hh)
-        starts = np.flatnonzero(flag)
+            return FrequencySet(levels, sk, self.hist_layout.counts(hh) if in_hist else counts.take(order), hh)
         new_hist = None
         if hist is not None:
             hh = hist if order is None else np.take(hist, order, axis=0)  # a row gather: faster than hist[order]
@@ -389,8 +389,8 @@ class FrequencySets:
             assert new_hist is not None
             new_counts = self.hist_layout.counts(new_hist)
         else:
-            new_counts = np.add.reduceat(counts if order is None else counts[order], starts)
-        return FrequencySet(levels, sk[starts], new_counts, new_hist)
+            new_counts = np.add.reduceat(counts if order is None else counts.take(order), starts)
+        return FrequencySet(levels, sk.take(starts), new_counts, new_hist)
 
     def rollup(self, src: FrequencySet, levels) -> FrequencySet:
         """Frequency set of ``levels`` (internal levels, each ≥ ``src.levels``) from ``src``
@@ -409,14 +409,20 @@ class FrequencySets:
             for j in changed:
                 codes[:, j] = self.up(j, src.levels[j], levels[j])[codes[:, j]]
             return self._group(src, levels, None, codes, presorted=False)
-        keys = src.keys
-        assert keys is not None
-        keys = keys.copy()  # updated in place below (the source's keys stay as they are)
-        c = np.empty_like(keys)
+        src_keys = src.keys
+        assert src_keys is not None
+        # attributes own disjoint bit fields and a delta stays within its field, so every changed
+        # attribute's codes are read from the source's keys
+        keys = None
         for j in changed:
-            np.right_shift(keys, self.shift[j], out=c)
+            c = src_keys >> self.shift[j]
             c &= self.mask[j]
-            keys += self._delta(j, src.levels[j], levels[j]).take(c)
+            d = self._delta(j, src.levels[j], levels[j]).take(c)
+            if keys is None:
+                keys = src_keys + d
+            else:
+                keys += d
+        assert keys is not None
         # a strictly increasing map (no two present nodes merge) keeps keys sorted and distinct
         if all(self.n_nodes[j][levels[j]] == self.n_nodes[j][src.levels[j]] for j in changed):
             return FrequencySet(levels, keys, src.counts, src.hist)
