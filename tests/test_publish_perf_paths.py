@@ -487,12 +487,17 @@ def test_vectorized_tagging_equals_the_closure_through_neighbours(heights, data)
     w = [data.draw(st.integers(0, 3)) for _ in heights]
     t = data.draw(st.integers(0, 12))
     a, b = bytearray(g.N), bytearray(g.N)
+    cut_a, cut_b = bytearray(g.N), bytearray(g.N)  # a second array tagged in turn, as Flash's cut is
     for _ in range(data.draw(st.integers(1, 8))):
         i = data.draw(st.integers(0, g.N - 1))
         up = sum(x * y for x, y in zip(w, g.levels[i])) >= t
         tag_closure(a, i, 1 if up else 2, g.succ if up else g.pred)
         g.tag(b, i, 1 if up else 2, up)
         assert a == b
+        if data.draw(st.booleans()):
+            tag_closure(cut_a, i, 1, g.succ)
+            g.tag(cut_b, i, 1, up=True)
+            assert cut_a == cut_b and a == b
 
 
 @settings(max_examples=60, deadline=None)

@@ -62,7 +62,7 @@ class LatticeGrid:
         top = max(self.H, default=0) + 1
         self._from = [slice(v, None) for v in range(top)]  # levels ≥ v
         self._upto = [slice(0, v + 1) for v in range(top)]  # levels ≤ v
-        self._view: tuple[bytearray | None, np.ndarray | None] = (None, None)
+        self._views: dict[int, tuple[bytearray, np.ndarray]] = {}
 
     @property
     def by_height_norm(self) -> list[int]:
@@ -101,11 +101,13 @@ class LatticeGrid:
         below it — what :func:`tag_closure` does through ``succ`` / ``pred``, for a monotone tagging
         (a node above a passing node passes, a node below a failing node fails). One assignment to a
         box of the tags viewed as the q-dimensional node array (:meth:`box`)."""
-        held, view = self._view
-        if held is not tags or view is None:  # the view of the last tags array is kept (a search tags one)
-            view = np.frombuffer(tags, dtype=np.uint8).reshape(self._dims)
-            self._view = (tags, view)
-        view[self.box(i, up)] = value
+        got = self._views.get(id(tags))
+        if got is None or got[0] is not tags:  # a view per array, kept (Flash tags its tags and its cut)
+            if len(self._views) >= 4:
+                self._views.clear()
+            got = (tags, np.frombuffer(tags, dtype=np.uint8).reshape(self._dims))
+            self._views[id(tags)] = got
+        got[1][self.box(i, up)] = value
 
 
 class _Levels(Sequence[tuple[int, ...]]):
