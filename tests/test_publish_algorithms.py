@@ -567,7 +567,7 @@ def test_compact_codes_equal_numpy_unique(values, dtype):
     """The frequency sets' compact codes (by counting, not sorting) are ``np.unique``'s, values and
     inverse, for any integer dtype, with or without a known bound of the codes; a code range far wider
     than the column falls back to sorting."""
-    from anonymize.publish.fulldomain.frequency import _compact, _compact_counted
+    from anonymize.publish.fulldomain.frequency import _compact, _compact_counted, _leaf_lookup
 
     col = np.asarray(values, dtype=np.int64).clip(0, np.iinfo(dtype).max).astype(dtype)
     for c in (col, np.concatenate([col, np.array([10**6], np.int64)]) if dtype is np.int64 else col):
@@ -581,6 +581,9 @@ def test_compact_codes_equal_numpy_unique(values, dtype):
         assert np.array_equal(present, want_p) and np.array_equal(inv, want_inv.reshape(-1))
         assert np.array_equal(counts, np.unique(c, return_counts=True)[1])  # rows per value present
         assert np.array_equal(_compact_counted(c)[2], np.unique(c, return_counts=True)[1])
+        present, lookup, counts = _leaf_lookup(strided, int(c.max(initial=0)) + 1 + len(values) % 3)
+        assert np.array_equal(present, want_p) and np.array_equal(lookup[c], want_inv.reshape(-1))
+        assert np.array_equal(counts, np.unique(c, return_counts=True)[1])
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)

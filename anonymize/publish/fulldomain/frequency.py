@@ -166,6 +166,17 @@ def _compact_counted(col: np.ndarray, bound: int | None = None) -> tuple[np.ndar
     return present.astype(col.dtype), lookup.take(col), seen[present]
 
 
+def _leaf_lookup(col: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For codes ``col`` in ``[0, bound)``: the codes present (ascending), a ``(bound,)`` int64 table
+    of each present code's rank among them (:func:`_compact`'s inverse is ``table[col]``), and how
+    often each present code occurs."""
+    seen = np.bincount(col, minlength=bound)
+    present = np.flatnonzero(seen)
+    lookup = np.zeros(len(seen), dtype=np.int64)
+    lookup[present] = np.arange(len(present), dtype=np.int64)
+    return present.astype(col.dtype), lookup, seen[present]
+
+
 class FrequencySets:
     """The frequency sets of one :class:`EncodedTable`'s lattice: the compact encoding of its QIs,
     the bottom node's set (:attr:`base`), roll-ups (:meth:`rollup`) and the cache of sets kept as
@@ -195,13 +206,14 @@ class FrequencySets:
         self.R: list[int] = []
         self.lvmap: list[list[np.ndarray]] = []  # [j][l] compact leaf -> compact node
         self.node_of: list[list[np.ndarray]] = []  # [j][l] compact node -> hierarchy node code
-        # column-major: every use reads or writes one QI's column
-        self.leaf_compact = np.empty((self.n_tuples, self.q), dtype=np.int64, order="F")
         #: rows per compact leaf of every QI (an unweighted table's; counted with the compaction)
         self.leaf_rows: list[np.ndarray] = []
+        #: per QI, every leaf code's compact code (:attr:`leaf_compact` is these applied to the rows)
+        self.leaf_lookup: list[np.ndarray] = []
+        self._leaf_compact: np.ndarray | None = None
         for j, h in enumerate(table.hierarchies):
-            present, inv, rows = _compact_counted(table.qi_codes[:, j], h.n_leaves)
-            self.leaf_compact[:, j] = inv
+            present, lookup, rows = _leaf_lookup(table.qi_codes[:, j], h.n_leaves)
+            self.leaf_lookup.append(lookup)
             self.leaf_rows.append(rows)
             self.R.append(len(present))
             lm, no = [], []
@@ -286,11 +298,25 @@ class FrequencySets:
         if self.wide:
             fs = FrequencySet(lv, None, counts, hist, codes=self.leaf_compact.astype(np.int32))
         else:
+            # each row's key straight from its leaf codes: a lookup of leaf → compact code << shift
+            # per QI (no (n, q) array of compact codes is made)
             key = np.zeros(m, dtype=np.int64)
+            codes = self.table.qi_codes
             for j in range(self.q):
-                key |= self.leaf_compact[:, j] << self.shift[j]
+                key += (self.leaf_lookup[j] << self.shift[j]).take(codes[:, j])
             fs = FrequencySet(lv, key, counts, hist)
-        return self._group(fs, lv, fs.keys, fs.codes, presorted=False, runs=False)
+        return self._group(fs, lv, fs.keys, fs.codes, presorted=False, runs=False, unit=self.table.weights is None)
+
+    @property
+    def leaf_compact(self) -> np.ndarray:
+        """``(n_tuples, q)`` int64 compact leaf code of every row and QI (column-major: every use
+        reads one QI's column), made on first use."""
+        if self._leaf_compact is None:
+            out = np.empty((self.n_tuples, self.q), dtype=np.int64, order="F")
+            for j in range(self.q):
+                self.leaf_lookup[j].take(self.table.qi_codes[:, j], out=out[:, j])
+            self._leaf_compact = out
+        return self._leaf_compact
 
     def histograms(self, fs: FrequencySet, rows: np.ndarray | None = None) -> list[np.ndarray]:
         """Per sensitive attribute, the ``(m, V_s)`` int64 value counts of every tuple of ``fs`` — or
@@ -323,11 +349,14 @@ class FrequencySets:
             ar.flags.writeable = False
         return ar[:m]
 
-    def _group(self, src: FrequencySet, levels: tuple, keys, codes, presorted: bool, runs: bool = True) -> FrequencySet:
+    def _group(
+        self, src: FrequencySet, levels: tuple, keys, codes, presorted: bool, runs: bool = True, unit: bool = False
+    ) -> FrequencySet:
         """Merge equal tuples: sort (unless already sorted), find runs, add counts/histograms.
         ``runs``: the keys are sorted runs (a roll-up's), so a merging sort is used; the rows' keys
         (the bottom node) are in no order, and quicksort is faster there (the packed keys are
-        distinct, so both sorts give the same order)."""
+        distinct, so both sorts give the same order). ``unit``: every count is 1 (an unweighted
+        table's rows), so a merged tuple's count is its run's length."""
         m = len(src.counts)
         counts, hist = src.counts, src.hist
         if m == 0:
@@ -388,6 +417,8 @@ class FrequencySets:
         if in_hist:
             assert new_hist is not None
             new_counts = self.hist_layout.counts(new_hist)
+        elif unit:
+            new_counts = np.diff(starts, append=m)
         else:
             new_counts = np.add.reduceat(counts if order is None else counts.take(order), starts)
         return FrequencySet(levels, sk.take(starts), new_counts, new_hist)
@@ -526,13 +557,13 @@ class FrequencySets:
             self._slots.append(fs)
             if slot >= len(self._slot_size):
                 cap = max(64, 2 * len(self._slot_size))
-                lv = np.full((cap, self._lv_cols), _I16MAX, dtype=np.int16)
+                lv = np.zeros((cap, self._lv_cols), dtype=np.int16)  # pad columns stay 0
+                lv[:, : self.q] = _I16MAX
                 lv[: len(self._slot_lv)] = self._slot_lv
                 sz = np.full(cap, _I64MAX, dtype=np.int64)
                 sz[: len(self._slot_size)] = self._slot_size
                 self._slot_lv, self._slot_size = lv, sz
         self._slot_lv[slot, : self.q] = fs.levels
-        self._slot_lv[slot, self.q :] = 0
         self._slot_size[slot] = fs.size
         self._cache[fs.levels] = slot
         self._order.append(fs.levels)
@@ -546,7 +577,7 @@ class FrequencySets:
             return
         self._cache_rows -= self._slots[slot].size
         self._slots[slot] = None
-        self._slot_lv[slot] = _I16MAX
+        self._slot_lv[slot, : self.q] = _I16MAX
         self._slot_size[slot] = _I64MAX
         self._free.append(slot)
 
