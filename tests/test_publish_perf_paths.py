@@ -962,7 +962,7 @@ def test_encoding_without_a_copy_leaves_the_input_as_it_is():
 def test_lazy_lattice_levels_and_index_of_are_row_major(heights):
     """LatticeGrid.levels (made on first use) equals the row-major enumeration of the lattice
     (lattice_nodes), and index_of inverts it; a vector outside the lattice is a KeyError; the order
-    Flash visits the nodes in is (height, norm, index)."""
+    Flash visits the nodes in is (height, norm, index), and its rank list inverts that order."""
     from anonymize.publish.fulldomain.grid import LatticeGrid, lattice_nodes
 
     g = LatticeGrid(heights)
@@ -977,6 +977,9 @@ def test_lazy_lattice_levels_and_index_of_are_row_major(heights):
     # Flash's order of visits: height, then Σ l_j / h_j, then the index
     norm = [sum(v / max(h, 1) for v, h in zip(lv, heights)) for lv in ref]
     assert g.by_height_norm == sorted(range(g.N), key=lambda i: (sum(ref[i]), norm[i], i))
+    # Flash's key: each node's place in that order (ranks compare as the (height, norm, index) keys)
+    assert sorted(g.rank) == list(range(g.N)) and all(g.by_height_norm[r] == i for i, r in enumerate(g.rank))
+    assert g.norm == pytest.approx(norm) and g.height == [sum(lv) for lv in ref]
 
 
 def test_node_metric_tables_filled_on_demand_equal_the_rows_totals():

@@ -153,8 +153,9 @@ def flash(
     prune = prune and metric == "dm" and lat.max_sup > 0
     bound = DmBound(lat, g, tags) if prune else None
 
-    def key(i):
-        return (g.height[i], g.norm[i], i)
+    # Flash's order of nodes (height, then norm, then index) as one int per node: a C-level key
+    order = g.by_height_norm
+    key = g.rank.__getitem__
 
     def check(i) -> bool:
         lv = g.levels[i]
@@ -169,13 +170,16 @@ def flash(
             bound.observe(i, info, fs.counts)
         return ok
 
+    succ = g.succ
+
     def find_path(i):
         path = [i]
         while True:
-            nxt = [s for s in g.succ[path[-1]] if not tags[s]]
+            nxt = [s for s in succ[i] if not tags[s]]
             if not nxt:
                 return path
-            path.append(min(nxt, key=key))
+            i = min(nxt, key=key)
+            path.append(i)
 
     heap: list = []
 
@@ -188,17 +192,17 @@ def flash(
             if ok:
                 hi = mid - 1
             else:
-                heapq.heappush(heap, (key(node), node))
+                heapq.heappush(heap, key(node))
                 lo = mid + 1
 
     # every node by key(): height, then norm, then index (one lexsort, not a Python key per node)
-    for i in g.by_height_norm:
+    for i in order:
         if tags[i]:
             continue
         check_path(find_path(i))
         while heap:
-            _, n = heapq.heappop(heap)
-            for s in sorted(g.succ[n], key=key):
+            n = order[heapq.heappop(heap)]
+            for s in sorted(succ[n], key=key):
                 if not tags[s]:
                     check_path(find_path(s))
     if progress:

@@ -50,9 +50,13 @@ class LatticeGrid:
         #: ``levels[i]``: node ``i``'s level vector as a tuple of ints, made on first use (building all
         #: 6,480 of Adult's up front took a tenth of ARX's whole search without suppression)
         self.levels = _Levels(lv)
-        self.height = lv.sum(axis=1).tolist()
-        self.norm = self._norms().tolist()
+        heights = lv.sum(axis=1)
+        self.height = heights.tolist()
+        self._heights = heights
+        self._norm: list[float] | None = None
         self._by_height_norm: list[int] | None = None
+        self._order: np.ndarray | None = None
+        self._rank: list[int] | None = None
         #: direct generalizations / specializations of every node, each list made on first use (a search
         #: visits a fraction of the nodes: building all of them took longer than ARX's whole search
         #: without suppression)
@@ -65,12 +69,32 @@ class LatticeGrid:
         self._views: dict[int, tuple[bytearray, np.ndarray]] = {}
 
     @property
+    def norm(self) -> list[float]:
+        """``norm[i]``: node ``i``'s Σ l_j / h_j (h_j = 0 counts as 1), made on first use."""
+        if self._norm is None:
+            self._norm = self._norms().tolist()
+        return self._norm
+
+    @property
     def by_height_norm(self) -> list[int]:
         """Every node by (height, norm, index): Flash's order of visits, one lexsort of the arrays,
         made on first use (other searches never read it)."""
         if self._by_height_norm is None:
-            self._by_height_norm = np.lexsort((self._norms(), self.lv.sum(axis=1))).tolist()
+            self._order = np.lexsort((self._norms(), self._heights))
+            self._by_height_norm = self._order.tolist()
         return self._by_height_norm
+
+    @property
+    def rank(self) -> list[int]:
+        """Every node's position in :attr:`by_height_norm` (so ``rank[i] < rank[j]`` orders nodes by
+        height, then norm, then index: Flash's key as one int), made on first use."""
+        if self._rank is None:
+            self.by_height_norm  # noqa: B018 — makes the order array
+            assert self._order is not None
+            r = np.empty(self.N, dtype=np.int64)
+            r[self._order] = np.arange(self.N, dtype=np.int64)
+            self._rank = r.tolist()
+        return self._rank
 
     def _norms(self) -> np.ndarray:
         """Σ l_j / h_j of every node (h_j = 0 counts as 1)."""
