@@ -876,6 +876,34 @@ def test_qi_columns_encoded_on_threads_equal_each_columns_own_encoding(monkeypat
         EncodedTable.encode(bad, Schema(["b", "a"]), hs)
 
 
+def _encode_in_child(df, hs, out):
+    from anonymize.publish import EncodedTable, Schema
+
+    out.put(EncodedTable.encode(df, Schema(["a", "b"]), hs).qi_codes.sum())
+
+
+def test_a_forked_child_encodes_on_threads_of_its_own():
+    """After the parent has made its encoding threads, a child forked from it (as the exact rule hiding
+    forks its solver) encodes a large table too: it makes threads of its own, it does not wait on the
+    parent's, which it does not have."""
+    import multiprocessing
+
+    import anonymize.publish.table as T
+
+    df, hs = _qi_table(T.PARALLEL_ENCODE_ROWS + 5, 2)
+    want = EncodedTable.encode(df, Schema(["a", "b"]), hs).qi_codes.sum()
+    assert T._POOL is not None  # the parent's threads exist
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_encode_in_child, args=(df, hs, out))
+    child.start()
+    child.join(60)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked child hung encoding the table")
+    assert child.exitcode == 0 and out.get(timeout=5) == want
+
+
 _MISSING_DTYPES = [
     "object",
     "string[pyarrow]",

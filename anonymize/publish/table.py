@@ -117,6 +117,16 @@ _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 
 
+def _forget_pool_after_fork() -> None:
+    """A forked child has none of the parent's threads: it makes a pool of its own when it needs one."""
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+
 def _encode_pool() -> ThreadPoolExecutor | None:
     """The threads the QI columns are encoded on (made on first use; None on one core)."""
     global _POOL
