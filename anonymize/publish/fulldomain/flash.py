@@ -26,6 +26,9 @@ Under DM with a suppression budget Flash prunes by a lower bound of the metric, 
 (``prune``; :func:`.optimum.dm_lower_bound`): a checked node whose bound exceeds the least DM of a
 satisfying node checked so far cannot be optimal, nor can any generalization of it, so they are
 skipped by the search and by the optimum search after it (:func:`.optimum.best_node` ``cut``).
+Under NCP or ARX's Loss the bound of every node is known before it is checked (the metric without
+suppression, :class:`MetricBound`), so a better satisfying node skips every node above its value at
+once.
 
 Non-monotone predicates (entropy / recursive (c,l)-diversity or t-closeness *with* suppression,
 see :mod:`..models`): Flash tags with the monotone part, then a bottom-up pass over the nodes that
@@ -50,9 +53,9 @@ from .grid import PASS as _PASS
 from .grid import PRUNED as _PRUNED
 from .grid import LatticeGrid
 from .optimum import best_node, dm_lower_bound
-from .result import NodeInfo, SearchResult
+from .result import NodeInfo, SearchResult, metric_key
 
-__all__ = ["DmBound", "flash", "minimal_scan"]
+__all__ = ["DmBound", "MetricBound", "flash", "minimal_scan"]
 
 
 class DmBound:
@@ -101,6 +104,69 @@ class DmBound:
             self._open.append((lb, i))
 
 
+class MetricBound:
+    """Pruning under NCP or ARX's Loss with a suppression budget: the same skip as :class:`DmBound`,
+    with the bound :meth:`.node_metrics.NodeMetrics.bounds_all` gives every node before it is
+    evaluated — the metric without suppression, a lower bound of the node's and of every
+    generalization's (it only grows with generalization; the optimum search's bound,
+    :mod:`.optimum`). Once a satisfying node of metric value v is checked, a node Flash reaches
+    whose bound exceeds v is not checked: it and its generalizations are cut (:meth:`skips`), as
+    ARX skips a transformation of insufficient utility when it visits it. Only for unweighted
+    metrics (a weighted bound is node by node)."""
+
+    #: a bound within this of the best value is kept (the bound and the value are summed in
+    #: different orders; a tie is kept for the key's tie-breaks)
+    tolerance = 1e-9
+    #: cut every node above the best value as soon as it is known (one comparison over the lattice)
+    #: instead of when Flash reaches it
+    eager = False
+
+    def __init__(self, lat: Lattice, grid: LatticeGrid, tags: bytearray, metric: str):
+        ncp, loss = lat.node_metrics.bounds_all(grid.lv)
+        self.lat, self.grid, self.tags, self.metric, self.n = lat, grid, tags, metric, lat.n
+        self.bound = ncp if metric == "ncp" else loss
+        self._bound = self.bound.tolist()  # read one node at a time
+        self.best_key: tuple | None = None
+        self.best_info: NodeInfo | None = None
+        self._limit = math.inf  # a node whose bound exceeds this is worse than the best
+        self.cut = bytearray(grid.N)
+        self.n_pruned = 0
+
+    def observe(self, i: int, info: NodeInfo, counts: np.ndarray) -> None:
+        """Take an evaluated node into account: a satisfying node better than the best so far lowers
+        the limit above which nodes are cut."""
+        if not info.ok:
+            return
+        key = metric_key(self.lat.complete(info), self.metric, self.n)
+        if self.best_key is not None and key >= self.best_key:
+            return
+        self.best_key, self.best_info = key, info
+        self._limit = key[0] + self.tolerance
+        if self.eager:
+            self.finish()
+
+    def skips(self, i: int) -> bool:
+        """Whether node ``i`` need not be checked: its bound exceeds the best value (it and its
+        generalizations are then cut and tagged :data:`.grid.PRUNED`)."""
+        if self._bound[i] <= self._limit:
+            return False
+        self.grid.tag(self.tags, i, _PRUNED, up=True)
+        self.grid.tag(self.cut, i, 1, up=True)
+        self.n_pruned += 1
+        return True
+
+    def finish(self) -> None:
+        """Cut every node whose bound exceeds the best value (the set is closed under generalization),
+        tagging those not tagged yet: the candidates and the optimum search leave them out."""
+        over = self.bound > self._limit
+        cut = np.frombuffer(self.cut, dtype=np.uint8)
+        tags = np.frombuffer(self.tags, dtype=np.uint8)
+        newly = over & (cut == 0)
+        cut[newly] = 1
+        tags[newly & (tags == 0)] = _PRUNED
+        self.n_pruned += int(np.count_nonzero(newly))
+
+
 def minimal_scan(lat: Lattice, grid: LatticeGrid, candidate, known: dict | None = None) -> list[NodeInfo]:
     """Bottom-up over the nodes with ``candidate[idx]`` true: check the full predicate on every node
     without a satisfying (or dominated) direct specialization; return the satisfying ones — the
@@ -133,11 +199,12 @@ def flash(
 ) -> SearchResult:
     """Run Flash on ``lat``; return every minimal satisfying node and the one ``metric`` chooses.
 
-    ``prune`` (under DM with a suppression budget): skip the
+    ``prune`` (under DM, NCP or Loss with a suppression budget): skip the
     generalizations of every checked node whose DM lower bound exceeds the least DM of a satisfying
     node checked so far (:class:`DmBound`, ARX's pruning of transformations with insufficient
-    utility). The chosen node is the same; ``nodes`` are then only the minimal nodes the bound did
-    not exclude (``nodes_kind`` says so).
+    utility); under NCP or Loss every node whose bound exceeds the best value so far
+    (:class:`MetricBound`; not for weighted metrics). The chosen node is the same; ``nodes`` are
+    then only the minimal nodes the bound did not exclude (``nodes_kind`` says so).
 
     Raises :class:`AnonymizeError` when no node satisfies the models within the budget.
     """
@@ -150,14 +217,25 @@ def flash(
     # Not without suppression (measured on Adult): DM then only grows with generalization, the
     # optimum is a minimal node, and the bound would skip the failing nodes whose checks tag most of
     # the failing region (k = 5: 197 checks instead of 140).
-    prune = prune and metric == "dm" and lat.max_sup > 0
-    bound = DmBound(lat, g, tags) if prune else None
+    prune = prune and lat.max_sup > 0
+    bound: DmBound | MetricBound | None = None
+    if prune and metric == "dm":
+        bound = DmBound(lat, g, tags)
+    elif prune and metric in ("ncp", "loss") and lat.size_only and lat.node_metrics.weights is None:
+        # Only for models of class sizes (measured on Adult, k = 5 with 5 %: 1,601 → 353 checks, 3–4×
+        # faster). With a sensitive attribute (distinct l = 2 with 5 %) its skips sent the search lower,
+        # to larger frequency sets: 688 → 650 checks but 1.6 → 3.4 M tuples rolled up, 15–25 % slower.
+        bound = MetricBound(lat, g, tags, metric)
 
     # Flash's order of nodes (height, then norm, then index) as one int per node: a C-level key
     order = g.by_height_norm
     key = g.rank.__getitem__
 
+    skips = bound.skips if isinstance(bound, MetricBound) else None
+
     def check(i) -> bool:
+        if skips is not None and skips(i):
+            return True  # cut: treated as the node above a passing one (all above is cut too)
         lv = g.levels[i]
         # only the verdict matters for a node that fails (exact_failing=False); the returned nodes pass
         info, fs = lat.evaluate(lv, source=lat.source_for(lv), exact_failing=False)
@@ -207,6 +285,8 @@ def flash(
                     check_path(find_path(s))
     if progress:
         progress(f"flash: {lat.n_evaluated - ev0} of {g.N} nodes checked")
+    if isinstance(bound, MetricBound):
+        bound.finish()
     # a cut node may have been tagged PASS later (a box from a node below it): not a candidate
     cut = bytes(g.N) if bound is None else bound.cut
     if exact:
@@ -239,5 +319,6 @@ def flash(
     }
     kind = "every minimal satisfying node"
     if n_pruned:
-        kind = "every minimal satisfying node not skipped by the DM lower bound (the others are worse)"
+        name = {"dm": "DM", "ncp": "NCP", "loss": "Loss"}[metric]
+        kind = f"every minimal satisfying node not skipped by the {name} lower bound (the others are worse)"
     return SearchResult("flash", minimal, chosen, metric, stats, nodes_kind=kind)
