@@ -645,7 +645,9 @@ def _brute_force(df, pop, qis, hs, levels_list, k, sup_rows, kind, param, mode, 
                 bad = [b or p < param for b, p in zip(bad, pc)]
         # δ-presence with δmin > 0: a population row in a class with no table row is certainly absent
         # (P = 0 < δmin), whatever is suppressed (the suppressed rows' classes count as classes)
-        absent = kind == "delta" and param[0] > 0 and not set(map(tuple, gp.to_numpy())) <= set(map(tuple, g.to_numpy()))
+        absent = (
+            kind == "delta" and param[0] > 0 and not set(map(tuple, gp.to_numpy())) <= set(map(tuple, g.to_numpy()))
+        )
         ok = not absent and sum(s for s, b in zip(sizes, bad) if b) <= sup_rows
         star = sum(s for s, b in zip(sizes, bad) if b)
         if ok and star and mode == "star":
