@@ -111,15 +111,13 @@ class MetricBound:
     generalization's (it only grows with generalization; the optimum search's bound,
     :mod:`.optimum`). Once a satisfying node of metric value v is checked, a node Flash reaches
     whose bound exceeds v is not checked: it and its generalizations are cut (:meth:`skips`), as
-    ARX skips a transformation of insufficient utility when it visits it. Only for unweighted
-    metrics (a weighted bound is node by node)."""
+    ARX skips a transformation of insufficient utility when it visits it. (Cutting every node above
+    v as soon as v is known, one comparison over the lattice, checked more nodes on Adult: 353 → 380
+    at k = 5, 508 → 584 at k = 10.) Only for unweighted metrics (a weighted bound is node by node)."""
 
     #: a bound within this of the best value is kept (the bound and the value are summed in
     #: different orders; a tie is kept for the key's tie-breaks)
     tolerance = 1e-9
-    #: cut every node above the best value as soon as it is known (one comparison over the lattice)
-    #: instead of when Flash reaches it
-    eager = False
 
     def __init__(self, lat: Lattice, grid: LatticeGrid, tags: bytearray, metric: str):
         ncp, loss = lat.node_metrics.bounds_all(grid.lv)
@@ -142,8 +140,6 @@ class MetricBound:
             return
         self.best_key, self.best_info = key, info
         self._limit = key[0] + self.tolerance
-        if self.eager:
-            self.finish()
 
     def skips(self, i: int) -> bool:
         """Whether node ``i`` need not be checked: its bound exceeds the best value (it and its
