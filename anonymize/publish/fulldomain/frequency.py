@@ -159,13 +159,10 @@ def _compact_counted(col: np.ndarray, bound: int | None = None) -> tuple[np.ndar
             present, inv, counts = np.unique(col, return_inverse=True, return_counts=True)
             return present, inv.reshape(-1), counts
         bound = int(col.max()) + 1
-    seen = np.bincount(col, minlength=bound)
-    present = np.flatnonzero(seen)
-    if len(present) == len(seen):  # every code from 0 to the largest occurs: already compact
-        return present.astype(col.dtype), col.astype(np.int64), seen
-    lookup = np.zeros(len(seen), dtype=np.int64)
-    lookup[present] = np.arange(len(present), dtype=np.int64)
-    return present.astype(col.dtype), lookup.take(col), seen[present]
+    present, lookup, counts = _leaf_lookup(col, bound)
+    if len(present) == len(lookup):  # every code from 0 to the largest occurs: already compact
+        return present, col.astype(np.int64), counts
+    return present, lookup.take(col), counts
 
 
 def _leaf_lookup(col: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
